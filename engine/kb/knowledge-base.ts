@@ -1,0 +1,204 @@
+// One knowledge base in memory: its content items, the chunks that answer searches, and the
+// indexes over those chunks. Chunks are addressed by dense document numbers shared by every index.
+import { InvertedIndex } from '../bm25/inverted-index';
+import { MetadataIndex, type Metadata, type MetadataFilter } from '../filter/metadata';
+import type { ContentSource, ContentStatus, IndexedChunk, KnowledgeBaseRecord } from '../records';
+import type { Scored } from '../topk';
+
+export interface ContentVersion {
+  version: number;
+  text: string;
+  metadata: Metadata;
+  source: ContentSource;
+  pages?: number[];
+}
+
+export interface ContentItem {
+  id: string;
+  kbId: string;
+  createdAt: string;
+  updatedAt: string;
+  /** The newest text and metadata (what reads return). */
+  current: ContentVersion;
+  /** The version whose chunks answer searches, with their document numbers. */
+  live?: { version: ContentVersion; docs: number[] };
+  status: ContentStatus;
+  error?: string;
+}
+
+export interface ChunkHit {
+  chunkId: string;
+  contentId: string;
+  text: string;
+  score: number;
+  metadata: Metadata;
+  page?: number;
+  doc: number;
+}
+
+interface ChunkSlot {
+  id: string;
+  content: ContentItem;
+  version: ContentVersion;
+  start: number;
+  end: number;
+  page?: number;
+}
+
+function compareOrder(a: ContentItem, b: ContentItem): number {
+  return a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+export class KnowledgeBase {
+  readonly contents = new Map<string, ContentItem>();
+  /** Content items by (createdAt, id), for stable pagination. */
+  private readonly order: ContentItem[] = [];
+  private readonly chunks: (ChunkSlot | undefined)[] = [];
+  readonly bm25: InvertedIndex;
+  readonly metadataIndex = new MetadataIndex();
+  private liveChunks = 0;
+
+  constructor(public record: KnowledgeBaseRecord) {
+    this.bm25 = new InvertedIndex(record.config.bm25);
+  }
+
+  get id(): string {
+    return this.record.id;
+  }
+
+  get chunkCount(): number {
+    return this.liveChunks;
+  }
+
+  /** Document numbers handed out so far (upper bound for masks). */
+  get docSpace(): number {
+    return this.chunks.length;
+  }
+
+  // --- contents -------------------------------------------------------------------------------
+
+  putContent(id: string, version: ContentVersion, at: string): ContentItem {
+    const existing = this.contents.get(id);
+    if (existing) {
+      existing.current = version;
+      existing.updatedAt = at;
+      existing.status = 'pending';
+      existing.error = undefined;
+      return existing;
+    }
+    const item: ContentItem = { id, kbId: this.id, createdAt: at, updatedAt: at, current: version, status: 'pending' };
+    this.contents.set(id, item);
+    const last = this.order[this.order.length - 1];
+    if (!last || compareOrder(last, item) < 0) {
+      this.order.push(item);
+    } else {
+      this.order.splice(this.orderIndex(item), 0, item);
+    }
+    return item;
+  }
+
+  private orderIndex(item: ContentItem): number {
+    let lo = 0;
+    let hi = this.order.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compareOrder(this.order[mid]!, item) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  deleteContent(id: string): boolean {
+    const item = this.contents.get(id);
+    if (!item) return false;
+    this.dropLiveChunks(item);
+    this.contents.delete(id);
+    const at = this.orderIndex(item);
+    if (this.order[at] === item) this.order.splice(at, 1);
+    return true;
+  }
+
+  listContents(offset: number, limit: number): ContentItem[] {
+    return this.order.slice(offset, offset + limit);
+  }
+
+  get contentCount(): number {
+    return this.order.length;
+  }
+
+  private dropLiveChunks(item: ContentItem): void {
+    if (!item.live) return;
+    for (const doc of item.live.docs) {
+      const slot = this.chunks[doc];
+      if (!slot) continue;
+      this.bm25.remove(doc);
+      this.metadataIndex.remove(doc, slot.version.metadata);
+      this.chunks[doc] = undefined;
+      this.liveChunks--;
+    }
+    item.live = undefined;
+  }
+
+  /**
+   * Swap in the chunks of an indexed version: the old chunks answer until this call, the new
+   * ones from it on, with nothing in between (one synchronous step).
+   */
+  applyIndexed(item: ContentItem, chunks: readonly IndexedChunk[]): number[] {
+    this.dropLiveChunks(item);
+    const version = item.current;
+    const docs: number[] = [];
+    for (const c of chunks) {
+      const doc = this.chunks.length;
+      this.chunks.push({ id: c.id, content: item, version, start: c.start, end: c.end, page: c.page });
+      this.bm25.add(doc, c);
+      this.metadataIndex.add(doc, version.metadata);
+      docs.push(doc);
+      this.liveChunks++;
+    }
+    item.live = { version, docs };
+    item.status = 'ready';
+    item.error = undefined;
+    return docs;
+  }
+
+  /** Drop every chunk (knowledge base deletion). */
+  clear(): void {
+    for (const item of this.contents.values()) this.dropLiveChunks(item);
+    this.contents.clear();
+    this.order.length = 0;
+  }
+
+  // --- search ---------------------------------------------------------------------------------
+
+  /** Mask of documents allowed by a metadata filter, or undefined when there is no filter. */
+  filterMask(filter: MetadataFilter | undefined): Uint8Array | undefined {
+    if (!filter || Object.keys(filter).length === 0) return undefined;
+    return this.metadataIndex.mask(filter, this.chunks.length).mask;
+  }
+
+  searchFullText(terms: readonly string[], limit: number, filter?: MetadataFilter): ChunkHit[] {
+    return this.hits(this.bm25.search(terms, limit, this.filterMask(filter)));
+  }
+
+  hits(scored: readonly Scored[]): ChunkHit[] {
+    const out: ChunkHit[] = [];
+    for (const { doc, score } of scored) {
+      const slot = this.chunks[doc];
+      if (!slot) continue;
+      out.push({
+        chunkId: slot.id,
+        contentId: slot.content.id,
+        text: slot.version.text.slice(slot.start, slot.end),
+        score,
+        metadata: slot.version.metadata,
+        page: slot.page,
+        doc,
+      });
+    }
+    return out;
+  }
+
+  chunkIdOf(doc: number): string | undefined {
+    return this.chunks[doc]?.id;
+  }
+}

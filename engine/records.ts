@@ -1,0 +1,71 @@
+// Every state change is one of these records, appended to the write-ahead log before it is
+// acknowledged and replayed in order at start-up. Applying a record is deterministic: the same log
+// always rebuilds the same state.
+import type { Metadata } from './filter/metadata';
+
+export type ContentStatus = 'pending' | 'processing' | 'ready' | 'failed';
+
+/** Where a content item came from: typed text, or an uploaded file. */
+export type ContentSource =
+  | { kind: 'text' }
+  | { kind: 'file'; fileName: string; mediaType: string; size: number; pages?: number };
+
+/** Fixed at creation from the knowledge base type; never changed afterwards. */
+export interface KnowledgeBaseConfig {
+  id: string;
+  type: string;
+  embedding: {
+    provider: string;
+    model: string;
+    dimensions: number;
+    metric: 'cosine';
+    quantization: 'f32' | 'f16' | 'i8';
+  };
+  chunking: { size: number; overlap: number };
+  bm25: { k1: number; b: number };
+  hnsw: { connectivity: number; expansionAdd: number; expansionSearch: number };
+  modalities: ('text' | 'image')[];
+  createdAt: string;
+}
+
+export interface KnowledgeBaseRecord {
+  id: string;
+  orgId: string;
+  name: string;
+  description: string;
+  type: string;
+  config: KnowledgeBaseConfig;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface IndexedChunk {
+  id: string;
+  start: number;
+  end: number;
+  /** Page of the source file the chunk starts on, when known. */
+  page?: number;
+  terms: string[];
+  tfs: number[];
+  length: number;
+}
+
+export type LogRecord =
+  | { t: 'kb.create'; kb: KnowledgeBaseRecord }
+  | { t: 'kb.update'; id: string; name: string; description: string; at: string }
+  | { t: 'kb.delete'; id: string }
+  | {
+      t: 'content.put';
+      kbId: string;
+      id: string;
+      version: number;
+      text: string;
+      metadata: Metadata;
+      source: ContentSource;
+      /** Page start offsets in `text` for paged sources (PDF). */
+      pages?: number[];
+      at: string;
+    }
+  | { t: 'content.delete'; kbId: string; id: string }
+  | { t: 'content.indexed'; kbId: string; id: string; version: number; analyzer: number; chunks: IndexedChunk[]; at: string }
+  | { t: 'content.failed'; kbId: string; id: string; version: number; error: string; at: string };

@@ -1,0 +1,185 @@
+// The write-ahead log: numbered segment files of checksummed frames. Appends are group-committed:
+// every append issued while an fsync is in flight joins the next batch, so concurrent writers share
+// one fdatasync. A caller's promise resolves only once its record is on disk.
+import { mkdir, open, readdir, rename, truncate, type FileHandle } from 'node:fs/promises';
+import { openSync, fsyncSync, closeSync } from 'node:fs';
+import { join } from 'node:path';
+import { encodeFrame, scanFrames } from './frame';
+
+export interface LogEntry {
+  seq: number;
+  payload: Uint8Array;
+}
+
+export interface WalOptions {
+  dir: string;
+  /** Start a new segment once the current one passes this size. */
+  segmentBytes?: number;
+  /** Reports recovery events (torn tails, corrupt segments). */
+  warn?: (message: string, details: Record<string, unknown>) => void;
+}
+
+const SEGMENT = /^wal-(\d{20})\.log$/;
+const segmentName = (firstSeq: number) => `wal-${String(firstSeq).padStart(20, '0')}.log`;
+
+interface Pending {
+  frame: Uint8Array;
+  seq: number;
+  resolve: (seq: number) => void;
+  reject: (err: unknown) => void;
+}
+
+function fsyncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export class WriteAheadLog {
+  private fh: FileHandle | undefined;
+  private segmentSize = 0;
+  private lastSeq = 0;
+  private queue: Pending[] = [];
+  private flushing: Promise<void> | undefined;
+  private failure: unknown;
+  private readonly segmentLimit: number;
+  private readonly warn: NonNullable<WalOptions['warn']>;
+  private segments: { firstSeq: number; name: string }[] = [];
+
+  private constructor(private readonly options: WalOptions) {
+    this.segmentLimit = options.segmentBytes ?? 64 * 1024 * 1024;
+    this.warn = options.warn ?? ((m, d) => console.warn(m, d));
+  }
+
+  /**
+   * Open the log in `dir`, handing every intact record to `replay` in order. A torn or corrupt
+   * tail is reported and cut off; the log then continues after the last intact record.
+   */
+  static async open(options: WalOptions, replay: (entry: LogEntry) => void): Promise<WriteAheadLog> {
+    const wal = new WriteAheadLog(options);
+    await mkdir(options.dir, { recursive: true });
+    const names = (await readdir(options.dir)).filter((n) => SEGMENT.test(n)).sort();
+    wal.segments = names.map((name) => ({ name, firstSeq: Number(SEGMENT.exec(name)![1]) }));
+    for (let i = 0; i < wal.segments.length; i++) {
+      const seg = wal.segments[i]!;
+      const path = join(options.dir, seg.name);
+      const bytes = new Uint8Array(await Bun.file(path).arrayBuffer());
+      const scan = scanFrames(bytes);
+      for (const frame of scan.frames) {
+        if (frame.seq <= wal.lastSeq) {
+          throw new Error(`write-ahead log out of order: record ${frame.seq} after ${wal.lastSeq} in ${seg.name}`);
+        }
+        wal.lastSeq = frame.seq;
+        replay({ seq: frame.seq, payload: frame.payload });
+      }
+      if (!scan.ok) {
+        const cut = bytes.length - scan.end;
+        const isLast = i === wal.segments.length - 1;
+        // Keep the cut bytes beside the log for inspection; never silently drop them.
+        const aside = `${path}.damaged-${Date.now()}`;
+        await Bun.write(aside, bytes.subarray(scan.end));
+        await truncate(path, scan.end);
+        wal.warn(isLast ? 'write-ahead log: torn tail cut off' : 'write-ahead log: corrupt segment, later segments set aside', {
+          segment: seg.name,
+          reason: scan.reason,
+          offset: scan.end,
+          bytesCut: cut,
+          keptAt: aside,
+          lastGoodSeq: wal.lastSeq,
+        });
+        if (!isLast) {
+          for (const later of wal.segments.slice(i + 1)) {
+            await rename(join(options.dir, later.name), join(options.dir, `${later.name}.orphaned-${Date.now()}`));
+          }
+          wal.segments = wal.segments.slice(0, i + 1);
+        }
+        break;
+      }
+    }
+    const last = wal.segments[wal.segments.length - 1];
+    if (last) {
+      wal.fh = await open(join(options.dir, last.name), 'a');
+      wal.segmentSize = (await wal.fh.stat()).size;
+    } else {
+      await wal.startSegment();
+    }
+    return wal;
+  }
+
+  get lastSequence(): number {
+    return this.lastSeq;
+  }
+
+  /** Total bytes of all segments (for metrics and snapshot policy). */
+  async sizeBytes(): Promise<number> {
+    let total = 0;
+    for (const s of this.segments) total += Bun.file(join(this.options.dir, s.name)).size;
+    return total;
+  }
+
+  private async startSegment(): Promise<void> {
+    const name = segmentName(this.lastSeq + 1);
+    this.fh = await open(join(this.options.dir, name), 'a');
+    this.segmentSize = 0;
+    this.segments.push({ name, firstSeq: this.lastSeq + 1 });
+    // The new file's directory entry must be durable before records in it are acknowledged.
+    fsyncDir(this.options.dir);
+  }
+
+  /** Append a record; resolves with its sequence number once it is fsynced. */
+  append(payload: Uint8Array): Promise<number> {
+    if (this.failure) return Promise.reject(this.failure);
+    const seq = ++this.lastSeq;
+    const frame = encodeFrame(seq, payload);
+    return new Promise((resolve, reject) => {
+      this.queue.push({ frame, seq, resolve, reject });
+      this.flushing ??= this.flushLoop();
+    });
+  }
+
+  private async flushLoop(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue;
+        this.queue = [];
+        try {
+          if (this.segmentSize > 0 && this.segmentSize >= this.segmentLimit) {
+            await this.fh!.close();
+            await this.startSegment();
+          }
+          const bytes = batch.length === 1 ? batch[0]!.frame : Buffer.concat(batch.map((p) => p.frame));
+          let written = 0;
+          while (written < bytes.length) {
+            const { bytesWritten } = await this.fh!.write(bytes, written, bytes.length - written);
+            written += bytesWritten;
+          }
+          await this.fh!.datasync();
+          this.segmentSize += bytes.length;
+          for (const p of batch) p.resolve(p.seq);
+        } catch (err) {
+          // The disk refused a write or an fsync: nothing after this point can be trusted to be
+          // durable, so the log stops accepting writes (the owner decides whether to exit).
+          this.failure = err;
+          for (const p of [...batch, ...this.queue]) p.reject(err);
+          this.queue = [];
+        }
+      }
+    } finally {
+      this.flushing = undefined;
+    }
+  }
+
+  /** Wait until everything appended so far is durable. */
+  async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
+  async close(): Promise<void> {
+    await this.flush();
+    await this.fh?.close();
+    this.fh = undefined;
+  }
+}

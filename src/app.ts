@@ -1,0 +1,82 @@
+// The HTTP layer: authentication, the error envelope and the route modules, over the engine.
+import { Elysia } from 'elysia';
+import { ApiError, errorBody, STATUS_OF } from './errors';
+import type { KeyStore } from './auth/key-store';
+import { KEY_HEADER, ORG_HEADER, type ServerContext } from './http/context';
+import { validationError } from './http/validation';
+import { contentRoutes } from './routes/contents';
+import { knowledgeBaseRoutes } from './routes/knowledge-bases';
+import { searchRoutes } from './routes/search';
+
+const API_PREFIX = '/api/v1';
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+}
+
+function apiErrorResponse(err: ApiError, requestId?: string): Response {
+  return json(err.status, errorBody(err.code, err.message, err.details, err.status >= 500 ? requestId : undefined), err.headers);
+}
+
+/** Which body limit applies to a path (file uploads have their own, larger one). */
+function bodyLimit(ctx: ServerContext, path: string): number {
+  return path.endsWith('/contents/file') ? ctx.config.limits.maxFileBytes + 1024 * 1024 : ctx.config.limits.maxJsonBodyBytes;
+}
+
+export function createApp(ctx: ServerContext, keys: KeyStore) {
+  const requestIds = new WeakMap<Request, string>();
+
+  return new Elysia({ normalize: false })
+    .onRequest(({ request, set }) => {
+      const requestId = request.headers.get('x-request-id') || crypto.randomUUID();
+      requestIds.set(request, requestId);
+      set.headers['x-request-id'] = requestId;
+      const path = new URL(request.url).pathname;
+      if (!path.startsWith(API_PREFIX + '/') && path !== API_PREFIX) return;
+      const org = request.headers.get(ORG_HEADER);
+      const key = request.headers.get(KEY_HEADER);
+      if (!org || !key) {
+        return json(401, errorBody('UNAUTHORIZED', `Both ${KEY_HEADER} and ${ORG_HEADER} headers are required`), { 'x-request-id': requestId });
+      }
+      if (!keys.verify(org, key)) {
+        return json(401, errorBody('UNAUTHORIZED', 'The API key is not valid for this organization'), { 'x-request-id': requestId });
+      }
+      const length = Number(request.headers.get('content-length') ?? 0);
+      const limit = bodyLimit(ctx, path);
+      if (length > limit) {
+        return json(413, errorBody('PAYLOAD_TOO_LARGE', `The request body is larger than the limit of ${limit} bytes`), { 'x-request-id': requestId, connection: 'close' });
+      }
+    })
+    .onError(({ code, error, request }) => {
+      const requestId = requestIds.get(request);
+      const headers: Record<string, string> = requestId ? { 'x-request-id': requestId } : {};
+      if (error instanceof ApiError) return apiErrorResponse(error, requestId);
+      switch (code) {
+        case 'VALIDATION': {
+          const where = (error as { type?: string }).type ?? 'request';
+          return apiErrorResponse(validationError(error as never, where === 'body' ? 'request body' : `${where} parameters`), requestId);
+        }
+        case 'PARSE':
+          return json(400, errorBody('INVALID_JSON', 'The request body is not valid JSON'), headers);
+        case 'NOT_FOUND':
+          return json(404, errorBody('NOT_FOUND', 'No such route'), headers);
+        case 'INVALID_COOKIE_SIGNATURE':
+          return json(400, errorBody('VALIDATION_ERROR', 'Invalid cookie'), headers);
+      }
+      const status = (error as { status?: number }).status;
+      if (status === 413) return json(413, errorBody('PAYLOAD_TOO_LARGE', 'The request body is too large'), headers);
+      ctx.logger.error({ requestId, err: error instanceof Error ? { message: error.message, stack: error.stack } : String(error) }, 'unhandled error');
+      return json(STATUS_OF.INTERNAL, errorBody('INTERNAL', 'Internal server error', undefined, requestId), headers);
+    })
+    .get('/health', () => ({ success: true as const, status: 'ok' }), { detail: { summary: 'The process is up', tags: ['Operations'] } })
+    .get(
+      '/ready',
+      () => {
+        const engine = ctx.engine();
+        if (!engine) return json(503, errorBody('NOT_READY', 'Recovering state from the write-ahead log'), { 'retry-after': '1' });
+        return { success: true as const, status: 'ready', recovery: engine.recovery };
+      },
+      { detail: { summary: 'State recovered; the server can serve', tags: ['Operations'] } },
+    )
+    .group(API_PREFIX, (api) => api.use(knowledgeBaseRoutes(ctx)).use(contentRoutes(ctx)).use(searchRoutes(ctx)));
+}

@@ -1,0 +1,132 @@
+import { Elysia, t } from 'elysia';
+import type { Metadata } from '../../engine/filter/metadata';
+import { ApiError, invalid, notFound } from '../errors';
+import { orgContext, type ServerContext } from '../http/context';
+import { checkMetadata, CreatedSchema, ErrorSchema, MetadataSchema, SuccessSchema } from '../schemas/common';
+import { contentView } from '../services/views';
+import { requireEngine } from './guards';
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 413: ErrorSchema, 500: ErrorSchema };
+
+const ContentSchema = t.Object({
+  id: t.String(),
+  contentChunk: t.String(),
+  createdAt: t.String({ format: 'date-time' }),
+  updatedAt: t.String({ format: 'date-time' }),
+  metadata: t.Record(t.String(), t.Any()),
+  status: t.Union([t.Literal('pending'), t.Literal('processing'), t.Literal('ready'), t.Literal('failed')]),
+  error: t.Optional(t.String()),
+  chunkCount: t.Integer(),
+  source: t.Any(),
+});
+
+const TextBody = t.Object(
+  {
+    text: t.String({ description: 'Non-empty after trimming; at most MAX_TEXT_BYTES (10 MiB) of UTF-8.' }),
+    metadata: t.Optional(MetadataSchema),
+  },
+  { additionalProperties: false, examples: [{ text: 'Refunds are issued within 14 days.', metadata: { team: 'billing' } }] },
+);
+
+const ListQuery = t.Object({
+  page: t.Optional(t.String({ description: 'Page number, integer ≥ 1 (default 1).' })),
+  limit: t.Optional(t.String({ description: 'Items per page, integer 1–100 (default 20).' })),
+});
+
+const WaitQuery = t.Object({
+  wait: t.Optional(t.String({ description: '`true`: answer once the item is ready or failed (bounded by WAIT_TIMEOUT_MS).' })),
+});
+
+function positiveInt(raw: string | undefined, path: string, fallback: number, max?: number): number {
+  if (raw === undefined) return fallback;
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) throw invalid(path, 'must be an integer ≥ 1');
+  const n = Number(raw);
+  if (max !== undefined && n > max) throw invalid(path, `must be at most ${max}`);
+  return n;
+}
+
+export function parseWait(raw: string | undefined): boolean {
+  if (raw === undefined || raw === 'false' || raw === '0') return false;
+  if (raw === '' || raw === 'true' || raw === '1') return true;
+  throw invalid('/wait', 'must be true or false');
+}
+
+/** Validate text beyond the schema: non-blank and within the byte limit. */
+export function checkText(text: string, maxBytes: number, path = '/text'): void {
+  if (text.trim().length === 0) throw invalid(path, 'must not be empty or only whitespace');
+  if (Buffer.byteLength(text, 'utf8') > maxBytes) {
+    throw new ApiError('PAYLOAD_TOO_LARGE', `${path.slice(1)} is larger than the limit of ${maxBytes} bytes`, [{ path, message: `at most ${maxBytes} bytes` }]);
+  }
+}
+
+export const contentRoutes = (ctx: ServerContext) =>
+  new Elysia({ name: 'contents' })
+    .use(orgContext)
+    .get(
+      '/knowledge-bases/:id/contents',
+      ({ org, params, query }) => {
+        const page = positiveInt(query.page, '/page', 1);
+        const limit = positiveInt(query.limit, '/limit', 20, ctx.config.limits.maxPageLimit);
+        const list = requireEngine(ctx).listContents(org, params.id, (page - 1) * limit, limit);
+        if (!list) throw notFound('Knowledge base');
+        return { success: true as const, data: list.items.map(contentView), total: list.total };
+      },
+      {
+        query: ListQuery,
+        detail: { summary: 'List content items, oldest first', tags: ['Contents'] },
+        response: { 200: t.Object({ success: t.Literal(true), data: t.Array(ContentSchema), total: t.Integer() }), ...errors },
+      },
+    )
+    .post(
+      '/knowledge-bases/:id/contents',
+      async ({ org, params, body, query, set }) => {
+        const wait = parseWait(query.wait);
+        checkText(body.text, ctx.config.limits.maxTextBytes);
+        checkMetadata(body.metadata as Metadata | undefined);
+        const engine = requireEngine(ctx);
+        const item = await engine.addContent(org, params.id, { text: body.text, metadata: body.metadata as Metadata | undefined });
+        if (!item) throw notFound('Knowledge base');
+        set.status = 201;
+        if (!wait) return { success: true as const, data: { id: item.id } };
+        await engine.waitForContent(item, ctx.config.waitTimeoutMs);
+        return { success: true as const, data: { id: item.id, status: item.status } };
+      },
+      { body: TextBody, query: WaitQuery, detail: { summary: 'Add content from text', tags: ['Contents'] }, response: { 201: CreatedSchema, ...errors } },
+    )
+    .get(
+      '/knowledge-bases/:id/contents/:contentId',
+      ({ org, params }) => {
+        const item = requireEngine(ctx).getContent(org, params.id, params.contentId);
+        if (!item) throw notFound('Content');
+        return { success: true as const, data: contentView(item) };
+      },
+      { detail: { summary: 'Get a content item', tags: ['Contents'] }, response: { 200: t.Object({ success: t.Literal(true), data: ContentSchema }), ...errors } },
+    )
+    .put(
+      '/knowledge-bases/:id/contents/:contentId',
+      async ({ org, params, body, query }) => {
+        const wait = parseWait(query.wait);
+        checkText(body.text, ctx.config.limits.maxTextBytes);
+        checkMetadata(body.metadata as Metadata | undefined);
+        const engine = requireEngine(ctx);
+        const item = await engine.updateContent(org, params.id, params.contentId, { text: body.text, metadata: body.metadata as Metadata | undefined });
+        if (!item) throw notFound('Content');
+        if (!wait) return { success: true as const };
+        await engine.waitForContent(item, ctx.config.waitTimeoutMs);
+        return { success: true as const, data: { id: item.id, status: item.status } };
+      },
+      {
+        body: TextBody,
+        query: WaitQuery,
+        detail: { summary: 'Replace the text (and metadata, when given) of a content item', tags: ['Contents'] },
+        response: { 200: t.Object({ success: t.Literal(true), data: t.Optional(t.Object({ id: t.String(), status: t.String() })) }), ...errors },
+      },
+    )
+    .delete(
+      '/knowledge-bases/:id/contents/:contentId',
+      async ({ org, params }) => {
+        if (!(await requireEngine(ctx).deleteContent(org, params.id, params.contentId))) throw notFound('Content');
+        return { success: true as const };
+      },
+      { detail: { summary: 'Delete a content item with its chunks', tags: ['Contents'] }, response: { 200: SuccessSchema, ...errors } },
+    );

@@ -1,0 +1,9 @@
+import type { Engine } from '../../engine/engine';
+import { ApiError } from '../errors';
+import type { ServerContext } from '../http/context';
+
+export function requireEngine(ctx: ServerContext): Engine {
+  const engine = ctx.engine();
+  if (!engine) throw new ApiError('NOT_READY', 'The server is still recovering its state; retry shortly', undefined, { 'retry-after': '1' });
+  return engine;
+}

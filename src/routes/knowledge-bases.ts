@@ -1,0 +1,107 @@
+import { Elysia, t } from 'elysia';
+import { ApiError, notFound } from '../errors';
+import { orgContext, type ServerContext } from "../http/context";
+import { CreatedSchema, ErrorSchema, SuccessSchema, trimmed } from '../schemas/common';
+import { configForType, KB_TYPES, type KbType } from '../services/kb-types';
+import { configurationView, knowledgeBaseView } from '../services/views';
+import { requireEngine } from './guards';
+
+const TypeSchema = t.Union(
+  KB_TYPES.map((k) => t.Literal(k)),
+  { description: 'Fixes the embedding model and the supported modalities at creation.' },
+);
+
+const KnowledgeBaseSchema = t.Object({
+  id: t.String({ examples: ['kb_01a1ffebd4220000644daed737ab'] }),
+  name: t.String(),
+  description: t.String(),
+  activeKnowledgeBaseConfigurationId: t.String(),
+  createdAt: t.String({ format: 'date-time' }),
+  updatedAt: t.String({ format: 'date-time' }),
+});
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 500: ErrorSchema };
+
+export const knowledgeBaseRoutes = (ctx: ServerContext) =>
+  new Elysia({ name: "knowledge-bases" })
+    .use(orgContext)
+    .get(
+      '/knowledge-bases',
+      ({ org }) => ({
+        success: true as const,
+        data: requireEngine(ctx).listKnowledgeBases(org).map(knowledgeBaseView),
+      }),
+      { detail: { summary: 'List knowledge bases of the organization', tags: ['Knowledge bases'] }, response: { 200: t.Object({ success: t.Literal(true), data: t.Array(KnowledgeBaseSchema) }), ...errors } },
+    )
+    .post(
+      '/knowledge-bases',
+      async ({ org, body, set }) => {
+        const name = trimmed(body.name, '/name', 256);
+        const kb = await requireEngine(ctx).createKnowledgeBase(org, {
+          name,
+          description: body.description?.trim() ?? '',
+          type: body.type,
+          config: configForType(body.type, ctx.config),
+        });
+        set.status = 201;
+        return { success: true as const, data: { id: kb.id } };
+      },
+      {
+        body: t.Object(
+          { name: t.String({ minLength: 1, maxLength: 256 }), description: t.Optional(t.String({ maxLength: 4096 })), type: TypeSchema },
+          { additionalProperties: false, examples: [{ name: 'Support articles', description: 'Public help center', type: 'TEXT_HIGH_QUALITY' }] },
+        ),
+        detail: { summary: 'Create a knowledge base', tags: ['Knowledge bases'] },
+        response: { 201: CreatedSchema, ...errors },
+      },
+    )
+    .get(
+      '/knowledge-bases/:id',
+      ({ org, params }) => {
+        const kb = requireEngine(ctx).getKnowledgeBase(org, params.id);
+        if (!kb) throw notFound('Knowledge base');
+        return { success: true as const, data: knowledgeBaseView(kb) };
+      },
+      { detail: { summary: 'Get a knowledge base', tags: ['Knowledge bases'] }, response: { 200: t.Object({ success: t.Literal(true), data: KnowledgeBaseSchema }), ...errors } },
+    )
+    .get(
+      '/knowledge-bases/:id/configuration',
+      ({ org, params }) => {
+        const kb = requireEngine(ctx).getKnowledgeBase(org, params.id);
+        if (!kb) throw notFound('Knowledge base');
+        return { success: true as const, data: configurationView(kb) };
+      },
+      { detail: { summary: 'Read the embedding configuration fixed at creation', tags: ['Knowledge bases'] } },
+    )
+    .put(
+      '/knowledge-bases/:id',
+      async ({ org, params, body }) => {
+        const engine = requireEngine(ctx);
+        const kb = engine.getKnowledgeBase(org, params.id);
+        if (!kb) throw notFound('Knowledge base');
+        const name = trimmed(body.name, '/name', 256);
+        if (body.type !== kb.type) {
+          throw new ApiError('KB_TYPE_IMMUTABLE', `The type of a knowledge base cannot change (it is ${kb.type})`, [
+            { path: '/type', message: `must equal the original type ${kb.type}` },
+          ]);
+        }
+        await engine.updateKnowledgeBase(org, params.id, { name, description: body.description?.trim() });
+        return { success: true as const };
+      },
+      {
+        body: t.Object(
+          { name: t.String({ minLength: 1, maxLength: 256 }), description: t.Optional(t.String({ maxLength: 4096 })), type: TypeSchema },
+          { additionalProperties: false },
+        ),
+        detail: { summary: 'Rename a knowledge base (type must stay the same)', tags: ['Knowledge bases'] },
+        response: { 200: SuccessSchema, ...errors },
+      },
+    )
+    .delete(
+      '/knowledge-bases/:id',
+      async ({ org, params }) => {
+        if (!(await requireEngine(ctx).deleteKnowledgeBase(org, params.id))) throw notFound('Knowledge base');
+        return { success: true as const };
+      },
+      { detail: { summary: 'Delete a knowledge base and everything it holds', tags: ['Knowledge bases'] }, response: { 200: SuccessSchema, ...errors } },
+    );

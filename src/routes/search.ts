@@ -1,0 +1,52 @@
+import { Elysia, t } from 'elysia';
+import type { MetadataFilter } from '../../engine/filter/metadata';
+import { notFound } from '../errors';
+import { orgContext, type ServerContext } from '../http/context';
+import { checkFilter, ErrorSchema, MetadataFilterSchema, trimmed } from '../schemas/common';
+import { hitView } from '../services/views';
+import { requireEngine } from './guards';
+
+const HitSchema = t.Object({
+  id: t.String({ description: 'Chunk id' }),
+  contentChunk: t.String(),
+  score: t.Number(),
+  contentId: t.String(),
+  metadata: t.Record(t.String(), t.Any()),
+  page: t.Optional(t.Integer()),
+});
+
+export const SearchResponse = t.Object({ success: t.Literal(true), data: t.Array(HitSchema) });
+
+const baseFields = {
+  query: t.String({ minLength: 1, maxLength: 4096, description: 'Non-empty after trimming, at most 4,096 characters.' }),
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 10 })),
+  metadataFilter: t.Optional(MetadataFilterSchema),
+};
+
+export const FullTextBody = t.Object(baseFields, {
+  additionalProperties: false,
+  examples: [{ query: 'refund policy', limit: 5, metadataFilter: { team: 'billing' } }],
+});
+
+export function readSearch(body: { query: string; limit?: number; metadataFilter?: unknown }) {
+  const query = trimmed(body.query, '/query', 4096);
+  checkFilter(body.metadataFilter as MetadataFilter | undefined);
+  return { query, limit: body.limit ?? 10, filter: body.metadataFilter as MetadataFilter | undefined };
+}
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 500: ErrorSchema };
+
+export const searchRoutes = (ctx: ServerContext) =>
+  new Elysia({ name: 'search' }).use(orgContext).post(
+    '/knowledge-bases/:id/search/full-text',
+    ({ org, params, body }) => {
+      const hits = requireEngine(ctx).searchFullText(org, params.id, readSearch(body));
+      if (!hits) throw notFound('Knowledge base');
+      return { success: true as const, data: hits.map(hitView) };
+    },
+    {
+      body: FullTextBody,
+      detail: { summary: 'Keyword search (BM25); scores are unbounded', tags: ['Search'] },
+      response: { 200: SearchResponse, ...errors },
+    },
+  );

@@ -1,0 +1,80 @@
+// TypeBox schemas shared by routes, and the checks TypeBox cannot express (trimmed lengths,
+// metadata key lengths, byte sizes). Every schema rejects unknown fields.
+import { t } from 'elysia';
+import { invalid } from '../errors';
+import type { Metadata, MetadataFilter } from '../../engine/filter/metadata';
+
+export const MAX_METADATA_KEYS = 64;
+export const MAX_METADATA_KEY_LENGTH = 64;
+export const MAX_METADATA_STRING = 1024;
+export const MAX_METADATA_ARRAY = 256;
+
+export const MetadataValueSchema = t.Union([
+  t.String({ maxLength: MAX_METADATA_STRING }),
+  t.Number(),
+  t.Boolean(),
+  t.Array(t.String({ maxLength: MAX_METADATA_STRING }), { maxItems: MAX_METADATA_ARRAY }),
+]);
+
+export const MetadataSchema = t.Record(t.String(), MetadataValueSchema, {
+  maxProperties: MAX_METADATA_KEYS,
+  description: `Flat key/value metadata: at most ${MAX_METADATA_KEYS} keys of 1–${MAX_METADATA_KEY_LENGTH} characters; values are strings (≤ ${MAX_METADATA_STRING} characters), numbers, booleans or arrays of strings.`,
+  examples: [{ team: 'support', year: 2026, tags: ['faq', 'billing'] }],
+});
+
+export const FilterValueSchema = t.Union([
+  t.String(),
+  t.Number(),
+  t.Boolean(),
+  t.Array(t.Union([t.String(), t.Number(), t.Boolean()]), { minItems: 1, maxItems: MAX_METADATA_ARRAY }),
+]);
+
+export const MetadataFilterSchema = t.Record(t.String(), FilterValueSchema, {
+  maxProperties: MAX_METADATA_KEYS,
+  description: 'All pairs must match. A scalar matches an equal value or an array containing it; an array matches any of its values.',
+  examples: [{ team: 'support', tags: ['faq', 'howto'] }],
+});
+
+function checkKeys(obj: Record<string, unknown>, path: string): void {
+  for (const key of Object.keys(obj)) {
+    if (key.length < 1 || key.length > MAX_METADATA_KEY_LENGTH) {
+      throw invalid(`${path}/${key}`, `metadata keys must be 1–${MAX_METADATA_KEY_LENGTH} characters`);
+    }
+  }
+}
+
+export function checkMetadata(metadata: Metadata | undefined, path = '/metadata'): void {
+  if (metadata) checkKeys(metadata, path);
+}
+
+export function checkFilter(filter: MetadataFilter | undefined, path = '/metadataFilter'): void {
+  if (filter) checkKeys(filter, path);
+}
+
+/** Trim and require 1..max characters. */
+export function trimmed(value: string, path: string, max: number): string {
+  const v = value.trim();
+  if (v.length === 0) throw invalid(path, 'must not be empty or only whitespace');
+  if (v.length > max) throw invalid(path, `must be at most ${max} characters`);
+  return v;
+}
+
+export const ErrorSchema = t.Object({
+  success: t.Literal(false),
+  error: t.Object({
+    code: t.String({ examples: ['VALIDATION_ERROR'] }),
+    message: t.String(),
+    details: t.Optional(t.Array(t.Object({ path: t.String(), message: t.String() }))),
+    requestId: t.Optional(t.String()),
+  }),
+});
+
+export const SuccessSchema = t.Object({ success: t.Literal(true) });
+export const CreatedSchema = t.Object({
+  success: t.Literal(true),
+  data: t.Object({ id: t.String(), status: t.Optional(t.String()) }),
+});
+
+export const WaitQuery = t.Object({
+  wait: t.Optional(t.Boolean({ description: 'Wait until the item is ready or failed (bounded) before answering.' })),
+});

@@ -1,0 +1,50 @@
+// Engine records → the API's resource shapes.
+import type { ChunkHit, ContentItem } from '../../engine/kb/knowledge-base';
+import type { KnowledgeBaseRecord } from '../../engine/records';
+
+export function knowledgeBaseView(kb: KnowledgeBaseRecord) {
+  return {
+    id: kb.id,
+    name: kb.name,
+    description: kb.description,
+    activeKnowledgeBaseConfigurationId: kb.config.id,
+    createdAt: kb.createdAt,
+    updatedAt: kb.updatedAt,
+  };
+}
+
+export function configurationView(kb: KnowledgeBaseRecord) {
+  const { id, type, embedding, chunking, bm25, hnsw, modalities, createdAt } = kb.config;
+  return { id, knowledgeBaseId: kb.id, type, embedding, chunking, bm25, hnsw, modalities, createdAt };
+}
+
+export function contentView(item: ContentItem) {
+  const v = item.current;
+  const source =
+    v.source.kind === 'text'
+      ? 'text'
+      : { fileName: v.source.fileName, mediaType: v.source.mediaType, size: v.source.size, ...(v.source.pages ? { pages: v.source.pages } : {}) };
+  return {
+    id: item.id,
+    contentChunk: v.text,
+    createdAt: item.createdAt,
+    updatedAt: item.updatedAt,
+    metadata: v.metadata,
+    status: item.status,
+    ...(item.error ? { error: item.error } : {}),
+    // Chunks answering searches now (an update's old chunks answer until its new ones are ready).
+    chunkCount: item.live?.docs.length ?? 0,
+    source,
+  };
+}
+
+export function hitView(hit: ChunkHit) {
+  return {
+    id: hit.chunkId,
+    contentChunk: hit.text,
+    score: hit.score,
+    contentId: hit.contentId,
+    metadata: hit.metadata,
+    ...(hit.page !== undefined ? { page: hit.page } : {}),
+  };
+}
