@@ -45,6 +45,8 @@ export class WriteAheadLog {
   private queue: Pending[] = [];
   private flushing: Promise<void> | undefined;
   private failure: unknown;
+  /** fdatasync calls so far: with group commit, fewer than appends under concurrency. */
+  syncs = 0;
   private readonly segmentLimit: number;
   private readonly warn: NonNullable<WalOptions['warn']>;
   private segments: { firstSeq: number; name: string }[] = [];
@@ -157,6 +159,7 @@ export class WriteAheadLog {
             written += bytesWritten;
           }
           await this.fh!.datasync();
+          this.syncs++;
           this.segmentSize += bytes.length;
           for (const p of batch) p.resolve(p.seq);
         } catch (err) {

@@ -1,0 +1,78 @@
+// Administration: organizations and API keys, stored durably in DATA_DIR/auth/keys.log (read by
+// the running server within a second of a change).
+//
+//   bun run admin org create --name "Acme"        → prints the new organization id
+//   bun run admin org list
+//   bun run admin key issue --org <orgId> [--label ci]  → prints the key once (only its hash is kept)
+//   bun run admin key list [--org <orgId>]
+//   bun run admin key revoke <keyId>
+import { parseArgs } from 'node:util';
+import { appendKeyRecords, foldKeyRecords, keyFilePath, newKeyRecord, newOrgRecord, readKeyFile } from './auth/key-store';
+import { loadConfig } from './config';
+
+const USAGE = `usage:
+  bun run admin org create --name <name>
+  bun run admin org list
+  bun run admin key issue --org <orgId> [--label <label>]
+  bun run admin key list [--org <orgId>]
+  bun run admin key revoke <keyId>
+(DATA_DIR selects the data directory, default ./data)`;
+
+function fail(message: string): never {
+  console.error(`error: ${message}\n\n${USAGE}`);
+  process.exit(2);
+}
+
+const { values, positionals } = parseArgs({
+  args: Bun.argv.slice(2),
+  options: { name: { type: 'string' }, org: { type: 'string' }, label: { type: 'string' }, json: { type: 'boolean' } },
+  allowPositionals: true,
+});
+
+const path = keyFilePath(loadConfig().dataDir);
+const state = () => foldKeyRecords(readKeyFile(path).records);
+const [noun, verb, arg] = positionals;
+const out = (value: unknown, text: string) => console.log(values.json ? JSON.stringify(value) : text);
+
+switch (`${noun} ${verb}`) {
+  case 'org create': {
+    const name = values.name?.trim();
+    if (!name) fail('--name is required');
+    const record = newOrgRecord(name);
+    appendKeyRecords(path, [record]);
+    out(record, (record as { id: string }).id);
+    break;
+  }
+  case 'org list': {
+    const orgs = [...state().orgs.values()];
+    out(orgs, orgs.map((o) => `${o.id}\t${o.name}\t${o.createdAt}`).join('\n'));
+    break;
+  }
+  case 'key issue': {
+    const org = values.org?.trim();
+    if (!org) fail('--org is required');
+    if (!state().orgs.has(org)) fail(`no organization ${org} (create it with: bun run admin org create --name ...)`);
+    const { record, key } = newKeyRecord(org, values.label ?? '');
+    appendKeyRecords(path, [record]);
+    const keyId = (record as { keyId: string }).keyId;
+    out({ keyId, orgId: org, key }, `key id: ${keyId}\norganization: ${org}\nkey: ${key}\n(store the key now: only its hash is kept)`);
+    break;
+  }
+  case 'key list': {
+    const keys = [...state().keys.values()].filter((k) => !values.org || k.orgId === values.org);
+    const view = keys.map(({ hash: _hash, ...k }) => k);
+    out(view, view.map((k) => `${k.keyId}\t${k.orgId}\t${k.label || '-'}\t${k.createdAt}\t${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}`).join('\n'));
+    break;
+  }
+  case 'key revoke': {
+    if (!verb || !arg) fail('key id required');
+    const key = state().keys.get(arg);
+    if (!key) fail(`no key ${arg}`);
+    if (key.revokedAt) fail(`key ${arg} was already revoked at ${key.revokedAt}`);
+    appendKeyRecords(path, [{ t: 'key.revoke', keyId: arg, at: new Date().toISOString() }]);
+    out({ keyId: arg, revoked: true }, `revoked ${arg}`);
+    break;
+  }
+  default:
+    fail(noun ? `unknown command "${positionals.join(' ')}"` : 'no command');
+}
