@@ -111,8 +111,12 @@ export class Engine {
 
   // --- the log --------------------------------------------------------------------------------
 
-  /** Apply a record to memory. `replaying` is true while the log is read at start-up. */
-  private apply(record: LogRecord, replaying: boolean): void {
+  /**
+   * Apply a record to memory. `replaying` is true while the log is read at start-up. Returns the
+   * content item the record settled (ready, failed or deleted), so waiters can be told once the
+   * record is durable.
+   */
+  private apply(record: LogRecord, replaying: boolean): ContentItem | undefined {
     switch (record.t) {
       case 'kb.create':
         if (replaying) observeId(record.kb.id);
@@ -140,7 +144,6 @@ export class Engine {
           { version: record.version, text: record.text, metadata: record.metadata, source: record.source, pages: record.pages },
           record.at,
         );
-        if (!replaying) this.notify(item);
         break;
       }
       case 'content.delete': {
@@ -148,8 +151,7 @@ export class Engine {
         const item = kb?.contents.get(record.id);
         if (!kb || !item) break;
         kb.deleteContent(record.id);
-        this.notify(item, true);
-        break;
+        return item;
       }
       case 'content.indexed': {
         const item = this.kbs.get(record.kbId)?.contents.get(record.id);
@@ -158,16 +160,14 @@ export class Engine {
         if (record.analyzer !== ANALYZER_VERSION) break; // stays pending: re-analyzed after start-up
         if (replaying) for (const c of record.chunks) observeId(c.id);
         this.kbs.get(record.kbId)!.applyIndexed(item, record.chunks);
-        this.notify(item);
-        break;
+        return item;
       }
       case 'content.failed': {
         const item = this.kbs.get(record.kbId)?.contents.get(record.id);
         if (!item || item.current.version !== record.version) break;
         item.status = 'failed';
         item.error = record.error;
-        this.notify(item);
-        break;
+        return item;
       }
     }
   }
@@ -179,7 +179,7 @@ export class Engine {
   private async commit(record: LogRecord): Promise<void> {
     if (this.closed) throw new Error('engine is closed');
     const durable = this.wal.append(encodePayload(record));
-    this.apply(record, false);
+    const settled = this.apply(record, false);
     try {
       await durable;
     } catch (err) {
@@ -187,6 +187,8 @@ export class Engine {
       this.options.onFatal?.(err);
       throw err;
     }
+    // `?wait=true` answers only once the outcome would survive a crash.
+    if (settled) this.notify(settled, record.t === 'content.delete');
   }
 
   // --- knowledge bases ------------------------------------------------------------------------

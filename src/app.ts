@@ -3,6 +3,7 @@ import { Elysia } from 'elysia';
 import { ApiError, errorBody, STATUS_OF } from './errors';
 import type { KeyStore } from './auth/key-store';
 import { KEY_HEADER, ORG_HEADER, type ServerContext } from './http/context';
+import { parseJsonBody } from './http/body';
 import { validationError } from './http/validation';
 import { contentRoutes } from './routes/contents';
 import { knowledgeBaseRoutes } from './routes/knowledge-bases';
@@ -47,10 +48,18 @@ export function createApp(ctx: ServerContext, keys: KeyStore) {
         return json(413, errorBody('PAYLOAD_TOO_LARGE', `The request body is larger than the limit of ${limit} bytes`), { 'x-request-id': requestId, connection: 'close' });
       }
     })
+    .onParse({ as: 'global' }, ({ request, path }) => {
+      // Multipart uploads are parsed by their route; everything else is JSON.
+      if (path.endsWith('/contents/file')) return;
+      return parseJsonBody(request, bodyLimit(ctx, path));
+    })
     .onError(({ code, error, request }) => {
       const requestId = requestIds.get(request);
       const headers: Record<string, string> = requestId ? { 'x-request-id': requestId } : {};
       if (error instanceof ApiError) return apiErrorResponse(error, requestId);
+      // Elysia wraps whatever a body parser throws (our size limit included) in a ParseError.
+      const cause = (error as { cause?: unknown }).cause;
+      if (code === 'PARSE' && cause instanceof ApiError) return apiErrorResponse(cause, requestId);
       switch (code) {
         case 'VALIDATION': {
           const where = (error as { type?: string }).type ?? 'request';

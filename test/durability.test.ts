@@ -115,7 +115,7 @@ describe('torn write-ahead log', () => {
     appendFileSync(join(walDir, segment), new Uint8Array([0xff, 0x00, 0x00, 0x00, 1, 2, 3, 4, 9, 9]));
 
     const b = await start(a.dataDir);
-    expect(b.output.some((l) => l.includes('torn tail'))).toBe(true);
+    expect(await b.waitForOutput('torn tail')).toBe(true);
     expect((await b.api('GET', `/api/v1/knowledge-bases/${kb}/contents/${id}`)).status).toBe(200);
     expect((await search(b, kb, 'narwhal tusk')).body.data[0].contentId).toBe(id);
     // Writes continue after the cut, and survive another restart.
@@ -123,6 +123,7 @@ describe('torn write-ahead log', () => {
     await b.kill9();
     const c = await start(a.dataDir);
     expect((await search(c, kb, 'belugas')).body.data[0].contentId).toBe(after);
+    expect(await c.waitForOutput('"msg":"ready"')).toBe(true);
     expect(c.output.some((l) => l.includes('torn tail'))).toBe(false);
   });
 });

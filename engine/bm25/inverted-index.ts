@@ -138,7 +138,11 @@ export class InvertedIndex {
         this.lists.push(new PostingList());
       }
       ids[i] = id;
-      this.lists[id]!.push(doc, Math.min(MAX_TF, Math.max(1, vector.tfs[i]!)));
+      const list = this.lists[id]!;
+      const tf = Math.max(1, vector.tfs[i]!);
+      // A term listed twice for one document adds to its posting rather than duplicating it.
+      if (list.length > 0 && list.docs[list.length - 1] === doc) list.tfs[list.length - 1] = Math.min(MAX_TF, list.tfs[list.length - 1]! + tf);
+      else list.push(doc, Math.min(MAX_TF, tf));
     }
     this.docTermIds[doc] = ids;
     this.docLength[doc] = vector.length;
@@ -200,7 +204,7 @@ export class InvertedIndex {
         acc[d] += s;
       }
     }
-    const top = new TopK(k);
+    const top = new TopK(Math.min(k, nTouched));
     for (let i = 0; i < nTouched; i++) {
       const d = touched[i]!;
       top.push(d, acc[d]!);

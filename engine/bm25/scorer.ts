@@ -6,7 +6,7 @@ export interface Bm25Params {
   b: number;
 }
 
-export const DEFAULT_BM25: Bm25Params = { k1: 0.9, b: 0.4 };
+export const DEFAULT_BM25: Bm25Params = { k1: 1.2, b: 0.75 };
 
 /** Lucene's non-negative idf: ln(1 + (N − df + 0.5) / (df + 0.5)). */
 export function idf(docCount: number, docFreq: number): number {

@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia';
 import { ApiError, notFound } from '../errors';
 import { orgContext, type ServerContext } from "../http/context";
-import { CreatedSchema, ErrorSchema, SuccessSchema, trimmed } from '../schemas/common';
+import { CreatedSchema, DescriptionSchema, ErrorSchema, NameSchema, SuccessSchema, trimmed } from '../schemas/common';
 import { configForType, KB_TYPES, type KbType } from '../services/kb-types';
 import { configurationView, knowledgeBaseView } from '../services/views';
 import { requireEngine } from './guards';
@@ -48,7 +48,7 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
       },
       {
         body: t.Object(
-          { name: t.String({ minLength: 1, maxLength: 256 }), description: t.Optional(t.String({ maxLength: 4096 })), type: TypeSchema },
+          { name: NameSchema, description: t.Optional(DescriptionSchema), type: TypeSchema },
           { additionalProperties: false, examples: [{ name: 'Support articles', description: 'Public help center', type: 'TEXT_HIGH_QUALITY' }] },
         ),
         detail: { summary: 'Create a knowledge base', tags: ['Knowledge bases'] },
@@ -90,7 +90,7 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
       },
       {
         body: t.Object(
-          { name: t.String({ minLength: 1, maxLength: 256 }), description: t.Optional(t.String({ maxLength: 4096 })), type: TypeSchema },
+          { name: NameSchema, description: t.Optional(DescriptionSchema), type: TypeSchema },
           { additionalProperties: false },
         ),
         detail: { summary: 'Rename a knowledge base (type must stay the same)', tags: ['Knowledge bases'] },

@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia';
 import type { MetadataFilter } from '../../engine/filter/metadata';
 import { notFound } from '../errors';
 import { orgContext, type ServerContext } from '../http/context';
-import { checkFilter, ErrorSchema, MetadataFilterSchema, trimmed } from '../schemas/common';
+import { checkFilter, ErrorSchema, MetadataFilterSchema, StrictInteger, trimmed } from '../schemas/common';
 import { hitView } from '../services/views';
 import { requireEngine } from './guards';
 
@@ -19,7 +19,7 @@ export const SearchResponse = t.Object({ success: t.Literal(true), data: t.Array
 
 const baseFields = {
   query: t.String({ minLength: 1, maxLength: 4096, description: 'Non-empty after trimming, at most 4,096 characters.' }),
-  limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 10 })),
+  limit: t.Optional(StrictInteger({ minimum: 1, maximum: 100, default: 10, description: 'Maximum number of hits (chunks), 1–100.' })),
   metadataFilter: t.Optional(MetadataFilterSchema),
 };
 

@@ -1,5 +1,6 @@
 // TypeBox schemas shared by routes, and the checks TypeBox cannot express (trimmed lengths,
 // metadata key lengths, byte sizes). Every schema rejects unknown fields.
+import { Type } from '@sinclair/typebox';
 import { t } from 'elysia';
 import { invalid } from '../errors';
 import type { Metadata, MetadataFilter } from '../../engine/filter/metadata';
@@ -11,7 +12,8 @@ export const MAX_METADATA_ARRAY = 256;
 
 export const MetadataValueSchema = t.Union([
   t.String({ maxLength: MAX_METADATA_STRING }),
-  t.Number(),
+  // TypeBox's own Number: Elysia's t.Number would accept the string "5" as 5.
+  Type.Number(),
   t.Boolean(),
   t.Array(t.String({ maxLength: MAX_METADATA_STRING }), { maxItems: MAX_METADATA_ARRAY }),
 ]);
@@ -24,9 +26,9 @@ export const MetadataSchema = t.Record(t.String(), MetadataValueSchema, {
 
 export const FilterValueSchema = t.Union([
   t.String(),
-  t.Number(),
+  Type.Number(),
   t.Boolean(),
-  t.Array(t.Union([t.String(), t.Number(), t.Boolean()]), { minItems: 1, maxItems: MAX_METADATA_ARRAY }),
+  t.Array(t.Union([t.String(), Type.Number(), t.Boolean()]), { minItems: 1, maxItems: MAX_METADATA_ARRAY }),
 ]);
 
 export const MetadataFilterSchema = t.Record(t.String(), FilterValueSchema, {
@@ -78,3 +80,11 @@ export const CreatedSchema = t.Object({
 export const WaitQuery = t.Object({
   wait: t.Optional(t.Boolean({ description: 'Wait until the item is ready or failed (bounded) before answering.' })),
 });
+
+/** An integer field that rejects numeric strings (Elysia's t.Integer would coerce "5"). */
+export const StrictInteger = (options: { minimum?: number; maximum?: number; default?: number; description?: string }) =>
+  Type.Integer(options);
+
+/** Names: 1–256 characters after trimming (checked by `trimmed`); the schema only bounds input. */
+export const NameSchema = t.String({ maxLength: 1024, description: '1–256 characters after trimming.', examples: ['Support articles'] });
+export const DescriptionSchema = t.String({ maxLength: 4096, description: 'Up to 4,096 characters.' });

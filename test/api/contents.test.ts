@@ -440,3 +440,48 @@ describe('size limits (MAX_TEXT_BYTES=1000, MAX_JSON_BODY_BYTES=2048)', () => {
     expectNamesField(res, '1000');
   });
 });
+
+describe('long text and concurrency', () => {
+  test('a long text is split into several chunks; hits return the chunk, get returns the whole text', async () => {
+    const kb = await createKb(server, 'Long');
+    const filler = (word: string, n: number) => Array.from({ length: n }, (_, i) => `${word}${i % 7 === 0 ? '.' : ''}`).join(' ');
+    const text = `${filler('lorem', 800)} The hidden marmoset lives here. ${filler('ipsum', 800)}`;
+    const id = await addContent(server, kb, text);
+    const item = await getContent(server, kb, id);
+    expect(item.contentChunk).toBe(text);
+    expect(item.chunkCount).toBeGreaterThan(1);
+    const hits = await search(server, kb, 'marmoset');
+    expect(hits.length).toBe(1);
+    expect(hits[0].contentId).toBe(id);
+    expect(hits[0].contentChunk).toContain('hidden marmoset');
+    expect(hits[0].contentChunk.length).toBeLessThan(text.length);
+    expect(text).toContain(hits[0].contentChunk);
+    // Chunks of one content have distinct chunk ids.
+    const all = await search(server, kb, 'lorem ipsum', { limit: 100 });
+    expect(all.length).toBe(item.chunkCount);
+    expect(new Set(all.map((h) => h.id)).size).toBe(all.length);
+    expect(all.every((h) => h.contentId === id)).toBe(true);
+  });
+
+  test('concurrent creates: unique ids, exact total, list ordered by createdAt then id', async () => {
+    const kb = await createKb(server, 'Concurrent');
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => server.api('POST', contents(kb), { text: `parallel item ${i}` })));
+    expect(results.every((r) => r.status === 201)).toBe(true);
+    const created = results.map((r) => r.body.data.id as string);
+    expect(new Set(created).size).toBe(20);
+    const res = await server.api('GET', `${contents(kb)}?limit=100`);
+    expect(res.body.total).toBe(20);
+    const list = res.body.data as any[];
+    expect(list.map((c) => c.id).sort()).toEqual([...created].sort());
+    for (let i = 1; i < list.length; i++) {
+      const [a, b] = [list[i - 1], list[i]];
+      expect(a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.id < b.id)).toBe(true);
+    }
+    // Pages of 7 reassemble the same list.
+    const paged: string[] = [];
+    for (let page = 1; page <= 3; page++) {
+      paged.push(...(await server.api('GET', `${contents(kb)}?limit=7&page=${page}`)).body.data.map((c: { id: string }) => c.id));
+    }
+    expect(paged).toEqual(list.map((c) => c.id));
+  });
+});

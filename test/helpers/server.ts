@@ -129,6 +129,16 @@ export class TestServer {
     return { status: res.status, body: parsed as T, headers: res.headers };
   }
 
+  /** Wait until the server has logged a line containing `text` (its output is read asynchronously). */
+  async waitForOutput(text: string, timeoutMs = 5000): Promise<boolean> {
+    const started = performance.now();
+    while (performance.now() - started < timeoutMs) {
+      if (this.output.some((l) => l.includes(text))) return true;
+      await Bun.sleep(10);
+    }
+    return false;
+  }
+
   /** Graceful stop (SIGTERM) and wait for exit. */
   async stop(): Promise<number> {
     this.proc.kill('SIGTERM');

@@ -1,0 +1,507 @@
+// Full-text benchmark of the engine's BM25 index on SciFact, in process (no HTTP, no log):
+//   quality   nDCG@10 / Recall@100 on the training split, chunk hits folded into documents;
+//   latency   search times and memory on the corpus replicated R times;
+//   peers     Orama and MiniSearch on the same documents and queries, in the same process;
+//   sizes     latency, build time and memory at growing item counts.
+//
+//   bun bench/fulltext.ts [--quick | --full] [--json out.json]
+//                         [--k1 1.2] [--b 0.75] [--size 2000] [--overlap 200] [--replicas 10]
+//   bun bench/fulltext.ts --sweep [--json out.json]     quality over a grid of k1, b and chunk size
+import { cpus } from 'node:os';
+import { parseArgs } from 'node:util';
+import { create, insertMultiple, search as oramaSearch } from '@orama/orama';
+import MiniSearch from 'minisearch';
+import { analyze } from '../engine/analysis/analyzer';
+import { InvertedIndex } from '../engine/bm25/inverted-index';
+import { DEFAULT_BM25, type Bm25Params } from '../engine/bm25/scorer';
+import type { ChunkingOptions } from '../engine/chunking/chunker';
+import { processContent, type ProcessedChunk } from '../engine/ingest/process';
+import { evaluate, loadSciFact, rankDocuments, scifactDir, type CorpusDoc, type Quality, type Query, type SciFact } from './scifact';
+
+// Recall@100 depth. The engine fetches this many chunks, as a search with limit 100 would, so with
+// several chunks per document it ranks fewer than 100 documents; peers return whole documents.
+const QUALITY_DEPTH = 100;
+const LATENCY_K = 10;
+// Peers are timed on an evenly spread sample of queries: at ~52k items Orama takes about half a
+// second per query and MiniSearch (which ranks every match, it has no limit) about 80 ms.
+const ORAMA_TIMED_QUERIES = 50;
+const MINISEARCH_TIMED_QUERIES = 200;
+const PEER_WARMUP_QUERIES = 5;
+// In --quick mode the peers' quality is measured on a sample too (Orama: ~30 ms a query at 1×).
+const QUICK_QUALITY_QUERIES = 200;
+
+const SWEEP_K1 = [0.6, 0.8, 0.9, 1.0, 1.2, 1.4, 1.6];
+const SWEEP_B = [0.3, 0.4, 0.5, 0.6, 0.75, 0.9];
+const SWEEP_SIZES = [1000, 2000, 4000];
+// Overlap scales with the chunk size, as in the 2000/200 default.
+const SWEEP_OVERLAP_RATIO = 0.1;
+
+// --- options ----------------------------------------------------------------------------------
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    full: { type: 'boolean', default: false },
+    sweep: { type: 'boolean', default: false },
+    json: { type: 'string' },
+    k1: { type: 'string' },
+    b: { type: 'string' },
+    size: { type: 'string' },
+    overlap: { type: 'string' },
+    replicas: { type: 'string' },
+  },
+  strict: true,
+});
+
+function numberArg(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a non-negative number, got "${value}"`);
+  return n;
+}
+
+if (args.quick && args.full) throw new Error('--quick and --full exclude each other');
+const quick = args.quick;
+const bm25: Bm25Params = { k1: numberArg('k1', args.k1, DEFAULT_BM25.k1), b: numberArg('b', args.b, DEFAULT_BM25.b) };
+// The engine takes chunking from each knowledge base's config and has no default of its own.
+const chunking: ChunkingOptions = { size: numberArg('size', args.size, 2000), overlap: numberArg('overlap', args.overlap, 200) };
+const replicas = Math.max(1, Math.round(numberArg('replicas', args.replicas, quick ? 2 : 10)));
+const passes = quick ? 2 : 3;
+const curveSizes = quick ? [2_000, 10_000] : [10_000, 50_000, 200_000];
+
+// --- measuring --------------------------------------------------------------------------------
+
+interface Latency {
+  p50: number;
+  p95: number;
+  p99: number;
+  mean: number;
+  samples: number;
+}
+
+/** Nearest-rank percentiles, in milliseconds. */
+function summarize(samples: readonly number[]): Latency {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
+  const mean = sorted.reduce((s, x) => s + x, 0) / sorted.length;
+  return { p50: at(50), p95: at(95), p99: at(99), mean, samples: sorted.length };
+}
+
+/** Milliseconds of each call, `passes` times over the inputs. */
+function timeCalls<T>(inputs: readonly T[], passes: number, call: (input: T) => unknown): number[] {
+  const samples: number[] = [];
+  for (let p = 0; p < passes; p++) {
+    for (const input of inputs) {
+      const t = performance.now();
+      call(input);
+      samples.push(performance.now() - t);
+    }
+  }
+  return samples;
+}
+
+interface Built<T> {
+  value: T;
+  ms: number;
+  /** Growth of the JS heap (typed-array storage included) and of the resident set, after full GCs. */
+  heapBytes: number;
+  rssBytes: number;
+}
+
+async function memory(): Promise<{ heap: number; rss: number }> {
+  // Back to the event loop first, so no stale pointer on the stack (JSC scans it conservatively)
+  // keeps garbage alive through the collection.
+  await Bun.sleep(0);
+  Bun.gc(true);
+  const m = process.memoryUsage();
+  return { heap: m.heapUsed, rss: m.rss };
+}
+
+async function measureBuild<T>(build: () => T | Promise<T>): Promise<Built<T>> {
+  const before = await memory();
+  const t = performance.now();
+  const value = await build();
+  const ms = performance.now() - t;
+  const after = await memory();
+  return { value, ms, heapBytes: after.heap - before.heap, rssBytes: after.rss - before.rss };
+}
+
+/** `n` evenly spread elements (all of them when there are fewer). */
+function spread<T>(list: readonly T[], n: number): T[] {
+  if (list.length <= n) return [...list];
+  return Array.from({ length: n }, (_, i) => list[Math.floor((i * list.length) / n)]!);
+}
+
+/** The corpus repeated until `count` items, each copy a separate document with its own id. */
+function replicate(corpus: readonly CorpusDoc[], count: number): CorpusDoc[] {
+  return Array.from({ length: count }, (_, i) => {
+    const doc = corpus[i % corpus.length]!;
+    return { id: `${doc.id}#${Math.floor(i / corpus.length)}`, text: doc.text };
+  });
+}
+
+// --- the engine -------------------------------------------------------------------------------
+
+/** An index over chunks; `owner[doc]` is the position in the item list of the chunk's item. */
+interface ChunkIndex {
+  index: InvertedIndex;
+  owner: number[];
+}
+
+function processItems(items: readonly CorpusDoc[], options: ChunkingOptions): ProcessedChunk[][] {
+  return items.map((d) => processContent({ text: d.text, chunking: options }));
+}
+
+/** Chunks get dense increasing document numbers, as KnowledgeBase.applyIndexed hands them out. */
+function indexChunks(processed: readonly ProcessedChunk[][], params: Bm25Params): ChunkIndex {
+  const index = new InvertedIndex(params);
+  const owner: number[] = [];
+  processed.forEach((chunks, item) => {
+    for (const chunk of chunks) {
+      index.add(owner.length, chunk);
+      owner.push(item);
+    }
+  });
+  return { index, owner };
+}
+
+function engineQuality(data: SciFact, built: ChunkIndex, terms: ReadonlyMap<string, string[]>, queries?: readonly Query[]): Quality {
+  return evaluate(
+    data,
+    (q) => rankDocuments(built.index.search(terms.get(q.id)!, QUALITY_DEPTH), (hit) => data.corpus[built.owner[hit.doc]!]!.id).map((d) => d.id),
+    queries,
+  );
+}
+
+interface ReplicaIndex {
+  index: InvertedIndex;
+  chunks: number;
+  analyzeMs: number;
+  insertMs: number;
+}
+
+/** Analyze every item (copies too: that is the real ingestion cost) and index its chunks. */
+function buildEngine(items: readonly CorpusDoc[], options: ChunkingOptions, params: Bm25Params): ReplicaIndex {
+  const index = new InvertedIndex(params);
+  let doc = 0;
+  let analyzeMs = 0;
+  let insertMs = 0;
+  for (const item of items) {
+    const t0 = performance.now();
+    const chunks = processContent({ text: item.text, chunking: options });
+    const t1 = performance.now();
+    for (const chunk of chunks) index.add(doc++, chunk);
+    insertMs += performance.now() - t1;
+    analyzeMs += t1 - t0;
+  }
+  return { index, chunks: doc, analyzeMs, insertMs };
+}
+
+const engineSearch = (index: InvertedIndex) => (query: string) => index.search(analyze(query), LATENCY_K);
+
+// --- peers ------------------------------------------------------------------------------------
+
+/** A peer's index as a function from query to ranked item ids. */
+type PeerSearch = (query: string, limit: number) => string[];
+
+interface Peer {
+  name: string;
+  timedQueries: number;
+  build: (items: readonly CorpusDoc[]) => Promise<PeerSearch>;
+}
+
+const PEERS: Peer[] = [
+  {
+    name: 'Orama 3.1.18',
+    timedQueries: ORAMA_TIMED_QUERIES,
+    build: async (items) => {
+      const db = create({ schema: { text: 'string' } as const });
+      await insertMultiple(db, items.map((d) => ({ id: d.id, text: d.text })));
+      return (term, limit) => {
+        const result = oramaSearch(db, { term, limit });
+        // Without async plugins or hooks Orama answers synchronously; timing relies on that.
+        if (result instanceof Promise) throw new Error('Orama answered asynchronously');
+        return result.hits.map((h) => h.id);
+      };
+    },
+  },
+  {
+    name: 'MiniSearch 7.2.0',
+    timedQueries: MINISEARCH_TIMED_QUERIES,
+    build: async (items) => {
+      const index = new MiniSearch<CorpusDoc>({ fields: ['text'] });
+      index.addAll(items);
+      return (query, limit) => index.search(query).slice(0, limit).map((r) => String(r.id));
+    },
+  },
+];
+
+// --- printing ---------------------------------------------------------------------------------
+
+const ms = (x: number) => (x < 10 ? x.toFixed(3) : x < 1000 ? x.toFixed(1) : x.toFixed(0));
+const f4 = (x: number) => x.toFixed(4);
+const kib = (bytes: number) => (bytes / 1024).toFixed(2);
+const ratio = (x: number) => `${x.toFixed(1)}×`;
+
+function printTable(title: string, header: string[], rows: (string | number)[][]): void {
+  const cells = [header, ...rows.map((r) => r.map(String))];
+  const widths = header.map((_, c) => Math.max(...cells.map((r) => r[c]!.length)));
+  console.log(`\n${title}`);
+  cells.forEach((row, i) => {
+    // First column left-aligned (labels), the rest right-aligned (numbers).
+    console.log('  ' + row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
+    if (i === 0) console.log('  ' + widths.map((w) => '-'.repeat(w)).join('  '));
+  });
+}
+
+const phases: Record<string, number> = {};
+async function phase<T>(name: string, run: () => T | Promise<T>): Promise<T> {
+  console.log(`\n== ${name}`);
+  const t = performance.now();
+  const value = await run();
+  phases[name] = Math.round(performance.now() - t);
+  console.log(`   (${(phases[name] / 1000).toFixed(1)} s)`);
+  return value;
+}
+
+// --- sections ---------------------------------------------------------------------------------
+
+function analyzeQueries(queries: readonly Query[]): Map<string, string[]> {
+  return new Map(queries.map((q) => [q.id, analyze(q.text)]));
+}
+
+function sweep(data: SciFact) {
+  const terms = analyzeQueries(data.queries);
+  const results: { size: number; overlap: number; k1: number; b: number; quality: Quality }[] = [];
+  for (const size of SWEEP_SIZES) {
+    const options = { size, overlap: Math.round(size * SWEEP_OVERLAP_RATIO) };
+    const processed = processItems(data.corpus, options);
+    const rows: (string | number)[][] = [];
+    for (const k1 of SWEEP_K1) {
+      const row: (string | number)[] = [k1];
+      for (const b of SWEEP_B) {
+        const quality = engineQuality(data, indexChunks(processed, { k1, b }), terms);
+        results.push({ ...options, k1, b, quality });
+        row.push(`${f4(quality.ndcg10)} / ${f4(quality.recall100)}`);
+      }
+      rows.push(row);
+    }
+    printTable(
+      `nDCG@10 / Recall@100, chunk size ${options.size}, overlap ${options.overlap} (rows k1, columns b)`,
+      ['k1 \\ b', ...SWEEP_B.map(String)],
+      rows,
+    );
+  }
+  const best = [...results].sort((x, y) => y.quality.ndcg10 - x.quality.ndcg10 || y.quality.recall100 - x.quality.recall100);
+  printTable(
+    'Best 10 settings by nDCG@10',
+    ['size/overlap', 'k1', 'b', 'nDCG@10', 'Recall@100'],
+    best.slice(0, 10).map((r) => [`${r.size}/${r.overlap}`, r.k1, r.b, f4(r.quality.ndcg10), f4(r.quality.recall100)]),
+  );
+  const current = results.find((r) => r.size === 2000 && r.k1 === DEFAULT_BM25.k1 && r.b === DEFAULT_BM25.b);
+  if (current) console.log(`\n  engine defaults (2000/200, k1 ${DEFAULT_BM25.k1}, b ${DEFAULT_BM25.b}): nDCG@10 ${f4(current.quality.ndcg10)}, Recall@100 ${f4(current.quality.recall100)}`);
+  return { grid: results, best: best[0] };
+}
+
+async function quality(data: SciFact) {
+  const terms = analyzeQueries(data.queries);
+  const t = performance.now();
+  const built = indexChunks(processItems(data.corpus, chunking), bm25);
+  const buildMs = performance.now() - t;
+  const engine = engineQuality(data, built, terms);
+  console.log(
+    `  engine (size ${chunking.size}, overlap ${chunking.overlap}, k1 ${bm25.k1}, b ${bm25.b}): ` +
+      `nDCG@10 ${f4(engine.ndcg10)}  Recall@100 ${f4(engine.recall100)}  over ${engine.queries} queries`,
+  );
+  console.log(`  ${data.corpus.length} documents → ${built.owner.length} chunks, built in ${ms(buildMs)} ms`);
+
+  // Peers index whole documents (title + text as one field, their defaults otherwise).
+  const queries = quick ? spread(data.queries, QUICK_QUALITY_QUERIES) : data.queries;
+  const rows: { name: string; quality: Quality }[] = [{ name: 'engine', quality: engineQuality(data, built, terms, queries) }];
+  for (const peer of PEERS) {
+    const search = await peer.build(data.corpus);
+    rows.push({ name: peer.name, quality: evaluate(data, (q) => search(q.text, QUALITY_DEPTH), queries) });
+  }
+  printTable(
+    `Quality, 1× corpus, ${rows[0]!.quality.queries} queries${quick ? ' (--quick: a spread sample)' : ''}`,
+    ['system', 'nDCG@10', 'Recall@100'],
+    rows.map((r) => [r.name, f4(r.quality.ndcg10), f4(r.quality.recall100)]),
+  );
+  return { engine, chunks: built.owner.length, buildMs, comparison: rows };
+}
+
+async function latency(data: SciFact) {
+  const queries = data.queries.map((q) => q.text);
+  const items = replicate(data.corpus, data.corpus.length * replicas);
+  const built = await measureBuild(() => buildEngine(items, chunking, bm25));
+  const { index, chunks, analyzeMs, insertMs } = built.value;
+  const search = engineSearch(index);
+  const terms = queries.map(analyze);
+  timeCalls(queries, 1, search); // warm-up: JIT, stem memo, scratch arrays
+  const engine = {
+    analyze: summarize(timeCalls(queries, passes, analyze)),
+    search: summarize(timeCalls(terms, passes, (t) => index.search(t, LATENCY_K))),
+    total: summarize(timeCalls(queries, passes, search)),
+  };
+  const memoryPerItem = { heap: built.heapBytes / items.length, rss: built.rssBytes / items.length, index: index.memoryBytes() / items.length };
+  printTable(
+    `Engine latency, ${items.length} items (${replicas}× corpus, ${chunks} chunks), top ${LATENCY_K}, ${queries.length} queries × ${passes} passes, ms`,
+    ['', 'p50', 'p95', 'p99', 'mean'],
+    [
+      ['query analysis', ms(engine.analyze.p50), ms(engine.analyze.p95), ms(engine.analyze.p99), ms(engine.analyze.mean)],
+      ['index search', ms(engine.search.p50), ms(engine.search.p95), ms(engine.search.p99), ms(engine.search.mean)],
+      ['search incl. analysis', ms(engine.total.p50), ms(engine.total.p95), ms(engine.total.p99), ms(engine.total.mean)],
+    ],
+  );
+  console.log(
+    `  build ${ms(built.ms)} ms (analysis ${ms(analyzeMs)}, insertion ${ms(insertMs)}); ` +
+      `${Math.round(items.length / (built.ms / 1000))} items/s on one thread`,
+  );
+  console.log(
+    `  memory per item: heap ${kib(memoryPerItem.heap)} KiB, rss ${kib(memoryPerItem.rss)} KiB, ` +
+      `InvertedIndex.memoryBytes() ${kib(memoryPerItem.index)} KiB (texts not included: the index does not keep them)`,
+  );
+
+  // The engine on exactly the queries each peer is timed on, so the ratios compare like with like.
+  const samples = PEERS.map((peer) => spread(queries, peer.timedQueries));
+  const engineOnSamples = samples.map((sample) => summarize(timeCalls(sample, passes, search)));
+
+  const peers = [];
+  for (const [i, peer] of PEERS.entries()) {
+    const measured = await measurePeer(peer, items, samples[i]!);
+    peers.push({
+      ...measured,
+      engine: engineOnSamples[i]!,
+      p50Ratio: measured.latency.p50 / engineOnSamples[i]!.p50,
+      p99Ratio: measured.latency.p99 / engineOnSamples[i]!.p99,
+    });
+  }
+  printTable(
+    `Peers, same ${items.length} items, top ${LATENCY_K}, ms; each peer timed once on an evenly spread query sample, the engine on the same sample`,
+    ['system', 'queries', 'p50', 'p99', 'engine p50', 'engine p99', 'p50 ratio', 'p99 ratio', 'build ms', 'heap KiB/item'],
+    [
+      ['engine', queries.length, ms(engine.total.p50), ms(engine.total.p99), '', '', '', '', ms(built.ms), kib(memoryPerItem.heap)],
+      ...peers.map((p) => [
+        p.name,
+        p.timedQueries,
+        ms(p.latency.p50),
+        ms(p.latency.p99),
+        ms(p.engine.p50),
+        ms(p.engine.p99),
+        ratio(p.p50Ratio),
+        ratio(p.p99Ratio),
+        ms(p.buildMs),
+        kib(p.heapBytesPerItem),
+      ]),
+    ],
+  );
+  console.log(`  Orama is timed on ${ORAMA_TIMED_QUERIES} queries only (about half a second each at 52k items); MiniSearch on ${MINISEARCH_TIMED_QUERIES}.`);
+  console.log('  Ratio = peer / engine (search incl. analysis). Peers run on their defaults: no stemming, no stop words,');
+  console.log('  and Orama matches every query word as a prefix ("a" matches "and", "apple", ...), which costs it time and quality.');
+  return {
+    items: items.length,
+    replicas,
+    chunks,
+    passes,
+    buildMs: built.ms,
+    analyzeMs,
+    insertMs,
+    memoryBytesPerItem: memoryPerItem,
+    engine,
+    peers,
+  };
+}
+
+// Each index is built inside its own call and only numbers come out: a finished async call frees
+// its locals, while a loop variable in a long-lived async function can keep the last index alive
+// past the next "before" snapshot and skew the memory figures.
+
+async function measurePeer(peer: Peer, items: readonly CorpusDoc[], sample: readonly string[]) {
+  const built = await measureBuild(() => peer.build(items));
+  const run = (q: string) => built.value(q, LATENCY_K);
+  timeCalls(sample.slice(0, PEER_WARMUP_QUERIES), 1, run);
+  return {
+    name: peer.name,
+    buildMs: built.ms,
+    heapBytesPerItem: built.heapBytes / items.length,
+    timedQueries: sample.length,
+    latency: summarize(timeCalls(sample, 1, run)),
+  };
+}
+
+async function measureSize(data: SciFact, count: number) {
+  const queries = data.queries.map((q) => q.text);
+  const items = replicate(data.corpus, count);
+  const built = await measureBuild(() => buildEngine(items, chunking, bm25));
+  const search = engineSearch(built.value.index);
+  timeCalls(queries, 1, search);
+  return {
+    items: count,
+    chunks: built.value.chunks,
+    buildMs: built.ms,
+    analyzeMs: built.value.analyzeMs,
+    insertMs: built.value.insertMs,
+    heapBytesPerItem: built.heapBytes / count,
+    indexBytesPerItem: built.value.index.memoryBytes() / count,
+    latency: summarize(timeCalls(queries, passes, search)),
+  };
+}
+
+async function sizeCurve(data: SciFact) {
+  const points = [];
+  for (const count of curveSizes) points.push(await measureSize(data, count));
+  printTable(
+    `Engine by size (search incl. analysis, top ${LATENCY_K}, ${data.queries.length} queries × ${passes} passes)`,
+    ['items', 'chunks', 'p50 ms', 'p95 ms', 'p99 ms', 'build ms', 'items/s', 'heap KiB/item', 'index KiB/item'],
+    points.map((p) => [
+      p.items,
+      p.chunks,
+      ms(p.latency.p50),
+      ms(p.latency.p95),
+      ms(p.latency.p99),
+      ms(p.buildMs),
+      Math.round(p.items / (p.buildMs / 1000)),
+      kib(p.heapBytesPerItem),
+      kib(p.indexBytesPerItem),
+    ]),
+  );
+  return points;
+}
+
+// --- main -------------------------------------------------------------------------------------
+
+const data = await loadSciFact();
+if (!data) {
+  console.log(`SciFact not found at ${scifactDir()} (set SCIFACT_DIR); skipping the full-text benchmark.`);
+  process.exit(0);
+}
+
+const started = performance.now();
+const mode = args.sweep ? 'sweep' : quick ? 'quick' : 'full';
+console.log(
+  `Full-text benchmark (${mode}): ${data.corpus.length} documents, ${data.queries.length} queries, ${data.relevant.size} judged; ` +
+    `Bun ${Bun.version}, ${cpus().length}× ${cpus()[0]?.model ?? 'unknown CPU'}`,
+);
+
+const results: Record<string, unknown> = {
+  mode,
+  date: new Date().toISOString(),
+  bun: Bun.version,
+  cpu: { model: cpus()[0]?.model, count: cpus().length },
+  data: { dir: data.dir, documents: data.corpus.length, queries: data.queries.length, judged: data.relevant.size },
+};
+if (args.sweep) {
+  results.sweep = await phase('quality sweep (k1 × b × chunk size)', () => sweep(data));
+} else {
+  results.settings = { bm25, chunking, replicas, passes, curveSizes };
+  results.quality = await phase('quality', () => quality(data));
+  results.latency = await phase(`latency and peers (${replicas}× corpus)`, () => latency(data));
+  results.sizes = await phase('size curve', () => sizeCurve(data));
+}
+results.phasesMs = phases;
+console.log(`\nTotal ${((performance.now() - started) / 1000).toFixed(1)} s`);
+
+if (args.json) {
+  await Bun.write(args.json, JSON.stringify(results, null, 2) + '\n');
+  console.log(`Results written to ${args.json}`);
+}

@@ -1,0 +1,98 @@
+// Restart time of a server holding N content items, recovered by log replay only:
+//   bun bench/restart.ts [--items 50000]
+// Items are SciFact abstracts (replicated) when ../shared/eval is present, else generated text.
+// The data directory is filled through the engine library, then the real server is started on it
+// and timed from spawn to the first 200 of /ready.
+import { parseArgs } from 'node:util';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Engine } from '../engine/engine';
+import { loadSciFact } from './scifact';
+
+const { values } = parseArgs({ args: Bun.argv.slice(2), options: { items: { type: 'string', default: '50000' } } });
+const items = Number(values.items);
+const dataDir = mkdtempSync(join(tmpdir(), 'kb-restart-'));
+const ORG = 'org_bench';
+
+const scifact = await loadSciFact();
+const texts = scifact ? scifact.corpus.map((d) => d.text) : Array.from({ length: 1000 }, (_, i) => `Generated item ${i}. ${'lorem ipsum dolor sit amet '.repeat(40)}`);
+
+const engine = await Engine.open({ dataDir, workers: 2, log: () => {} });
+const kb = await engine.createKnowledgeBase(ORG, {
+  name: 'restart bench',
+  description: '',
+  type: 'TEXT_HIGH_QUALITY',
+  config: {
+    type: 'TEXT_HIGH_QUALITY',
+    embedding: { provider: 'none', model: 'none', dimensions: 0, metric: 'cosine', quantization: 'f32' },
+    chunking: { size: 2000, overlap: 200 },
+    bm25: { k1: 0.9, b: 0.4 },
+    hnsw: { connectivity: 16, expansionAdd: 128, expansionSearch: 64 },
+    modalities: ['text'],
+  },
+});
+let t = performance.now();
+const batch = 500;
+for (let i = 0; i < items; i += batch) {
+  await Promise.all(Array.from({ length: Math.min(batch, items - i) }, (_, j) => engine.addContent(ORG, kb.id, { text: texts[(i + j) % texts.length]! })));
+}
+const ackSeconds = (performance.now() - t) / 1000;
+while (engine.stats().queueDepth > 0) await Bun.sleep(100);
+const indexSeconds = (performance.now() - t) / 1000;
+const stats = engine.stats();
+await engine.close();
+const walBytes = Number(Bun.spawnSync(['du', '-sb', join(dataDir, 'wal')]).stdout.toString().split('\t')[0]);
+
+t = performance.now();
+const proc = Bun.spawn(['bun', join(import.meta.dir, '..', 'src/main.ts')], {
+  env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' },
+  stdout: 'pipe',
+  stderr: 'inherit',
+});
+let port = 0;
+const decoder = new TextDecoder();
+let buf = "";
+const reader = proc.stdout.getReader();
+while (!port) {
+  const { done, value } = await reader.read();
+  if (done) throw new Error("server exited before listening");
+  buf += decoder.decode(value);
+  const m = /"port":(\d+)/.exec(buf);
+  if (m) port = Number(m[1]);
+}
+// Keep draining the server's log so it never writes into a closed pipe.
+void (async () => {
+  while (!(await reader.read()).done);
+})();
+let readyMs = 0;
+for (;;) {
+  try {
+    if ((await fetch(`http://127.0.0.1:${port}/ready`)).status === 200) {
+      readyMs = performance.now() - t;
+      break;
+    }
+  } catch {}
+  await Bun.sleep(10);
+}
+const ready = (await (await fetch(`http://127.0.0.1:${port}/ready`)).json()) as { recovery: { millis: number } };
+proc.kill('SIGTERM');
+await proc.exited;
+rmSync(dataDir, { recursive: true, force: true });
+
+console.log(
+  JSON.stringify(
+    {
+      items,
+      chunks: stats.chunks,
+      corpus: scifact ? 'scifact-train (replicated)' : 'generated',
+      ingestAckSeconds: +ackSeconds.toFixed(2),
+      ingestIndexedSeconds: +indexSeconds.toFixed(2),
+      walMiB: +(walBytes / 2 ** 20).toFixed(1),
+      restartReadyMs: Math.round(readyMs),
+      replayMs: ready.recovery.millis,
+    },
+    null,
+    2,
+  ),
+);
