@@ -6,16 +6,20 @@ import { join } from 'node:path';
 import { analyze, ANALYZER_VERSION } from './analysis/analyzer';
 import type { Metadata, MetadataFilter } from './filter/metadata';
 import { newId, observeId } from './ids';
-import { WorkerPool } from './ingest/pool';
-import { KnowledgeBase, type ChunkHit, type ContentItem } from './kb/knowledge-base';
+import { EmbeddingError, type EmbeddingSpec } from './embedding/provider';
+import { Compute, type ComputeOptions } from './ingest/compute';
+import type { ItemResult } from './ingest/handlers';
+import { KnowledgeBase, type ChunkHit, type ContentItem, type HybridHit, type HybridOptions } from './kb/knowledge-base';
 import type { ContentSource, IndexedChunk, KnowledgeBaseConfig, KnowledgeBaseRecord, LogRecord } from './records';
 import { decodePayload, encodePayload } from './wal/codec';
 import { WriteAheadLog } from './wal/log';
 
 export interface EngineOptions {
   dataDir: string;
-  /** Ingestion worker threads. */
-  workers?: number;
+  /** Worker threads (documents and query lanes) and embedding settings. */
+  compute?: Partial<ComputeOptions>;
+  /** Most content items in one worker request (small items share embedding batches). */
+  batchItems?: number;
   walSegmentBytes?: number;
   log?: (level: 'info' | 'warn' | 'error', message: string, details?: Record<string, unknown>) => void;
   /** Called when the log can no longer be written; the owner should stop the process. */
@@ -54,8 +58,9 @@ const now = () => new Date().toISOString();
 export class Engine {
   private readonly kbs = new Map<string, KnowledgeBase>();
   private wal!: WriteAheadLog;
-  private pool!: WorkerPool;
-  private readonly queue: { kbId: string; id: string; version: number }[] = [];
+  private compute!: Compute;
+  private graphTimer: ReturnType<typeof setInterval> | undefined;
+  private readonly queue: QueueEntry[] = [];
   private inFlight = 0;
   private readonly waiters = new Map<string, Set<Waiter>>();
   private closed = false;
@@ -78,12 +83,12 @@ export class Engine {
         warn: (message, details) => engine.log('warn', message, details),
       },
       ({ payload }) => {
-        const { record } = decodePayload<LogRecord>(payload);
-        engine.apply(record, true);
+        const { record, attachment } = decodePayload<LogRecord>(payload);
+        engine.apply(record, true, attachment);
         records++;
       },
     );
-    engine.pool = new WorkerPool(options.workers ?? 1);
+    engine.compute = new Compute({ documentWorkers: 1, ...options.compute });
     // Whatever was pending or in flight at the last stop is indexed again now.
     let requeued = 0;
     let contents = 0;
@@ -106,6 +111,7 @@ export class Engine {
       millis: Math.round(performance.now() - started),
     };
     engine.pump();
+    engine.scheduleGraphBuild();
     return engine;
   }
 
@@ -116,7 +122,7 @@ export class Engine {
    * content item the record settled (ready, failed or deleted), so waiters can be told once the
    * record is durable.
    */
-  private apply(record: LogRecord, replaying: boolean): ContentItem | undefined {
+  private apply(record: LogRecord, replaying: boolean, attachment?: Uint8Array): ContentItem | undefined {
     switch (record.t) {
       case 'kb.create':
         if (replaying) observeId(record.kb.id);
@@ -159,7 +165,10 @@ export class Engine {
         if (!item || item.current.version !== record.version) break;
         if (record.analyzer !== ANALYZER_VERSION) break; // stays pending: re-analyzed after start-up
         if (replaying) for (const c of record.chunks) observeId(c.id);
-        this.kbs.get(record.kbId)!.applyIndexed(item, record.chunks);
+        const kb = this.kbs.get(record.kbId)!;
+        const vectors = kb.vectors && attachment ? kb.vectors.fromBytes(attachment, record.chunks.length) : undefined;
+        kb.applyIndexed(item, record.chunks, vectors);
+        if (!replaying) this.scheduleGraphBuild();
         return item;
       }
       case 'content.failed': {
@@ -176,10 +185,10 @@ export class Engine {
    * Apply a record and make it durable. State changes in memory at once (in log order); the
    * promise resolves when the record is fsynced, which is when the caller may acknowledge it.
    */
-  private async commit(record: LogRecord): Promise<void> {
+  private async commit(record: LogRecord, attachment?: Uint8Array): Promise<void> {
     if (this.closed) throw new Error('engine is closed');
-    const durable = this.wal.append(encodePayload(record));
-    const settled = this.apply(record, false);
+    const durable = this.wal.append(encodePayload(record, attachment));
+    const settled = this.apply(record, false, attachment);
     try {
       await durable;
     } catch (err) {
@@ -340,44 +349,97 @@ export class Engine {
   }
 
   private pump(): void {
-    // Keep every worker busy plus one job waiting each, no more: the queue itself is cheap.
-    while (!this.closed && this.inFlight < this.pool.size * 2 && this.queue.length > 0) {
-      const next = this.queue.shift()!;
-      const kb = this.kbs.get(next.kbId);
-      const item = kb?.contents.get(next.id);
-      if (!kb || !item || item.current.version !== next.version) continue; // deleted or superseded
-      this.inFlight++;
-      item.status = 'processing';
-      const version = item.current;
-      this.pool
-        .run({ text: version.text, chunking: kb.record.config.chunking, pages: version.pages })
-        .then(
-          (chunks) =>
-            this.commitIfCurrent(next, {
-              t: 'content.indexed',
-              kbId: next.kbId,
-              id: next.id,
-              version: next.version,
-              analyzer: ANALYZER_VERSION,
-              // Chunk ids are made here, in commit order, so id order follows document order.
-              chunks: chunks.map((c): IndexedChunk => ({ id: newId('ch'), ...c })),
-              at: now(),
-            }),
-          (err: Error) =>
-            this.commitIfCurrent(next, { t: 'content.failed', kbId: next.kbId, id: next.id, version: next.version, error: err.message, at: now() }),
-        )
-        .catch((err) => this.log('error', 'could not record an ingestion result', { contentId: next.id, error: String(err) }))
-        .finally(() => {
-          this.inFlight--;
-          this.pump();
-        });
+    // One request per worker plus one waiting each: the queue itself is cheap, the workers are not.
+    const maxItems = this.options.batchItems ?? 16;
+    while (!this.closed && this.inFlight < this.compute.documents.size * 2 && this.queue.length > 0) {
+      // A batch: consecutive items of one knowledge base (one model), up to maxItems or about
+      // 16 chunks of text, so short items share embedding calls and long ones go alone.
+      const batch: { job: QueueEntry; item: ContentItem }[] = [];
+      let kb: KnowledgeBase | undefined;
+      let chars = 0;
+      while (this.queue.length > 0 && batch.length < maxItems) {
+        const next = this.queue[0]!;
+        if (kb && next.kbId !== kb.id) break;
+        const nextKb = this.kbs.get(next.kbId);
+        const item = nextKb?.contents.get(next.id);
+        this.queue.shift();
+        if (!nextKb || !item || item.current.version !== next.version) continue; // deleted or superseded
+        kb = nextKb;
+        batch.push({ job: next, item });
+        chars += item.current.text.length;
+        if (chars >= 16 * kb.record.config.chunking.size) break;
+      }
+      if (!kb || batch.length === 0) continue;
+      this.runBatch(kb, batch);
     }
   }
 
-  private async commitIfCurrent(job: { kbId: string; id: string; version: number }, record: LogRecord): Promise<void> {
-    const item = this.kbs.get(job.kbId)?.contents.get(job.id);
-    if (!item || item.current.version !== job.version || this.closed) return;
-    await this.commit(record);
+  private runBatch(kb: KnowledgeBase, batch: { job: QueueEntry; item: ContentItem }[]): void {
+    this.inFlight++;
+    const versions = batch.map(({ item }) => {
+      item.status = 'processing';
+      return item.current;
+    });
+    const { chunking, embedding } = kb.record.config;
+    this.compute
+      .process(
+        versions.map((v) => ({ text: v.text, chunking, pages: v.pages })),
+        embedding.dimensions > 0 ? toSpec(embedding) : undefined,
+      )
+      .catch((err: Error): ItemResult[] => batch.map(() => ({ ok: false, error: err.message })))
+      .then((results) => Promise.all(results.map((r, i) => this.commitResult(kb, batch[i]!.job, r))))
+      .catch((err) => this.log('error', 'could not record an ingestion result', { error: String(err) }))
+      .finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+  }
+
+  private async commitResult(kb: KnowledgeBase, job: QueueEntry, result: ItemResult): Promise<void> {
+    const item = kb.contents.get(job.id);
+    // Deleted or updated while in flight: the newer version has its own job.
+    if (!item || item.current.version !== job.version || this.closed || this.kbs.get(kb.id) !== kb) return;
+    if (!result.ok) {
+      await this.commit({ t: 'content.failed', kbId: job.kbId, id: job.id, version: job.version, error: result.error, at: now() });
+      return;
+    }
+    const vectors = kb.vectors && result.vectors ? result.vectors.map((v) => kb.vectors!.quantize(v)) : undefined;
+    await this.commit(
+      {
+        t: 'content.indexed',
+        kbId: job.kbId,
+        id: job.id,
+        version: job.version,
+        analyzer: ANALYZER_VERSION,
+        // Chunk ids are made here, in commit order, so id order follows document order.
+        chunks: result.chunks.map((c): IndexedChunk => ({ id: newId('ch'), ...c })),
+        at: now(),
+      },
+      vectors ? kb.vectors!.storedBytes(vectors) : undefined,
+    );
+  }
+
+  /** Build HNSW graphs in the background, a few milliseconds at a time. */
+  private scheduleGraphBuild(): void {
+    if (this.graphTimer || this.closed) return;
+    this.graphTimer = setInterval(() => {
+      let pending = false;
+      for (const kb of this.kbs.values()) {
+        if (kb.vectors && kb.vectors.graphPending > 0) {
+          pending = !kb.vectors.buildStep(20) || pending;
+        }
+      }
+      if (!pending) {
+        clearInterval(this.graphTimer);
+        this.graphTimer = undefined;
+      }
+    }, 25);
+    this.graphTimer.unref?.();
+  }
+
+  /** Load a model in every worker ahead of the first request; resolves with the load time. */
+  preloadModel(spec: EmbeddingSpec): Promise<number> {
+    return this.compute.preload(spec);
   }
 
   // --- search ---------------------------------------------------------------------------------
@@ -386,6 +448,29 @@ export class Engine {
     const kb = this.kbOf(orgId, kbId);
     if (!kb) return undefined;
     return kb.searchFullText(analyze(req.query), req.limit, req.filter);
+  }
+
+  private async queryVector(kb: KnowledgeBase, query: string): Promise<Float32Array> {
+    const { embedding } = kb.record.config;
+    if (embedding.dimensions === 0) throw new EmbeddingError('this knowledge base has no embedding model');
+    return this.compute.embedQuery(toSpec(embedding), query);
+  }
+
+  /** Nearest chunks by cosine similarity. Throws EmbeddingError when the model fails. */
+  async searchSemantic(orgId: string, kbId: string, req: SearchRequest): Promise<ChunkHit[] | undefined> {
+    const kb = this.kbOf(orgId, kbId);
+    if (!kb) return undefined;
+    const vector = await this.queryVector(kb, req.query);
+    return kb.searchSemantic(vector, req.limit, req.filter);
+  }
+
+  async searchHybrid(orgId: string, kbId: string, req: SearchRequest & HybridOptions): Promise<HybridHit[] | undefined> {
+    const kb = this.kbOf(orgId, kbId);
+    if (!kb) return undefined;
+    const terms = analyze(req.query);
+    // A pure full-text blend needs no query vector (and no model).
+    const vector = req.semanticWeight === 0 && req.fusion === 'weighted' ? new Float32Array(kb.vectors?.dimensions ?? 0) : await this.queryVector(kb, req.query);
+    return kb.searchHybrid(terms, vector, req.limit, req, req.filter);
   }
 
   /** Direct access for benchmarks and tests inside the process. */
@@ -406,7 +491,21 @@ export class Engine {
   /** Stop ingestion and flush the log. In-flight items are indexed again at the next start. */
   async close(): Promise<void> {
     this.closed = true;
-    await this.pool.close();
+    clearInterval(this.graphTimer);
+    await this.compute.close();
     await this.wal.close();
   }
+}
+
+interface QueueEntry {
+  kbId: string;
+  id: string;
+  version: number;
+}
+
+/** The provider spec a knowledge base configuration records. */
+export function toSpec(embedding: KnowledgeBaseConfig['embedding']): EmbeddingSpec {
+  if (embedding.provider === 'none') throw new EmbeddingError('this knowledge base has no embedding model');
+  const { metric: _metric, quantization: _quantization, ...spec } = embedding;
+  return spec as EmbeddingSpec;
 }

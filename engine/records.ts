@@ -1,7 +1,14 @@
 // Every state change is one of these records, appended to the write-ahead log before it is
 // acknowledged and replayed in order at start-up. Applying a record is deterministic: the same log
 // always rebuilds the same state.
+import type { EmbeddingSpec } from './embedding/provider';
 import type { Metadata } from './filter/metadata';
+
+/** The embedding part of a configuration: the provider spec plus how vectors are stored. */
+export type EmbeddingConfig = (EmbeddingSpec | { provider: 'none'; model: 'none'; dimensions: 0 }) & {
+  metric: 'cosine';
+  quantization: 'f32' | 'i8';
+};
 
 export type ContentStatus = 'pending' | 'processing' | 'ready' | 'failed';
 
@@ -14,13 +21,7 @@ export type ContentSource =
 export interface KnowledgeBaseConfig {
   id: string;
   type: string;
-  embedding: {
-    provider: string;
-    model: string;
-    dimensions: number;
-    metric: 'cosine';
-    quantization: 'f32' | 'f16' | 'i8';
-  };
+  embedding: EmbeddingConfig;
   chunking: { size: number; overlap: number };
   bm25: { k1: number; b: number };
   hnsw: { connectivity: number; expansionAdd: number; expansionSearch: number };

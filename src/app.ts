@@ -1,5 +1,6 @@
 // The HTTP layer: authentication, the error envelope and the route modules, over the engine.
 import { Elysia } from 'elysia';
+import { EmbeddingError } from '../engine/embedding/provider';
 import { ApiError, errorBody, STATUS_OF } from './errors';
 import type { KeyStore } from './auth/key-store';
 import { KEY_HEADER, ORG_HEADER, type ServerContext } from './http/context';
@@ -57,6 +58,10 @@ export function createApp(ctx: ServerContext, keys: KeyStore) {
       const requestId = requestIds.get(request);
       const headers: Record<string, string> = requestId ? { 'x-request-id': requestId } : {};
       if (error instanceof ApiError) return apiErrorResponse(error, requestId);
+      if (error instanceof EmbeddingError) {
+        ctx.logger.warn({ requestId, err: error.message }, 'embedding failed');
+        return apiErrorResponse(new ApiError('EMBEDDING_FAILED', `The embedding model failed: ${error.message}`), requestId);
+      }
       // Elysia wraps whatever a body parser throws (our size limit included) in a ParseError.
       const cause = (error as { cause?: unknown }).cause;
       if (code === 'PARSE' && cause instanceof ApiError) return apiErrorResponse(cause, requestId);
@@ -81,8 +86,11 @@ export function createApp(ctx: ServerContext, keys: KeyStore) {
     .get(
       '/ready',
       () => {
+        const reasons = ctx.notReady();
         const engine = ctx.engine();
-        if (!engine) return json(503, errorBody('NOT_READY', 'Recovering state from the write-ahead log'), { 'retry-after': '1' });
+        if (reasons.length > 0 || !engine) {
+          return json(503, errorBody('NOT_READY', `Not ready: ${reasons.join('; ')}`, reasons.map((r) => ({ path: '/', message: r }))), { 'retry-after': '1' });
+        }
         return { success: true as const, status: 'ready', recovery: engine.recovery };
       },
       { detail: { summary: 'State recovered; the server can serve', tags: ['Operations'] } },

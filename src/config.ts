@@ -37,11 +37,37 @@ export function loadConfig() {
     },
     /** Upper bound for `?wait=true`. */
     waitTimeoutMs: int('WAIT_TIMEOUT_MS', 30_000, 1),
-    ingestWorkers: int('INGEST_WORKERS', Math.max(1, availableParallelism() - 1), 1),
+    /** Document-lane workers: chunking, analysis and embedding (one per core by default). */
+    ingestWorkers: int('INGEST_WORKERS', Math.max(1, availableParallelism()), 1),
+    /** Query-embedding workers: a lane of their own, so searches never queue behind ingestion. */
+    queryWorkers: int('QUERY_WORKERS', 1, 1),
+    embedding: {
+      modelDir: resolve(process.env.EMBEDDING_MODEL_DIR || './models'),
+      allowRemoteModels: process.env.EMBEDDING_ALLOW_REMOTE === 'true',
+      highQualityModel: process.env.HIGH_QUALITY_MODEL || 'auto',
+      costEffectiveModel: process.env.COST_EFFECTIVE_MODEL || 'use-lite',
+      costEffectiveQuantization: (process.env.COST_EFFECTIVE_QUANTIZATION === 'f32' ? 'f32' : 'i8') as 'f32' | 'i8',
+      threads: int('EMBEDDING_THREADS', 1, 1),
+      batchSize: int('EMBEDDING_BATCH_SIZE', 16, 1),
+      queryCacheSize: int('QUERY_CACHE_SIZE', 2048, 0),
+      http: {
+        url: process.env.EMBEDDING_HTTP_URL || '',
+        apiKey: process.env.EMBEDDING_HTTP_API_KEY || undefined,
+        dimensions: int('EMBEDDING_HTTP_DIMENSIONS', 0, 0),
+        timeoutMs: int('EMBEDDING_HTTP_TIMEOUT_MS', 30_000, 1),
+        retries: int('EMBEDDING_HTTP_RETRIES', 3, 0),
+      },
+    },
+    hnsw: {
+      connectivity: int('HNSW_CONNECTIVITY', 16, 2),
+      expansionAdd: int('HNSW_EXPANSION_ADD', 128, 1),
+      expansionSearch: int('HNSW_EXPANSION_SEARCH', 64, 1),
+    },
     walSegmentBytes: int('WAL_SEGMENT_BYTES', 64 * MiB, 4096),
+    /** Unset: sized per model (see src/services/kb-types.ts). */
     chunking: {
-      size: int('CHUNK_SIZE', 2000, 100),
-      overlap: int('CHUNK_OVERLAP', 200, 0),
+      size: process.env.CHUNK_SIZE ? int('CHUNK_SIZE', 2000, 100) : undefined,
+      overlap: process.env.CHUNK_OVERLAP ? int('CHUNK_OVERLAP', 200, 0) : undefined,
     },
     // k1 1.2, b 0.75 sit on the plateau of the SciFact sweep (bench/fulltext.ts --sweep).
     bm25: { k1: num('BM25_K1', 1.2), b: num('BM25_B', 0.75) },

@@ -1,22 +1,26 @@
 // Server entry point: listen at once (so /health and /ready answer during recovery), replay the
-// log, then serve the API.
-import { Engine } from '../engine/engine';
+// log, load the embedding models, then serve the API.
+import { Engine, toSpec } from '../engine/engine';
+import { specKey } from '../engine/embedding/factory';
 import { createApp } from './app';
 import { KeyStore, keyFilePath } from './auth/key-store';
 import { loadConfig } from './config';
 import { createLogger } from './logger';
+import { KB_TYPES, typeEmbeddings } from './services/kb-types';
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel);
 let engine: Engine | undefined;
+const notReady = new Set<string>(['recovering state from the write-ahead log']);
 
+const embeddings = typeEmbeddings(config);
 const keys = new KeyStore(keyFilePath(config.dataDir), config.apiKeys);
-const app = createApp({ config, logger, engine: () => engine }, keys);
+const app = createApp({ config, logger, engine: () => (notReady.size === 0 ? engine : undefined), notReady: () => [...notReady], embeddings }, keys);
 
 app.listen({
   port: config.port,
   hostname: config.host,
-  // Bun's own cap; per-route limits are checked against Content-Length first (src/app.ts).
+  // Bun's own cap; per-route limits are enforced while reading (src/http/body.ts).
   maxRequestBodySize: config.limits.maxFileBytes + 2 * 1024 * 1024,
 });
 logger.info({ port: app.server?.port, host: config.host, dataDir: config.dataDir }, 'listening');
@@ -29,16 +33,54 @@ const fatal = (err: unknown) => {
 try {
   engine = await Engine.open({
     dataDir: config.dataDir,
-    workers: config.ingestWorkers,
+    compute: {
+      documentWorkers: config.ingestWorkers,
+      queryWorkers: config.queryWorkers,
+      batchSize: config.embedding.batchSize,
+      queryCacheSize: config.embedding.queryCacheSize,
+      settings: {
+        modelDir: config.embedding.modelDir,
+        allowRemoteModels: config.embedding.allowRemoteModels,
+        threads: config.embedding.threads,
+        http: config.embedding.http.url ? config.embedding.http : undefined,
+      },
+    },
     walSegmentBytes: config.walSegmentBytes,
     log: (level, message, details) => logger[level](details ?? {}, message),
     onFatal: fatal,
   });
-  logger.info({ recovery: engine.recovery }, 'ready');
+  notReady.delete('recovering state from the write-ahead log');
+  logger.info({ recovery: engine.recovery }, 'state recovered');
 } catch (err) {
   logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'recovery failed');
   process.exit(1);
 }
+
+// Load each configured model in every worker before declaring readiness.
+const bySpec = new Map<string, { spec: ReturnType<typeof toSpec>; types: string[] }>();
+for (const type of KB_TYPES) {
+  const spec = toSpec(embeddings[type]);
+  const key = specKey(spec);
+  const entry = bySpec.get(key) ?? { spec, types: [] };
+  entry.types.push(type);
+  bySpec.set(key, entry);
+}
+await Promise.all(
+  [...bySpec.values()].map(async ({ spec, types }) => {
+    const reason = `loading embedding model ${spec.model}`;
+    notReady.add(reason);
+    try {
+      const millis = await engine!.preloadModel(spec);
+      logger.info({ model: spec.model, provider: spec.provider, dimensions: spec.dimensions, types, quantization: types.map((t) => embeddings[t as keyof typeof embeddings].quantization), loadMillis: millis }, 'embedding model serves types');
+    } catch (err) {
+      // The server still serves full-text search; semantic requests answer 502 until the model loads.
+      logger.error({ model: spec.model, types, err: err instanceof Error ? err.message : String(err) }, 'embedding model failed to load');
+    } finally {
+      notReady.delete(reason);
+    }
+  }),
+);
+logger.info({}, 'ready');
 
 let stopping = false;
 async function shutdown(signal: string) {

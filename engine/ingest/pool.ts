@@ -1,13 +1,12 @@
-// A fixed pool of ingestion workers. Each worker runs one job at a time; a worker that dies is
-// replaced and its job retried once before the job fails with a readable error.
-import type { ProcessJob, ProcessedChunk } from './process';
-import type { WorkerRequest, WorkerResponse } from './worker';
+// A fixed pool of worker threads running one request at a time each. A worker that dies is
+// replaced and its request retried once before the request fails with a readable error.
 
 interface Job {
   id: number;
-  job: ProcessJob;
+  message: unknown;
+  transfer: ArrayBuffer[];
   attempts: number;
-  resolve: (chunks: ProcessedChunk[]) => void;
+  resolve: (value: unknown) => void;
   reject: (err: Error) => void;
 }
 
@@ -16,42 +15,54 @@ interface Slot {
   job?: Job;
 }
 
+export type WorkerReply = { jobId: number; ok: true; value: unknown } | { jobId: number; ok: false; error: string };
+
 export class WorkerPool {
   private readonly slots: Slot[] = [];
   private readonly queue: Job[] = [];
   private nextId = 1;
   private closed = false;
+  /** Workers replaced after a crash (for metrics and tests). */
+  crashes = 0;
 
   constructor(
     readonly size: number,
-    private readonly workerUrl: URL = new URL('./worker.ts', import.meta.url),
+    private readonly workerUrl: URL,
+    /** Sent to every new worker before its first job (settings it needs to start). */
+    private readonly init?: unknown,
   ) {
     for (let i = 0; i < size; i++) this.slots.push({ worker: this.spawn(i) });
   }
 
   private spawn(index: number): Worker {
     const worker = new Worker(this.workerUrl);
-    worker.onmessage = (event: MessageEvent<WorkerResponse>) => this.finish(index, event.data);
+    worker.onmessage = (event: MessageEvent<WorkerReply>) => this.finish(index, event.data);
     worker.onerror = (event) => {
       event.preventDefault?.();
-      this.crashed(index, event.message || 'worker error');
+      this.crashed(index, worker, event.message || 'worker error');
     };
-    worker.addEventListener('close', () => {
-      if (!this.closed && this.slots[index]?.worker === worker) this.crashed(index, 'worker exited');
-    });
-    // Idle workers must not keep the process alive.
-    worker.unref();
+    worker.addEventListener('close', () => this.crashed(index, worker, 'worker exited'));
+    if (this.init !== undefined) worker.postMessage({ type: 'init', settings: this.init });
+    worker.unref(); // idle workers must not keep the process alive
     return worker;
   }
 
-  get pending(): number {
-    return this.queue.length + this.slots.filter((s) => s.job).length;
+  get busy(): number {
+    return this.slots.filter((s) => s.job).length;
   }
 
-  run(job: ProcessJob): Promise<ProcessedChunk[]> {
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  get idle(): number {
+    return this.size - this.busy;
+  }
+
+  run<T>(message: unknown, transfer: ArrayBuffer[] = []): Promise<T> {
     if (this.closed) return Promise.reject(new Error('worker pool closed'));
-    return new Promise((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, job, attempts: 0, resolve, reject });
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ id: this.nextId++, message, transfer, attempts: 0, resolve: resolve as (v: unknown) => void, reject });
       this.dispatch();
     });
   }
@@ -64,33 +75,34 @@ export class WorkerPool {
       job.attempts++;
       slot.job = job;
       slot.worker.ref();
-      slot.worker.postMessage({ jobId: job.id, job: job.job } satisfies WorkerRequest);
+      slot.worker.postMessage({ jobId: job.id, ...(job.message as object) });
     }
   }
 
-  private finish(index: number, res: WorkerResponse): void {
+  private finish(index: number, reply: WorkerReply): void {
     const slot = this.slots[index]!;
     const job = slot.job;
-    if (!job || job.id !== res.jobId) return;
+    if (!job || job.id !== reply.jobId) return;
     slot.job = undefined;
     slot.worker.unref();
-    if (res.ok) job.resolve(res.chunks);
-    else job.reject(new Error(res.error));
+    if (reply.ok) job.resolve(reply.value);
+    else job.reject(new Error(reply.error));
     this.dispatch();
   }
 
-  private crashed(index: number, reason: string): void {
+  private crashed(index: number, worker: Worker, reason: string): void {
     const slot = this.slots[index]!;
+    if (this.closed || slot.worker !== worker) return; // already replaced
+    this.crashes++;
     const job = slot.job;
     slot.job = undefined;
     try {
-      slot.worker.terminate();
+      worker.terminate();
     } catch {}
-    if (this.closed) return;
     slot.worker = this.spawn(index);
     if (job) {
       if (job.attempts < 2) this.queue.unshift(job);
-      else job.reject(new Error(`ingestion worker crashed twice on this item (${reason})`));
+      else job.reject(new Error(`the worker crashed twice on this request (${reason})`));
     }
     this.dispatch();
   }

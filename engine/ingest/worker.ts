@@ -1,24 +1,15 @@
-// Ingestion worker thread: receives jobs, answers with processed chunks or an error message.
-import { processContent, type ProcessJob } from './process';
+// Ingestion/embedding worker thread: answers each request of the pool with { jobId, ok, value }.
+import { handle, type WorkerRequest } from './handlers';
 
 declare const self: Worker;
 
-export interface WorkerRequest {
-  jobId: number;
-  job: ProcessJob;
-}
-
-export type WorkerResponse =
-  | { jobId: number; ok: true; chunks: ReturnType<typeof processContent> }
-  | { jobId: number; ok: false; error: string };
-
-self.onmessage = (event: MessageEvent<WorkerRequest>) => {
-  const { jobId, job } = event.data;
-  let response: WorkerResponse;
+self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
+  const req = event.data;
+  const jobId = 'jobId' in req ? req.jobId : 0;
   try {
-    response = { jobId, ok: true, chunks: processContent(job) };
+    const { value, transfer } = await handle(req);
+    if (req.type !== 'init') self.postMessage({ jobId, ok: true, value }, transfer);
   } catch (err) {
-    response = { jobId, ok: false, error: err instanceof Error ? err.message : String(err) };
+    self.postMessage({ jobId, ok: false, error: err instanceof Error ? err.message : String(err) });
   }
-  self.postMessage(response);
 };

@@ -1,9 +1,23 @@
 // One knowledge base in memory: its content items, the chunks that answer searches, and the
 // indexes over those chunks. Chunks are addressed by dense document numbers shared by every index.
-import { InvertedIndex } from '../bm25/inverted-index';
+import { InvertedIndex } from "../bm25/inverted-index";
+import { candidatePool, reciprocalRankFusion, weightedFusion } from "../hybrid/fusion";
+import { VectorIndex } from "../vector/vector-index";
 import { MetadataIndex, type Metadata, type MetadataFilter } from '../filter/metadata';
 import type { ContentSource, ContentStatus, IndexedChunk, KnowledgeBaseRecord } from '../records';
-import type { Scored } from '../topk';
+import type { Scored } from "../topk";
+
+export type StoredVector = Float32Array | Int8Array;
+
+export interface HybridOptions {
+  semanticWeight: number;
+  fusion: "weighted" | "rrf";
+}
+
+export interface HybridHit extends ChunkHit {
+  fullTextScore: number;
+  semanticScore: number;
+}
 
 export interface ContentVersion {
   version: number;
@@ -56,10 +70,22 @@ export class KnowledgeBase {
   private readonly chunks: (ChunkSlot | undefined)[] = [];
   readonly bm25: InvertedIndex;
   readonly metadataIndex = new MetadataIndex();
+  /** Undefined for a configuration without embeddings. */
+  readonly vectors: VectorIndex | undefined;
   private liveChunks = 0;
 
   constructor(public record: KnowledgeBaseRecord) {
     this.bm25 = new InvertedIndex(record.config.bm25);
+    const { embedding, hnsw } = record.config;
+    if (embedding.dimensions > 0) {
+      this.vectors = new VectorIndex({
+        dimensions: embedding.dimensions,
+        quantization: embedding.quantization === "i8" ? "i8" : "f32",
+        connectivity: hnsw.connectivity,
+        expansionAdd: hnsw.expansionAdd,
+        expansionSearch: hnsw.expansionSearch,
+      });
+    }
   }
 
   get id(): string {
@@ -132,6 +158,7 @@ export class KnowledgeBase {
       const slot = this.chunks[doc];
       if (!slot) continue;
       this.bm25.remove(doc);
+      this.vectors?.remove(doc);
       this.metadataIndex.remove(doc, slot.version.metadata);
       this.chunks[doc] = undefined;
       this.liveChunks--;
@@ -143,7 +170,10 @@ export class KnowledgeBase {
    * Swap in the chunks of an indexed version: the old chunks answer until this call, the new
    * ones from it on, with nothing in between (one synchronous step).
    */
-  applyIndexed(item: ContentItem, chunks: readonly IndexedChunk[]): number[] {
+  applyIndexed(item: ContentItem, chunks: readonly IndexedChunk[], vectors?: readonly StoredVector[]): number[] {
+    if (this.vectors && vectors?.length !== chunks.length) {
+      throw new Error(`indexed record of ${item.id} carries ${vectors?.length ?? 0} vectors for ${chunks.length} chunks`);
+    }
     this.dropLiveChunks(item);
     const version = item.current;
     const docs: number[] = [];
@@ -151,6 +181,7 @@ export class KnowledgeBase {
       const doc = this.chunks.length;
       this.chunks.push({ id: c.id, content: item, version, start: c.start, end: c.end, page: c.page });
       this.bm25.add(doc, c);
+      if (this.vectors) this.vectors.add(doc, vectors![docs.length]!);
       this.metadataIndex.add(doc, version.metadata);
       docs.push(doc);
       this.liveChunks++;
@@ -178,6 +209,47 @@ export class KnowledgeBase {
 
   searchFullText(terms: readonly string[], limit: number, filter?: MetadataFilter): ChunkHit[] {
     return this.hits(this.bm25.search(terms, limit, this.filterMask(filter)));
+  }
+
+  /** Allowed documents of a filter: as a mask for scoring loops and as a list for exact vector search. */
+  private allowedSet(filter: MetadataFilter | undefined): { mask: Uint8Array; docs: number[] } | undefined {
+    if (!filter || Object.keys(filter).length === 0) return undefined;
+    const docs = this.metadataIndex.matching(filter);
+    const mask = new Uint8Array(this.chunks.length);
+    for (const d of docs) mask[d] = 1;
+    return { mask, docs };
+  }
+
+  searchSemantic(query: Float32Array, limit: number, filter?: MetadataFilter): ChunkHit[] {
+    if (!this.vectors) return [];
+    const allowed = this.allowedSet(filter);
+    return this.hits(this.vectors.search(query, limit, allowed?.mask, allowed?.docs));
+  }
+
+  /**
+   * Both legs over-fetch candidates (filtered inside each leg), every candidate is scored by both
+   * legs exactly, then the pure fusion functions rank them.
+   */
+  searchHybrid(terms: readonly string[], query: Float32Array, limit: number, options: HybridOptions, filter?: MetadataFilter): HybridHit[] {
+    const allowed = this.allowedSet(filter);
+    const depth = Math.min(1000, Math.max(4 * limit, 100));
+    const w = options.semanticWeight;
+    const ft = w < 1 || options.fusion === "rrf" ? this.bm25.search(terms, depth, allowed?.mask) : [];
+    const sem = this.vectors && (w > 0 || options.fusion === "rrf") ? this.vectors.search(query, depth, allowed?.mask, allowed?.docs) : [];
+    let ranked: { doc: number; score: number }[];
+    if (options.fusion === "rrf") {
+      ranked = reciprocalRankFusion(ft.map((h) => h.doc), sem.map((h) => h.doc), w, limit);
+    } else {
+      const pool = candidatePool(ft.map((h) => h.doc), sem.map((h) => h.doc), w);
+      const ftScores = this.bm25.scoreDocs(terms, pool);
+      const semScores = this.vectors ? this.vectors.scoreDocs(query, pool) : pool.map(() => 0);
+      ranked = weightedFusion(pool.map((doc, i) => ({ doc, fullText: ftScores[i]!, semantic: semScores[i]! })), w, limit);
+    }
+    const hits = this.hits(ranked);
+    const docs = hits.map((h) => h.doc);
+    const ftExact = this.bm25.scoreDocs(terms, docs);
+    const semExact = this.vectors ? this.vectors.scoreDocs(query, docs) : docs.map(() => 0);
+    return hits.map((hit, i) => ({ ...hit, fullTextScore: ftExact[i]!, semanticScore: semExact[i]! }));
   }
 
   hits(scored: readonly Scored[]): ChunkHit[] {

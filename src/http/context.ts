@@ -1,13 +1,19 @@
 // What route modules need from the server, passed explicitly (no globals).
 import type { Engine } from '../../engine/engine';
+import type { EmbeddingConfig } from '../../engine/records';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
+import type { KbType } from '../services/kb-types';
 
 export interface ServerContext {
   config: Config;
   logger: Logger;
   /** Undefined until recovery finishes; routes answer 503 NOT_READY meanwhile. */
   engine: () => Engine | undefined;
+  /** Why the server is not ready yet (empty once it is). */
+  notReady: () => string[];
+  /** The embedding configuration each type gets at creation. */
+  embeddings: Record<KbType, EmbeddingConfig>;
 }
 
 export const ORG_HEADER = 'x-service-organization-id';

@@ -41,7 +41,7 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
           name,
           description: body.description?.trim() ?? '',
           type: body.type,
-          config: configForType(body.type, ctx.config),
+          config: configForType(body.type, ctx.config, ctx.embeddings),
         });
         set.status = 201;
         return { success: true as const, data: { id: kb.id } };

@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox';
 import { Elysia, t } from 'elysia';
 import type { MetadataFilter } from '../../engine/filter/metadata';
 import { notFound } from '../errors';
@@ -28,6 +29,38 @@ export const FullTextBody = t.Object(baseFields, {
   examples: [{ query: 'refund policy', limit: 5, metadataFilter: { team: 'billing' } }],
 });
 
+const SemanticBody = t.Object(baseFields, {
+  additionalProperties: false,
+  examples: [{ query: 'how do I get my money back?', limit: 5 }],
+});
+
+const HybridBody = t.Object(
+  {
+    ...baseFields,
+    semanticWeight: t.Optional(
+      Type.Number({ minimum: 0, maximum: 1, default: 0.5, description: '0 = full-text ranking only, 1 = semantic ranking only.' }),
+    ),
+    fusion: t.Optional(
+      t.Union([t.Literal('weighted'), t.Literal('rrf')], {
+        default: 'weighted',
+        description: '`weighted` (default): w·norm(semantic) + (1−w)·norm(full-text) with min-max normalization; `rrf`: weighted reciprocal rank fusion.',
+      }),
+    ),
+  },
+  { additionalProperties: false, examples: [{ query: 'refund within two weeks', semanticWeight: 0.5, limit: 5 }] },
+);
+
+const HybridHitSchema = t.Object({
+  id: t.String(),
+  contentChunk: t.String(),
+  score: t.Number(),
+  contentId: t.String(),
+  metadata: t.Record(t.String(), t.Any()),
+  page: t.Optional(t.Integer()),
+  fullTextScore: t.Number({ description: 'BM25 score of the chunk for this query (0 when no term matches).' }),
+  semanticScore: t.Number({ description: 'Cosine similarity of the chunk to the query.' }),
+});
+
 export function readSearch(body: { query: string; limit?: number; metadataFilter?: unknown }) {
   const query = trimmed(body.query, '/query', 4096);
   checkFilter(body.metadataFilter as MetadataFilter | undefined);
@@ -35,9 +68,12 @@ export function readSearch(body: { query: string; limit?: number; metadataFilter
 }
 
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 500: ErrorSchema };
+const embeddingErrors = { ...errors, 502: ErrorSchema };
 
 export const searchRoutes = (ctx: ServerContext) =>
-  new Elysia({ name: 'search' }).use(orgContext).post(
+  new Elysia({ name: 'search' })
+    .use(orgContext)
+    .post(
     '/knowledge-bases/:id/search/full-text',
     ({ org, params, body }) => {
       const hits = requireEngine(ctx).searchFullText(org, params.id, readSearch(body));
@@ -49,4 +85,34 @@ export const searchRoutes = (ctx: ServerContext) =>
       detail: { summary: 'Keyword search (BM25); scores are unbounded', tags: ['Search'] },
       response: { 200: SearchResponse, ...errors },
     },
-  );
+  )
+    .post(
+      '/knowledge-bases/:id/search/semantic',
+      async ({ org, params, body }) => {
+        const hits = await requireEngine(ctx).searchSemantic(org, params.id, readSearch(body));
+        if (!hits) throw notFound('Knowledge base');
+        return { success: true as const, data: hits.map(hitView) };
+      },
+      {
+        body: SemanticBody,
+        detail: { summary: 'Vector similarity search; score is the cosine similarity', tags: ['Search'] },
+        response: { 200: SearchResponse, ...embeddingErrors },
+      },
+    )
+    .post(
+      '/knowledge-bases/:id/search/hybrid',
+      async ({ org, params, body }) => {
+        const hits = await requireEngine(ctx).searchHybrid(org, params.id, {
+          ...readSearch(body),
+          semanticWeight: body.semanticWeight ?? 0.5,
+          fusion: body.fusion ?? 'weighted',
+        });
+        if (!hits) throw notFound('Knowledge base');
+        return { success: true as const, data: hits.map((h) => ({ ...hitView(h), fullTextScore: h.fullTextScore, semanticScore: h.semanticScore })) };
+      },
+      {
+        body: HybridBody,
+        detail: { summary: 'Weighted blend of full-text and semantic ranking', tags: ['Search'] },
+        response: { 200: t.Object({ success: t.Literal(true), data: t.Array(HybridHitSchema) }), ...embeddingErrors },
+      },
+    );

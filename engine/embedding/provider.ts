@@ -1,0 +1,45 @@
+// One small interface for every embedding model: embed a batch of texts, as queries or as
+// documents (some models prefix queries with an instruction). Vectors come back L2-normalized,
+// so cosine similarity is a dot product.
+
+export type EmbedKind = 'query' | 'document';
+
+export interface EmbeddingProvider {
+  /** Stable id of the model, recorded in knowledge base configurations. */
+  readonly model: string;
+  readonly dimensions: number;
+  embed(texts: string[], kind: EmbedKind): Promise<Float32Array[]>;
+  close?(): Promise<void>;
+}
+
+/** Serializable description of a provider: what a knowledge base configuration records. */
+export type EmbeddingSpec =
+  | { provider: 'use-lite'; model: 'universal-sentence-encoder-lite'; dimensions: 512 }
+  | {
+      provider: 'transformers';
+      /** Hugging Face model id, e.g. "Xenova/bge-small-en-v1.5". */
+      model: string;
+      dimensions: number;
+      pooling: 'mean' | 'cls';
+      /** Prepended to queries only (bge's retrieval instruction). */
+      queryPrefix?: string;
+      /** Largest number of tokens the model reads; longer input is truncated. */
+      maxTokens?: number;
+    }
+  | { provider: 'http'; model: string; dimensions: number };
+
+/** Scale a vector to unit length in place (zero vectors stay zero). */
+export function normalize(v: Float32Array): Float32Array {
+  let sum = 0;
+  for (let i = 0; i < v.length; i++) sum += v[i]! * v[i]!;
+  const n = Math.sqrt(sum);
+  if (n > 0) for (let i = 0; i < v.length; i++) v[i]! /= n;
+  return v;
+}
+
+export class EmbeddingError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'EmbeddingError';
+  }
+}

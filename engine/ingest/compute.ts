@@ -1,0 +1,71 @@
+// The engine's worker threads in two lanes: documents (chunk, analyze, embed; several workers)
+// and queries (embed only; a worker of its own, so a search never waits behind bulk ingestion).
+// Query vectors are cached (LRU) per model.
+import { LRUCache } from 'lru-cache';
+import { specKey, type EmbeddingSettings } from '../embedding/factory';
+import { EmbeddingError, type EmbeddingSpec } from '../embedding/provider';
+import type { ItemResult } from './handlers';
+import { WorkerPool } from './pool';
+import type { ProcessJob } from './process';
+
+export interface ComputeOptions {
+  documentWorkers: number;
+  queryWorkers?: number;
+  settings?: EmbeddingSettings;
+  /** Texts per embedding call inside a worker. */
+  batchSize?: number;
+  queryCacheSize?: number;
+  /** Worker script (tests substitute one that can crash on demand). */
+  workerUrl?: URL;
+}
+
+export class Compute {
+  readonly documents: WorkerPool;
+  readonly queries: WorkerPool;
+  private readonly cache: LRUCache<string, Float32Array>;
+  readonly batchSize: number;
+
+  constructor(options: ComputeOptions) {
+    const url = options.workerUrl ?? new URL('./worker.ts', import.meta.url);
+    const settings = options.settings ?? {};
+    this.documents = new WorkerPool(options.documentWorkers, url, settings);
+    this.queries = new WorkerPool(options.queryWorkers ?? 1, url, settings);
+    this.cache = new LRUCache({ max: options.queryCacheSize ?? 2048 });
+    this.batchSize = options.batchSize ?? 16;
+  }
+
+  process(items: ProcessJob[], embedding: EmbeddingSpec | undefined): Promise<ItemResult[]> {
+    return this.documents.run<ItemResult[]>({ type: 'process', items, embedding, batchSize: this.batchSize });
+  }
+
+  async embedQuery(spec: EmbeddingSpec, text: string): Promise<Float32Array> {
+    const key = `${specKey(spec)}\u0000${text}`;
+    const hit = this.cache.get(key);
+    if (hit) return hit;
+    let vectors: Float32Array[];
+    try {
+      vectors = await this.queries.run<Float32Array[]>({ type: 'embed', texts: [text], kind: 'query', embedding: spec });
+    } catch (err) {
+      throw new EmbeddingError(err instanceof Error ? err.message : String(err), { cause: err });
+    }
+    this.cache.set(key, vectors[0]!);
+    return vectors[0]!;
+  }
+
+  /** Load a model in every worker of both lanes; resolves with the slowest load time. */
+  async preload(spec: EmbeddingSpec): Promise<number> {
+    const loads = [
+      ...Array.from({ length: this.documents.size }, () => this.documents.run<{ millis: number }>({ type: 'load', embedding: spec })),
+      ...Array.from({ length: this.queries.size }, () => this.queries.run<{ millis: number }>({ type: 'load', embedding: spec })),
+    ];
+    return Math.max(...(await Promise.all(loads)).map((l) => l.millis));
+  }
+
+  get pending(): number {
+    return this.documents.busy + this.documents.queued;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.documents.close(), this.queries.close()]);
+  }
+}

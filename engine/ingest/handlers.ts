@@ -1,0 +1,85 @@
+// What an ingestion worker does with each request. Kept apart from the Worker wiring so a test
+// worker can wrap it.
+import { createProvider, specKey, type EmbeddingSettings } from '../embedding/factory';
+import type { EmbedKind, EmbeddingProvider, EmbeddingSpec } from '../embedding/provider';
+import { processContent, type ProcessedChunk, type ProcessJob } from './process';
+
+export type WorkerRequest =
+  | { type: 'init'; settings: EmbeddingSettings }
+  | { type: 'process'; jobId: number; items: ProcessJob[]; embedding?: EmbeddingSpec; batchSize: number }
+  | { type: 'embed'; jobId: number; texts: string[]; kind: EmbedKind; embedding: EmbeddingSpec }
+  | { type: 'load'; jobId: number; embedding: EmbeddingSpec };
+
+export type ItemResult = { ok: true; chunks: ProcessedChunk[]; vectors?: Float32Array[] } | { ok: false; error: string };
+
+let settings: EmbeddingSettings = {};
+// One provider per model per worker: a model loads once and serves every later request.
+const providers = new Map<string, Promise<EmbeddingProvider>>();
+
+function provider(spec: EmbeddingSpec): Promise<EmbeddingProvider> {
+  const key = specKey(spec);
+  let p = providers.get(key);
+  if (!p) {
+    p = createProvider(spec, settings);
+    providers.set(key, p);
+    p.catch(() => providers.delete(key)); // a failed load may succeed later (e.g. endpoint back up)
+  }
+  return p;
+}
+
+async function embedAll(p: EmbeddingProvider, texts: string[], kind: EmbedKind, batchSize: number): Promise<Float32Array[]> {
+  const out: Float32Array[] = [];
+  for (let i = 0; i < texts.length; i += batchSize) out.push(...(await p.embed(texts.slice(i, i + batchSize), kind)));
+  return out;
+}
+
+const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** Handle one request; returns the reply value and the buffers to transfer with it. */
+export async function handle(req: WorkerRequest): Promise<{ value: unknown; transfer: ArrayBuffer[] }> {
+  switch (req.type) {
+    case 'init':
+      settings = req.settings;
+      return { value: undefined, transfer: [] };
+    case 'load': {
+      const started = performance.now();
+      const p = await provider(req.embedding);
+      return { value: { model: p.model, dimensions: p.dimensions, millis: Math.round(performance.now() - started) }, transfer: [] };
+    }
+    case 'embed': {
+      const vectors = await (await provider(req.embedding)).embed(req.texts, req.kind);
+      return { value: vectors, transfer: vectors.map((v) => v.buffer as ArrayBuffer) };
+    }
+    case 'process': {
+      const results: ItemResult[] = req.items.map((item) => {
+        try {
+          return { ok: true, chunks: processContent(item) };
+        } catch (err) {
+          return { ok: false, error: `chunking failed: ${message(err)}` };
+        }
+      });
+      const transfer: ArrayBuffer[] = [];
+      if (req.embedding) {
+        // Every chunk of every item in one stream of batches: small items share a batch.
+        const texts: string[] = [];
+        req.items.forEach((item, i) => {
+          const r = results[i]!;
+          if (r.ok) for (const c of r.chunks) texts.push(item.text.slice(c.start, c.end));
+        });
+        try {
+          const vectors = await embedAll(await provider(req.embedding), texts, 'document', req.batchSize);
+          let next = 0;
+          for (const r of results) {
+            if (!r.ok) continue;
+            r.vectors = vectors.slice(next, next + r.chunks.length);
+            next += r.chunks.length;
+          }
+          for (const v of vectors) transfer.push(v.buffer as ArrayBuffer);
+        } catch (err) {
+          for (let i = 0; i < results.length; i++) if (results[i]!.ok) results[i] = { ok: false, error: `embedding failed: ${message(err)}` };
+        }
+      }
+      return { value: results, transfer };
+    }
+  }
+}
