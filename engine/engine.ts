@@ -419,21 +419,24 @@ export class Engine {
     );
   }
 
-  /** Build HNSW graphs in the background, a few milliseconds at a time. */
+  /**
+   * Build HNSW graphs in the background: 10 ms of every 50 ms on the main thread, so requests keep
+   * flowing; searches stay exact (and correct) until a graph has caught up.
+   */
   private scheduleGraphBuild(): void {
     if (this.graphTimer || this.closed) return;
     this.graphTimer = setInterval(() => {
       let pending = false;
       for (const kb of this.kbs.values()) {
         if (kb.vectors && kb.vectors.graphPending > 0) {
-          pending = !kb.vectors.buildStep(20) || pending;
+          pending = !kb.vectors.buildStep(10) || pending;
         }
       }
       if (!pending) {
         clearInterval(this.graphTimer);
         this.graphTimer = undefined;
       }
-    }, 25);
+    }, 50);
     this.graphTimer.unref?.();
   }
 
