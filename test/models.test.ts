@@ -1,0 +1,78 @@
+// Type → model configuration, and the transformers.js path end to end through the server's worker
+// threads, with a tiny model the test generates (no hub, no download).
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { rmSync } from 'node:fs';
+import { loadConfig } from '../src/config';
+import { resolveModel, typeEmbeddings } from '../src/services/kb-types';
+import { writeTinyModel } from './fixtures/tiny-model';
+import { addContent, createKb, TestServer } from './helpers/server';
+
+const modelDir = TestServer.tempDir();
+let server: TestServer;
+
+function configWith(env: Record<string, string>) {
+  const saved = { ...process.env };
+  Object.assign(process.env, env);
+  try {
+    return loadConfig();
+  } finally {
+    process.env = saved;
+  }
+}
+
+beforeAll(async () => {
+  // Under the id of bge-small, so `auto` picks it up as the high-quality model.
+  await writeTinyModel(modelDir, { modelId: 'Xenova/bge-small-en-v1.5', dimensions: 384 });
+  server = await TestServer.start({ env: { EMBEDDING_MODEL_DIR: modelDir } });
+});
+
+afterAll(async () => {
+  await server.stop();
+  server.cleanup();
+  rmSync(modelDir, { recursive: true, force: true });
+});
+
+describe('type → embedding configuration', () => {
+  test('without a local model, both text types use USE-Lite; cost-effective stores i8 vectors', () => {
+    const config = configWith({ EMBEDDING_MODEL_DIR: '/nonexistent' });
+    const types = typeEmbeddings(config);
+    expect(types.TEXT_HIGH_QUALITY).toMatchObject({ provider: 'use-lite', dimensions: 512, quantization: 'f32' });
+    expect(types.TEXT_COST_EFFECTIVE).toMatchObject({ provider: 'use-lite', dimensions: 512, quantization: 'i8' });
+  });
+
+  test('auto picks bge-small when it is in the model directory, with CLS pooling and its query instruction', () => {
+    const spec = resolveModel('auto', configWith({ EMBEDDING_MODEL_DIR: modelDir }));
+    expect(spec).toMatchObject({ provider: 'transformers', model: 'Xenova/bge-small-en-v1.5', dimensions: 384, pooling: 'cls' });
+    expect((spec as { queryPrefix?: string }).queryPrefix).toContain('Represent this sentence');
+  });
+
+  test('explicit settings and their errors', () => {
+    const config = configWith({ EMBEDDING_MODEL_DIR: modelDir, EMBEDDING_HTTP_DIMENSIONS: '1536' });
+    expect(resolveModel('http:text-embedding-3-small', config)).toEqual({ provider: 'http', model: 'text-embedding-3-small', dimensions: 1536 });
+    expect(resolveModel('transformers:Xenova/all-MiniLM-L6-v2', config)).toMatchObject({ pooling: 'mean', dimensions: 384 });
+    expect(() => resolveModel('transformers:Nobody/unknown-model', config)).toThrow(/not found/);
+    expect(() => resolveModel('word2vec', config)).toThrow(/unknown model setting/);
+    expect(() => resolveModel('http:m', configWith({}))).toThrow(/EMBEDDING_HTTP_DIMENSIONS/);
+  });
+});
+
+describe('a transformers.js model served by the worker threads', () => {
+  test('the configuration records it, content is embedded with it, and semantic search uses it', async () => {
+    const kb = await createKb(server, 'Tiny model', 'TEXT_HIGH_QUALITY');
+    const cfg = (await server.api('GET', `/api/v1/knowledge-bases/${kb}/configuration`)).body.data;
+    expect(cfg.embedding).toMatchObject({ provider: 'transformers', model: 'Xenova/bge-small-en-v1.5', dimensions: 384, quantization: 'f32' });
+    expect(cfg.chunking).toEqual({ size: 2000, overlap: 200 });
+    const car = await addContent(server, kb, 'the red truck and the bus');
+    await addContent(server, kb, 'a banana and a mango');
+    await addContent(server, kb, 'rain and snow storm');
+    // "automobile" shares no word with the truck text; the tiny model puts vehicles together.
+    const hits = (await server.api('POST', `/api/v1/knowledge-bases/${kb}/search/semantic`, { query: 'automobile' })).body.data;
+    expect(hits[0].contentId).toBe(car);
+    expect((await server.api('POST', `/api/v1/knowledge-bases/${kb}/search/full-text`, { query: 'automobile' })).body.data).toEqual([]);
+    // The cost-effective type keeps USE-Lite with i8 vectors in the same server.
+    const cheap = await createKb(server, 'Cheap', 'TEXT_COST_EFFECTIVE');
+    const cheapCfg = (await server.api('GET', `/api/v1/knowledge-bases/${cheap}/configuration`)).body.data;
+    expect(cheapCfg.embedding).toMatchObject({ provider: 'use-lite', quantization: 'i8' });
+    expect(await server.waitForOutput('"model":"Xenova/bge-small-en-v1.5"')).toBe(true);
+  });
+});
