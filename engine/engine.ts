@@ -5,7 +5,8 @@
 import { join } from 'node:path';
 import { analyze, ANALYZER_VERSION } from './analysis/analyzer';
 import type { Metadata, MetadataFilter } from './filter/metadata';
-import { newId, observeId } from './ids';
+import { OriginalsStore } from './files/originals';
+import { isIdOf, newId, observeId } from './ids';
 import { EmbeddingError, type EmbeddingSpec } from './embedding/provider';
 import { Compute, type ComputeOptions } from './ingest/compute';
 import type { ItemResult } from './ingest/handlers';
@@ -36,6 +37,8 @@ export interface RecoveryReport {
 }
 
 export interface NewContent {
+  /** A caller-made id (`ct_…`, from newId), when files must be stored under it before the record is logged. */
+  id?: string;
   text: string;
   metadata?: Metadata;
   source?: ContentSource;
@@ -59,6 +62,8 @@ export class Engine {
   private readonly kbs = new Map<string, KnowledgeBase>();
   private wal!: WriteAheadLog;
   private compute!: Compute;
+  /** Original bytes of uploaded files. */
+  readonly originals: OriginalsStore;
   private graphTimer: ReturnType<typeof setInterval> | undefined;
   private readonly queue: QueueEntry[] = [];
   private inFlight = 0;
@@ -66,7 +71,9 @@ export class Engine {
   private closed = false;
   recovery!: RecoveryReport;
 
-  private constructor(private readonly options: EngineOptions) {}
+  private constructor(private readonly options: EngineOptions) {
+    this.originals = new OriginalsStore(join(options.dataDir, 'files'));
+  }
 
   private log(level: 'info' | 'warn' | 'error', message: string, details?: Record<string, unknown>): void {
     (this.options.log ?? ((l, m, d) => console[l](m, d ?? '')))(level, message, details);
@@ -139,12 +146,17 @@ export class Engine {
         if (!kb) break;
         kb.clear();
         this.kbs.delete(record.id);
+        this.discard(this.originals.removeKnowledgeBase(record.id));
         break;
       }
       case 'content.put': {
         const kb = this.kbs.get(record.kbId);
         if (!kb) break;
         if (replaying) observeId(record.id);
+        // Text replacing an uploaded file: the original no longer describes the item.
+        if (kb.contents.get(record.id)?.current.source.kind === 'file' && record.source.kind !== 'file') {
+          this.discard(this.originals.remove(record.kbId, record.id));
+        }
         const item = kb.putContent(
           record.id,
           { version: record.version, text: record.text, metadata: record.metadata, source: record.source, pages: record.pages },
@@ -157,6 +169,7 @@ export class Engine {
         const item = kb?.contents.get(record.id);
         if (!kb || !item) break;
         kb.deleteContent(record.id);
+        if (item.current.source.kind === 'file') this.discard(this.originals.remove(record.kbId, record.id));
         return item;
       }
       case 'content.indexed': {
@@ -198,6 +211,11 @@ export class Engine {
     }
     // `?wait=true` answers only once the outcome would survive a crash.
     if (settled) this.notify(settled, record.t === 'content.delete');
+  }
+
+  /** Run file clean-up in the background; a failure is logged, never fatal (it is only garbage). */
+  private discard(task: Promise<void>): void {
+    task.catch((err) => this.log('warn', 'could not remove stored files', { error: String(err) }));
   }
 
   // --- knowledge bases ------------------------------------------------------------------------
@@ -264,7 +282,10 @@ export class Engine {
 
   async addContent(orgId: string, kbId: string, input: NewContent): Promise<ContentItem | undefined> {
     if (!this.kbOf(orgId, kbId)) return undefined;
-    const id = newId('ct');
+    if (input.id !== undefined && (!isIdOf('ct', input.id) || this.kbs.get(kbId)!.contents.has(input.id))) {
+      throw new Error(`invalid or reused content id ${input.id}`);
+    }
+    const id = input.id ?? newId('ct');
     await this.commit({
       t: 'content.put',
       kbId,

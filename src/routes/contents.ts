@@ -109,7 +109,11 @@ export const contentRoutes = (ctx: ServerContext) =>
         checkText(body.text, ctx.config.limits.maxTextBytes);
         checkMetadata(body.metadata as Metadata | undefined);
         const engine = requireEngine(ctx);
-        const item = await engine.updateContent(org, params.id, params.contentId, { text: body.text, metadata: body.metadata as Metadata | undefined });
+        const item = await engine.updateContent(org, params.id, params.contentId, {
+          text: body.text,
+          metadata: body.metadata as Metadata | undefined,
+          source: { kind: 'text' },
+        });
         if (!item) throw notFound('Content');
         if (!wait) return { success: true as const };
         await engine.waitForContent(item, ctx.config.waitTimeoutMs);
