@@ -3,6 +3,7 @@
 // always rebuilds the same state.
 import type { EmbeddingSpec } from './embedding/provider';
 import type { Metadata } from './filter/metadata';
+import type { ProcessedChunk } from './ingest/process';
 
 /** The embedding part of a configuration: the provider spec plus how vectors are stored. */
 export type EmbeddingConfig = (EmbeddingSpec | { provider: 'none'; model: 'none'; dimensions: 0 }) & {
@@ -40,15 +41,9 @@ export interface KnowledgeBaseRecord {
   updatedAt: string;
 }
 
-export interface IndexedChunk {
+/** A processed chunk (offsets, page, term vector) with the id it got at commit. */
+export interface IndexedChunk extends ProcessedChunk {
   id: string;
-  start: number;
-  end: number;
-  /** Page of the source file the chunk starts on, when known. */
-  page?: number;
-  terms: string[];
-  tfs: number[];
-  length: number;
 }
 
 export type LogRecord =

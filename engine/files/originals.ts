@@ -1,23 +1,14 @@
 // Original bytes of uploaded files, kept beside the log so an item can be extracted again later:
 // DATA_DIR/files/<kbId>/<contentId>. Names are engine ids (checked), never client file names.
 import { mkdir, rename, rm } from 'node:fs/promises';
-import { closeSync, fsyncSync, openSync } from 'node:fs';
 import { join } from 'node:path';
+import { fsyncPath } from '../fsync';
 
 const SAFE_ID = /^[a-z]{2,4}_[0-9a-f]{28}$/;
 
 function safe(id: string): string {
   if (!SAFE_ID.test(id)) throw new Error(`not an engine id: ${JSON.stringify(id)}`);
   return id;
-}
-
-function fsyncPath(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 export class OriginalsStore {

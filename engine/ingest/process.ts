@@ -13,6 +13,7 @@ export interface ProcessJob {
 export interface ProcessedChunk {
   start: number;
   end: number;
+  /** Page of the source file the chunk starts on, when known. */
   page?: number;
   terms: string[];
   tfs: number[];

@@ -2,7 +2,7 @@
 // every append issued while an fsync is in flight joins the next batch, so concurrent writers share
 // one fdatasync. A caller's promise resolves only once its record is on disk.
 import { mkdir, open, readdir, rename, truncate, type FileHandle } from 'node:fs/promises';
-import { openSync, fsyncSync, closeSync } from 'node:fs';
+import { fsyncPath } from '../fsync';
 import { join } from 'node:path';
 import { encodeFrame, scanFrames } from './frame';
 
@@ -27,15 +27,6 @@ interface Pending {
   seq: number;
   resolve: (seq: number) => void;
   reject: (err: unknown) => void;
-}
-
-function fsyncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 export class WriteAheadLog {
@@ -128,7 +119,7 @@ export class WriteAheadLog {
     this.segmentSize = 0;
     this.segments.push({ name, firstSeq: this.lastSeq + 1 });
     // The new file's directory entry must be durable before records in it are acknowledged.
-    fsyncDir(this.options.dir);
+    fsyncPath(this.options.dir);
   }
 
   /** Append a record; resolves with its sequence number once it is fsynced. */
