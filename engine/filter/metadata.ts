@@ -87,12 +87,4 @@ export class MetadataIndex {
     }
     return result ? [...result].sort((a, b) => a - b) : [];
   }
-
-  /** The filter as a mask of `size` entries (1 = allowed). */
-  mask(filter: MetadataFilter, size: number): { mask: Uint8Array; count: number } {
-    const docs = this.matching(filter);
-    const mask = new Uint8Array(size);
-    for (const d of docs) if (d < size) mask[d] = 1;
-    return { mask, count: docs.length };
-  }
 }

@@ -201,14 +201,8 @@ export class KnowledgeBase {
 
   // --- search ---------------------------------------------------------------------------------
 
-  /** Mask of documents allowed by a metadata filter, or undefined when there is no filter. */
-  filterMask(filter: MetadataFilter | undefined): Uint8Array | undefined {
-    if (!filter || Object.keys(filter).length === 0) return undefined;
-    return this.metadataIndex.mask(filter, this.chunks.length).mask;
-  }
-
   searchFullText(terms: readonly string[], limit: number, filter?: MetadataFilter): ChunkHit[] {
-    return this.hits(this.bm25.search(terms, limit, this.filterMask(filter)));
+    return this.hits(this.bm25.search(terms, limit, this.allowedSet(filter)?.mask));
   }
 
   /** Allowed documents of a filter: as a mask for scoring loops and as a list for exact vector search. */
