@@ -493,7 +493,7 @@ export class Engine {
     if (!kb) return undefined;
     const terms = analyze(req.query);
     // A pure full-text blend needs no query vector (and no model).
-    const vector = req.semanticWeight === 0 && req.fusion === 'weighted' ? new Float32Array(kb.vectors?.dimensions ?? 0) : await this.queryVector(kb, req.query);
+    const vector = req.semanticWeight === 0 && req.fusion === 'weighted' ? undefined : await this.queryVector(kb, req.query);
     return kb.searchHybrid(terms, vector, req.limit, req, req.filter);
   }
 

@@ -16,7 +16,8 @@ export interface HybridOptions {
 
 export interface HybridHit extends ChunkHit {
   fullTextScore: number;
-  semanticScore: number;
+  /** Absent when no query vector was computed (semanticWeight 0). */
+  semanticScore?: number;
 }
 
 export interface ContentVersion {
@@ -222,28 +223,33 @@ export class KnowledgeBase {
 
   /**
    * Both legs over-fetch candidates (filtered inside each leg), every candidate is scored by both
-   * legs exactly, then the pure fusion functions rank them.
+   * legs exactly, then the pure fusion functions rank them. Normalization runs over the whole
+   * candidate pool, so a candidate no query term matches counts as the full-text minimum (0).
+   * `query` is undefined when no vector was computed (a pure full-text blend): the semantic leg
+   * then neither runs nor reports scores.
    */
-  searchHybrid(terms: readonly string[], query: Float32Array, limit: number, options: HybridOptions, filter?: MetadataFilter): HybridHit[] {
+  searchHybrid(terms: readonly string[], query: Float32Array | undefined, limit: number, options: HybridOptions, filter?: MetadataFilter): HybridHit[] {
     const allowed = this.allowedSet(filter);
     const depth = Math.min(1000, Math.max(4 * limit, 100));
     const w = options.semanticWeight;
-    const ft = w < 1 || options.fusion === "rrf" ? this.bm25.search(terms, depth, allowed?.mask) : [];
-    const sem = this.vectors && (w > 0 || options.fusion === "rrf") ? this.vectors.search(query, depth, allowed?.mask, allowed?.docs) : [];
+    const vectors = query ? this.vectors : undefined;
+    const semScores = (docs: number[]) => (vectors && query ? vectors.scoreDocs(query, docs) : docs.map(() => 0));
+    const ft = w < 1 || options.fusion === 'rrf' ? this.bm25.search(terms, depth, allowed?.mask) : [];
+    const sem = vectors && query && (w > 0 || options.fusion === 'rrf') ? vectors.search(query, depth, allowed?.mask, allowed?.docs) : [];
     let ranked: { doc: number; score: number }[];
-    if (options.fusion === "rrf") {
+    if (options.fusion === 'rrf') {
       ranked = reciprocalRankFusion(ft.map((h) => h.doc), sem.map((h) => h.doc), w, limit);
     } else {
       const pool = candidatePool(ft.map((h) => h.doc), sem.map((h) => h.doc), w);
       const ftScores = this.bm25.scoreDocs(terms, pool);
-      const semScores = this.vectors ? this.vectors.scoreDocs(query, pool) : pool.map(() => 0);
-      ranked = weightedFusion(pool.map((doc, i) => ({ doc, fullText: ftScores[i]!, semantic: semScores[i]! })), w, limit);
+      const semantic = semScores(pool);
+      ranked = weightedFusion(pool.map((doc, i) => ({ doc, fullText: ftScores[i]!, semantic: semantic[i]! })), w, limit);
     }
     const hits = this.hits(ranked);
     const docs = hits.map((h) => h.doc);
     const ftExact = this.bm25.scoreDocs(terms, docs);
-    const semExact = this.vectors ? this.vectors.scoreDocs(query, docs) : docs.map(() => 0);
-    return hits.map((hit, i) => ({ ...hit, fullTextScore: ftExact[i]!, semanticScore: semExact[i]! }));
+    const semExact = semScores(docs);
+    return hits.map((hit, i) => ({ ...hit, fullTextScore: ftExact[i]!, ...(vectors ? { semanticScore: semExact[i]! } : {}) }));
   }
 
   hits(scored: readonly Scored[]): ChunkHit[] {

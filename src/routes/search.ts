@@ -58,7 +58,7 @@ const HybridHitSchema = t.Object({
   metadata: t.Record(t.String(), t.Any()),
   page: t.Optional(t.Integer()),
   fullTextScore: t.Number({ description: 'BM25 score of the chunk for this query (0 when no term matches).' }),
-  semanticScore: t.Number({ description: 'Cosine similarity of the chunk to the query.' }),
+  semanticScore: t.Optional(t.Number({ description: 'Cosine similarity of the chunk to the query (absent at semanticWeight 0, where no query embedding is made).' })),
 });
 
 export function readSearch(body: { query: string; limit?: number; metadataFilter?: unknown }) {
@@ -108,7 +108,10 @@ export const searchRoutes = (ctx: ServerContext) =>
           fusion: body.fusion ?? 'weighted',
         });
         if (!hits) throw notFound('Knowledge base');
-        return { success: true as const, data: hits.map((h) => ({ ...hitView(h), fullTextScore: h.fullTextScore, semanticScore: h.semanticScore })) };
+        return {
+          success: true as const,
+          data: hits.map((h) => ({ ...hitView(h), fullTextScore: h.fullTextScore, ...(h.semanticScore !== undefined ? { semanticScore: h.semanticScore } : {}) })),
+        };
       },
       {
         body: HybridBody,

@@ -424,9 +424,9 @@ function fnv(word: string): number {
 
 /** Bag of hashed words: texts sharing words point the same way. */
 function fakeEmbedding(text: string): number[] {
-  const v = new Array<number>(HTTP_DIMS).fill(0);
+  const v: number[] = Array.from({ length: HTTP_DIMS }, () => 0);
   for (const word of text.toLowerCase().match(/[a-z]+/g) ?? []) v[fnv(word) % HTTP_DIMS]! += 1;
-  if (v.every((x) => x === 0)) v[2] = 1;
+  if (!v.some((x) => x !== 0)) v[2] = 1;
   return v;
 }
 
@@ -472,7 +472,7 @@ describe('HTTP embedding provider', () => {
       hostname: '127.0.0.1',
       async fetch(req) {
         const url = new URL(req.url);
-        const body = await req.json().catch(() => undefined);
+        const body: any = await req.json().catch(() => undefined);
         requests.push({ method: req.method, path: url.pathname, body });
         if (req.method !== 'POST' || url.pathname !== '/embeddings' || !Array.isArray(body?.input)) {
           return Response.json({ error: 'bad request' }, { status: 400 });

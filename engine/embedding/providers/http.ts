@@ -39,7 +39,8 @@ export function createHttpProvider(options: HttpProviderOptions): EmbeddingProvi
           signal: AbortSignal.timeout(timeoutMs),
         });
       } catch (err) {
-        lastError = err instanceof Error && err.name === 'TimeoutError' ? `timed out after ${timeoutMs} ms` : `unreachable (${(err as Error).message})`;
+        // The error code only (ECONNREFUSED…): runtime messages are not for API clients.
+        lastError = err instanceof Error && err.name === 'TimeoutError' ? `timed out after ${timeoutMs} ms` : `unreachable (${(err as { code?: string }).code ?? 'network error'})`;
         continue;
       }
       if (res.status === 429 || res.status >= 500) {
