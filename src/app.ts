@@ -5,6 +5,7 @@ import { ApiError, errorBody, STATUS_OF } from './errors';
 import type { KeyStore } from './auth/key-store';
 import { KEY_HEADER, ORG_HEADER, type ServerContext } from './http/context';
 import { parseJsonBody } from './http/body';
+import { RateLimiter } from './http/rate-limit';
 import { validationError } from './http/validation';
 import { contentRoutes } from './routes/contents';
 import { knowledgeBaseRoutes } from './routes/knowledge-bases';
@@ -26,12 +27,16 @@ function bodyLimit(ctx: ServerContext, path: string): number {
 }
 
 export function createApp(ctx: ServerContext, keys: KeyStore) {
-  const requestIds = new WeakMap<Request, string>();
+  // Per-request facts for the error handler and the access log.
+  const info = new WeakMap<Request, { id: string; started: number; org?: string }>();
+  const requestIds = { get: (r: Request) => info.get(r)?.id };
+  const limiter = new RateLimiter(ctx.config.rateLimit);
 
   return new Elysia({ normalize: false })
     .onRequest(({ request, set }) => {
       const requestId = request.headers.get('x-request-id') || crypto.randomUUID();
-      requestIds.set(request, requestId);
+      const facts: { id: string; started: number; org?: string } = { id: requestId, started: performance.now() };
+      info.set(request, facts);
       set.headers['x-request-id'] = requestId;
       const path = new URL(request.url).pathname;
       if (!path.startsWith(API_PREFIX + '/') && path !== API_PREFIX) return;
@@ -42,6 +47,11 @@ export function createApp(ctx: ServerContext, keys: KeyStore) {
       }
       if (!keys.verify(org, key)) {
         return json(401, errorBody('UNAUTHORIZED', 'The API key is not valid for this organization'), { 'x-request-id': requestId });
+      }
+      facts.org = org;
+      const wait = limiter.take(org);
+      if (wait > 0) {
+        return json(429, errorBody('RATE_LIMITED', `Too many requests for this organization; retry in ${wait} s`), { 'x-request-id': requestId, 'retry-after': String(wait) });
       }
       const length = Number(request.headers.get('content-length') ?? 0);
       const limit = bodyLimit(ctx, path);

@@ -35,6 +35,8 @@ export function loadConfig() {
       maxSearchLimit: 100,
       maxPageLimit: 100,
     },
+    /** Per-organization token bucket; RATE_LIMIT_RPS=0 turns it off. */
+    rateLimit: { rate: num('RATE_LIMIT_RPS', 1000), burst: int('RATE_LIMIT_BURST', 2000, 1) },
     /** Upper bound for `?wait=true`. */
     waitTimeoutMs: int('WAIT_TIMEOUT_MS', 30_000, 1),
     /** Document-lane workers: chunking, analysis and embedding (one per core by default). */

@@ -3,6 +3,7 @@
 import { Engine, toSpec } from '../engine/engine';
 import { specKey } from '../engine/embedding/factory';
 import { createApp } from './app';
+import { serve } from './http/serve';
 import { KeyStore, keyFilePath } from './auth/key-store';
 import { loadConfig } from './config';
 import { createLogger } from './logger';
@@ -17,13 +18,14 @@ const embeddings = typeEmbeddings(config);
 const keys = new KeyStore(keyFilePath(config.dataDir), config.apiKeys);
 const app = createApp({ config, logger, engine: () => (notReady.size === 0 ? engine : undefined), notReady: () => [...notReady], embeddings }, keys);
 
-app.listen({
+const server = serve((request) => app.handle(request), {
   port: config.port,
   hostname: config.host,
   // Bun's own cap; per-route limits are enforced while reading (src/http/body.ts).
   maxRequestBodySize: config.limits.maxFileBytes + 2 * 1024 * 1024,
+  logger,
 });
-logger.info({ port: app.server?.port, host: config.host, dataDir: config.dataDir }, 'listening');
+logger.info({ port: server.port, host: config.host, dataDir: config.dataDir }, 'listening');
 
 const fatal = (err: unknown) => {
   logger.fatal({ err: String(err) }, 'write-ahead log failed; exiting so a restart can recover from the log');
@@ -87,7 +89,7 @@ async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
   logger.info({ signal }, 'shutting down');
-  await app.stop();
+  await server.stop();
   await engine?.close();
   process.exit(0);
 }

@@ -1,0 +1,49 @@
+// The HTTP listener around the Elysia app: one place that sees every response (including those
+// answered before routing, such as 401, 413 and 429) for the access log.
+import type { Logger } from '../logger';
+
+const KNOWN_TOP = new Set(['health', 'ready', 'metrics', 'docs', 'openapi.json', 'api']);
+
+/** Route label for logs and metrics: path parameters replaced by placeholders, so labels stay few. */
+export function routeLabel(path: string): string {
+  const segs = path.split('/');
+  if (!KNOWN_TOP.has(segs[1] ?? '')) return '(other)';
+  for (let i = 1; i < segs.length; i++) {
+    if (segs[i - 1] === 'knowledge-bases') segs[i] = ':id';
+    else if (segs[i - 1] === 'contents' && segs[i] !== 'file') segs[i] = ':contentId';
+  }
+  return segs.join('/');
+}
+
+export interface ServeOptions {
+  port: number;
+  hostname: string;
+  maxRequestBodySize: number;
+  logger: Logger;
+}
+
+export function serve(handle: (request: Request) => Promise<Response> | Response, options: ServeOptions) {
+  return Bun.serve({
+    port: options.port,
+    hostname: options.hostname,
+    maxRequestBodySize: options.maxRequestBodySize,
+    async fetch(request) {
+      const started = performance.now();
+      const response = await handle(request);
+      const path = new URL(request.url).pathname;
+      // Access log: never the API key or any content text.
+      options.logger.info(
+        {
+          requestId: response.headers.get('x-request-id') ?? undefined,
+          org: request.headers.get('x-service-organization-id') ?? undefined,
+          method: request.method,
+          route: routeLabel(path),
+          status: response.status,
+          ms: Math.round((performance.now() - started) * 100) / 100,
+        },
+        'request',
+      );
+      return response;
+    },
+  });
+}
