@@ -14,6 +14,9 @@
 //   random bytes named x.pdf are UNSUPPORTED_FILE_TYPE (400), while a file that does start like a
 //   PDF but cannot be parsed is EXTRACTION_FAILED (502). A name ending in .pdf with "%PDF-" in
 //   the first 1,024 bytes (junk before the header, which PDF readers tolerate) counts as a PDF.
+// - When `file-type` recognizes nothing, the bare signatures of our binary formats still count: a
+//   damaged PNG (valid signature, broken chunks) is a PNG that fails to extract (502), not an
+//   unsupported file (400).
 import { fileTypeFromBuffer } from 'file-type';
 import { sniffTextEncoding, type TextEncoding } from './text';
 
@@ -67,6 +70,18 @@ function looksLikeHtml(bytes: Uint8Array): boolean {
   return head.startsWith('<!doctype html') || head.startsWith('<html');
 }
 
+/** Bare signatures of our binary formats, for damaged files `file-type` no longer recognizes. */
+function signatureType(bytes: Uint8Array, ext: string): DetectedType | undefined {
+  const starts = (...sig: number[]) => sig.every((b, i) => bytes[i] === b);
+  if (starts(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return { ...BINARY_BY_EXT.png! };
+  if (starts(0xff, 0xd8, 0xff)) return { ...BINARY_BY_EXT.jpg! };
+  if (starts(0x52, 0x49, 0x46, 0x46) && bytes[8] === 0x57 && bytes[9] === 0x45 && bytes[10] === 0x42 && bytes[11] === 0x50) return { ...BINARY_BY_EXT.webp! };
+  if (starts(0x49, 0x49, 0x2a, 0x00) || starts(0x4d, 0x4d, 0x00, 0x2a)) return { ...BINARY_BY_EXT.tif! };
+  if (starts(0x25, 0x50, 0x44, 0x46, 0x2d)) return { ...BINARY_BY_EXT.pdf! };
+  if (starts(0x50, 0x4b, 0x03, 0x04) && ext === 'docx') return { ...BINARY_BY_EXT.docx! };
+  return undefined;
+}
+
 function hasPdfHeaderNearStart(bytes: Uint8Array): boolean {
   const head = bytes.subarray(0, 1024);
   for (let i = 0; i + 5 <= head.length; i++) {
@@ -88,6 +103,11 @@ export async function detectFileType(bytes: Uint8Array, fileName: string): Promi
     const binary = BINARY_BY_EXT[magic.ext];
     if (binary) return { ...binary };
     if (magic.ext === 'zip' && ext === 'docx') return { ...BINARY_BY_EXT.docx! };
+  } else {
+    // A damaged file of one of our formats (e.g. a PNG with broken chunks) is still that format,
+    // so it fails as EXTRACTION_FAILED rather than being called unsupported.
+    const damaged = signatureType(bytes, ext);
+    if (damaged) return damaged;
   }
 
   const named = TEXT_BY_EXT[ext];
