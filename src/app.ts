@@ -10,6 +10,8 @@ import { validationError } from './http/validation';
 import { contentRoutes } from './routes/contents';
 import { knowledgeBaseRoutes } from './routes/knowledge-bases';
 import { searchRoutes } from './routes/search';
+import { uploadRoutes } from './routes/uploads';
+import type { UploadService } from './services/uploads';
 
 const API_PREFIX = '/api/v1';
 
@@ -26,7 +28,7 @@ function bodyLimit(ctx: ServerContext, path: string): number {
   return path.endsWith('/contents/file') ? ctx.config.limits.maxFileBytes + 1024 * 1024 : ctx.config.limits.maxJsonBodyBytes;
 }
 
-export function createApp(ctx: ServerContext, keys: KeyStore) {
+export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadService) {
   // Per-request facts for the error handler and the access log.
   const info = new WeakMap<Request, { id: string; started: number; org?: string }>();
   const requestIds = { get: (r: Request) => info.get(r)?.id };
@@ -60,8 +62,8 @@ export function createApp(ctx: ServerContext, keys: KeyStore) {
       }
     })
     .onParse({ as: 'global' }, ({ request, path }) => {
-      // Multipart uploads are parsed by their route; everything else is JSON.
-      if (path.endsWith('/contents/file')) return;
+      // Uploads are streamed by their route (src/http/multipart.ts): nothing is buffered here.
+      if (path.endsWith('/contents/file')) return {};
       return parseJsonBody(request, bodyLimit(ctx, path));
     })
     .onError(({ code, error, request }) => {
@@ -105,5 +107,5 @@ export function createApp(ctx: ServerContext, keys: KeyStore) {
       },
       { detail: { summary: 'State recovered; the server can serve', tags: ['Operations'] } },
     )
-    .group(API_PREFIX, (api) => api.use(knowledgeBaseRoutes(ctx)).use(contentRoutes(ctx)).use(searchRoutes(ctx)));
+    .group(API_PREFIX, (api) => api.use(knowledgeBaseRoutes(ctx)).use(uploadRoutes(ctx, uploads)).use(contentRoutes(ctx)).use(searchRoutes(ctx)));
 }

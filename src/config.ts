@@ -34,11 +34,15 @@ export function loadConfig() {
       maxQueryChars: 4096,
       maxSearchLimit: 100,
       maxPageLimit: 100,
+      /** Pages of an uploaded document (PDF); more → 413. */
+      maxFilePages: int('MAX_FILE_PAGES', 2000, 1),
     },
     /** Per-organization token bucket; RATE_LIMIT_RPS=0 turns it off. */
     rateLimit: { rate: num('RATE_LIMIT_RPS', 1000), burst: int('RATE_LIMIT_BURST', 2000, 1) },
     /** Upper bound for `?wait=true`. */
     waitTimeoutMs: int('WAIT_TIMEOUT_MS', 30_000, 1),
+    /** Extraction worker threads and the time limit of one file. */
+    extraction: { workers: int('EXTRACTION_WORKERS', 2, 1), timeoutMs: int('EXTRACTION_TIMEOUT_MS', 120_000, 100) },
     /** Document-lane workers: chunking, analysis and embedding (one per core by default). */
     ingestWorkers: int('INGEST_WORKERS', Math.max(1, availableParallelism()), 1),
     /** Query-embedding workers: a lane of their own, so searches never queue behind ingestion. */

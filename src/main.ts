@@ -2,7 +2,10 @@
 // log, load the embedding models, then serve the API.
 import { Engine, toSpec } from '../engine/engine';
 import { specKey } from '../engine/embedding/factory';
+import { rm } from 'node:fs/promises';
+import { ExtractionPool } from '../engine/extract';
 import { createApp } from './app';
+import { UploadService } from './services/uploads';
 import { serve } from './http/serve';
 import { KeyStore, keyFilePath } from './auth/key-store';
 import { loadConfig } from './config';
@@ -16,7 +19,11 @@ const notReady = new Set<string>(['recovering state from the write-ahead log']);
 
 const embeddings = typeEmbeddings(config);
 const keys = new KeyStore(keyFilePath(config.dataDir), config.apiKeys);
-const app = createApp({ config, logger, engine: () => (notReady.size === 0 ? engine : undefined), notReady: () => [...notReady], embeddings }, keys);
+const extraction = new ExtractionPool({ size: config.extraction.workers, timeoutMs: config.extraction.timeoutMs });
+const uploads = new UploadService(config, extraction);
+// Temporary upload files of a previous run are garbage now.
+await rm(uploads.tmpDir, { recursive: true, force: true });
+const app = createApp({ config, logger, engine: () => (notReady.size === 0 ? engine : undefined), notReady: () => [...notReady], embeddings }, keys, uploads);
 
 const server = serve((request) => app.handle(request), {
   port: config.port,
@@ -91,6 +98,7 @@ async function shutdown(signal: string) {
   logger.info({ signal }, 'shutting down');
   await server.stop();
   await engine?.close();
+  await extraction.close();
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -1,0 +1,42 @@
+import { Elysia, t } from 'elysia';
+import { orgContext, type ServerContext } from '../http/context';
+import { CreatedSchema, ErrorSchema } from '../schemas/common';
+import type { UploadService } from '../services/uploads';
+import { parseWait } from './contents';
+import { requireEngine } from './guards';
+
+export const uploadRoutes = (ctx: ServerContext, uploads: UploadService) =>
+  new Elysia({ name: 'uploads' }).use(orgContext).post(
+    '/knowledge-bases/:id/contents/file',
+    async ({ org, params, query, request, set }) => {
+      const wait = parseWait(query.wait);
+      const engine = requireEngine(ctx);
+      const item = await uploads.upload(engine, org, params.id, request);
+      set.status = 201;
+      if (!wait) return { success: true as const, data: { id: item.id } };
+      await engine.waitForContent(item, ctx.config.waitTimeoutMs);
+      return { success: true as const, data: { id: item.id, status: item.status } };
+    },
+    {
+      query: t.Object({ wait: t.Optional(t.String()) }),
+      detail: {
+        summary: 'Add content from a file',
+        description:
+          'multipart/form-data with a part `file` (text, Markdown, HTML, PDF, DOCX, CSV, JSON; PNG, JPEG, WebP, TIFF read by OCR in TEXT_AND_MEDIA_HIGH_QUALITY knowledge bases) and an optional field `metadata` holding a JSON object. The type is decided from the bytes. 400 UNSUPPORTED_FILE_TYPE, EMPTY_FILE, NO_TEXT_EXTRACTED; 413 over MAX_FILE_BYTES (default 50 MiB), MAX_FILE_PAGES or MAX_TEXT_BYTES of text; 502 EXTRACTION_FAILED when the parser fails or runs past EXTRACTION_TIMEOUT_MS.',
+        tags: ['Contents'],
+        requestBody: {
+          required: true,
+          content: {
+            'multipart/form-data': {
+              schema: {
+                type: 'object',
+                required: ['file'],
+                properties: { file: { type: 'string', format: 'binary' }, metadata: { type: 'string', description: 'JSON object, validated like the text route\'s metadata' } },
+              },
+            },
+          },
+        },
+      },
+      response: { 201: CreatedSchema, 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 413: ErrorSchema, 500: ErrorSchema, 502: ErrorSchema },
+    },
+  );

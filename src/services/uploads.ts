@@ -1,0 +1,120 @@
+// File uploads: stream to a temporary file, extract text in the extraction workers (bounded
+// concurrency, so memory stays bounded however many uploads arrive at once), keep the original
+// bytes beside the log, then add the content like a text item.
+import { Value } from '@sinclair/typebox/value';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Engine } from '../../engine/engine';
+import { ExtractionError, type ExtractionPool } from '../../engine/extract';
+import type { ContentItem } from '../../engine/kb/knowledge-base';
+import type { Metadata } from '../../engine/filter/metadata';
+import { newId } from '../../engine/ids';
+import { ApiError, invalid, notFound, type ErrorCode } from '../errors';
+import { receiveUpload } from '../http/multipart';
+import type { Config } from '../config';
+import { checkMetadata, MetadataSchema } from '../schemas/common';
+
+/** Extraction error code → the API's error code (statuses follow from decisions.md). */
+const CODE: Record<string, ErrorCode> = {
+  EMPTY_FILE: 'EMPTY_FILE',
+  UNSUPPORTED_FILE_TYPE: 'UNSUPPORTED_FILE_TYPE',
+  NO_TEXT_EXTRACTED: 'NO_TEXT_EXTRACTED',
+  EXTRACTION_FAILED: 'EXTRACTION_FAILED',
+  TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+};
+
+/** A counting semaphore: at most `size` holders at once, the rest wait in order. */
+class Slots {
+  private waiting: (() => void)[] = [];
+  private free: number;
+  constructor(size: number) {
+    this.free = size;
+  }
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free--;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await task();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.free++;
+    }
+  }
+}
+
+function parseMetadata(raw: string | undefined): Metadata | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw invalid('/metadata', 'must be a JSON object');
+  }
+  if (!Value.Check(MetadataSchema, value)) {
+    const first = [...Value.Errors(MetadataSchema, value)][0];
+    const message = first?.message === 'Expected union value' ? 'must be a string (up to 1,024 characters), a number, a boolean or an array of strings' : first?.message;
+    throw invalid(`/metadata${first?.path ?? ''}`, message ?? 'invalid metadata');
+  }
+  checkMetadata(value as Metadata);
+  return value as Metadata;
+}
+
+export class UploadService {
+  private readonly slots: Slots;
+
+  constructor(
+    private readonly config: Config,
+    private readonly extraction: ExtractionPool,
+  ) {
+    this.slots = new Slots(extraction.size);
+  }
+
+  get tmpDir(): string {
+    return join(this.config.dataDir, 'tmp');
+  }
+
+  async upload(engine: Engine, org: string, kbId: string, request: Request): Promise<ContentItem> {
+    const kb = engine.getKnowledgeBase(org, kbId);
+    if (!kb) throw notFound('Knowledge base');
+    const { file, fields } = await receiveUpload(request, this.tmpDir, {
+      maxFileBytes: this.config.limits.maxFileBytes,
+      maxFieldBytes: 64 * 1024,
+      allowedFields: ['metadata'],
+    });
+    try {
+      const metadata = parseMetadata(fields.metadata);
+      if (file.size === 0) throw new ApiError('EMPTY_FILE', 'The file is empty');
+      const extracted = await this.slots.run(async () => {
+        const bytes = new Uint8Array(await readFile(file.path));
+        try {
+          return await this.extraction.extract(bytes, file.fileName, {
+            allowImages: kb.config.modalities.includes('image'),
+            maxPages: this.config.limits.maxFilePages,
+            maxChars: this.config.limits.maxTextBytes,
+          });
+        } catch (err) {
+          if (err instanceof ExtractionError) throw new ApiError(CODE[err.code] ?? 'EXTRACTION_FAILED', err.message);
+          throw err;
+        }
+      });
+      const id = newId('ct');
+      // The original is durable under the item's id before the item is logged.
+      await engine.originals.adopt(file.path, kbId, id);
+      const item = await engine.addContent(org, kbId, {
+        id,
+        text: extracted.text,
+        metadata,
+        source: { kind: 'file', fileName: file.fileName, mediaType: extracted.mediaType, size: file.size, ...(extracted.pageCount ? { pages: extracted.pageCount } : {}) },
+        pages: extracted.pages,
+      });
+      if (!item) {
+        await engine.originals.remove(kbId, id);
+        throw notFound('Knowledge base'); // deleted while the file was being read
+      }
+      return item;
+    } finally {
+      await rm(file.path, { force: true });
+    }
+  }
+}
