@@ -5,7 +5,7 @@ import { LRUCache } from 'lru-cache';
 import { specKey, type EmbeddingSettings } from '../embedding/factory';
 import { EmbeddingError, type EmbeddingSpec } from '../embedding/provider';
 import type { ItemResult } from './handlers';
-import { WorkerPool } from './pool';
+import { WorkerPool } from '../workers/pool';
 import type { ProcessJob } from './process';
 
 export interface ComputeOptions {
@@ -28,8 +28,8 @@ export class Compute {
   constructor(options: ComputeOptions) {
     const url = options.workerUrl ?? new URL('./worker.ts', import.meta.url);
     const settings = options.settings ?? {};
-    this.documents = new WorkerPool(options.documentWorkers, url, settings);
-    this.queries = new WorkerPool(options.queryWorkers ?? 1, url, settings);
+    this.documents = new WorkerPool({ size: options.documentWorkers, workerUrl: url, init: settings });
+    this.queries = new WorkerPool({ size: options.queryWorkers ?? 1, workerUrl: url, init: settings });
     this.cache = new LRUCache({ max: options.queryCacheSize ?? 2048 });
     this.batchSize = options.batchSize ?? 16;
   }

@@ -48,7 +48,7 @@ test('content that crashes its worker twice is marked failed; the pool recovers 
   await engine.waitForContent(bad, 30_000);
   await engine.waitForContent(good, 30_000);
   expect(bad.status).toBe('failed');
-  expect(bad.error).toContain('crashed twice');
+  expect(bad.error).toContain('crashed 2 times');
   expect(good.status).toBe('ready');
   const hits = await engine.searchSemantic(ORG, kbId, { query: 'gardening', limit: 5 });
   expect(hits!.map((h) => h.contentId)).toEqual([good.id]);

@@ -1,0 +1,171 @@
+// A fixed pool of worker threads running one request at a time each. Shared by the ingestion
+// lanes and the extraction workers; they differ only in policy:
+// - a worker that dies is replaced; its request is retried `retries` times on a fresh worker,
+//   then fails with WorkerFailure('crash');
+// - with `timeoutMs`, a request running longer has its worker terminated (whatever it is doing)
+//   and replaced, and fails with WorkerFailure('timeout'); the clock starts when a worker picks the
+//   request up, not while it waits in the queue.
+// Idle workers are unref'd so they never keep the process alive.
+
+export type WorkerReply = { jobId: number; ok: true; value: unknown } | { jobId: number; ok: false; error: unknown };
+
+/** Why a request failed: the worker answered with an error, died, ran out of time, or the pool closed. */
+export class WorkerFailure extends Error {
+  constructor(
+    readonly kind: 'remote' | 'crash' | 'timeout' | 'closed',
+    message: string,
+    /** The worker's error payload, for `remote`. */
+    readonly payload?: unknown,
+  ) {
+    super(message);
+    this.name = 'WorkerFailure';
+  }
+}
+
+export interface WorkerPoolOptions {
+  size: number;
+  workerUrl: URL;
+  /** Sent to every new worker before its first request (settings it needs to start). */
+  init?: unknown;
+  /** Extra attempts after a crash (default 1). */
+  retries?: number;
+  timeoutMs?: number;
+}
+
+interface Job {
+  id: number;
+  message: object;
+  transfer: ArrayBuffer[];
+  attempts: number;
+  resolve: (value: unknown) => void;
+  reject: (err: WorkerFailure) => void;
+  timer?: ReturnType<typeof setTimeout>;
+}
+
+interface Slot {
+  worker: Worker;
+  job?: Job;
+}
+
+export class WorkerPool {
+  readonly size: number;
+  private readonly slots: Slot[] = [];
+  private readonly queue: Job[] = [];
+  private nextId = 1;
+  private closed = false;
+  /** Workers replaced after dying on a request. */
+  crashes = 0;
+  /** Requests stopped for running past the time limit. */
+  timeouts = 0;
+
+  constructor(private readonly options: WorkerPoolOptions) {
+    this.size = Math.max(1, Math.floor(options.size));
+    for (let i = 0; i < this.size; i++) this.slots.push({ worker: this.spawn(i) });
+  }
+
+  private spawn(index: number): Worker {
+    const worker = new Worker(this.options.workerUrl);
+    worker.onmessage = (event: MessageEvent<WorkerReply>) => this.finish(index, worker, event.data);
+    worker.onerror = (event) => {
+      event.preventDefault?.();
+      this.crashed(index, worker, event.message || 'worker error');
+    };
+    worker.addEventListener('close', () => this.crashed(index, worker, 'worker exited'));
+    if (this.options.init !== undefined) worker.postMessage({ type: 'init', settings: this.options.init });
+    worker.unref();
+    return worker;
+  }
+
+  get busy(): number {
+    return this.slots.filter((s) => s.job).length;
+  }
+
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  get idle(): number {
+    return this.size - this.busy;
+  }
+
+  /** Run a request; `transfer` buffers move to the worker (the caller's views become empty). */
+  run<T>(message: object, transfer: ArrayBuffer[] = []): Promise<T> {
+    if (this.closed) return Promise.reject(new WorkerFailure('closed', 'worker pool closed'));
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ id: this.nextId++, message, transfer, attempts: 0, resolve: resolve as (v: unknown) => void, reject });
+      this.dispatch();
+    });
+  }
+
+  private dispatch(): void {
+    for (let i = 0; i < this.slots.length && this.queue.length > 0; i++) {
+      const slot = this.slots[i]!;
+      if (slot.job) continue;
+      const job = this.queue.shift()!;
+      job.attempts++;
+      slot.job = job;
+      slot.worker.ref();
+      if (this.options.timeoutMs !== undefined) job.timer = setTimeout(() => this.timedOut(i, job), this.options.timeoutMs);
+      slot.worker.postMessage({ jobId: job.id, ...job.message }, job.transfer);
+    }
+  }
+
+  /** End the slot's job; with `replace`, the slot gets a fresh worker and the old one is stopped. */
+  private release(index: number, replace: boolean): Job | undefined {
+    const slot = this.slots[index]!;
+    const job = slot.job;
+    slot.job = undefined;
+    if (job?.timer) clearTimeout(job.timer);
+    if (replace) {
+      const old = slot.worker;
+      slot.worker = this.spawn(index); // first, so the old worker's 'close' sees it is stale
+      try {
+        old.terminate();
+      } catch {}
+    } else {
+      slot.worker.unref();
+    }
+    return job;
+  }
+
+  private finish(index: number, worker: Worker, reply: WorkerReply): void {
+    const slot = this.slots[index]!;
+    if (slot.worker !== worker || !slot.job || slot.job.id !== reply.jobId) return;
+    const job = this.release(index, false)!;
+    if (reply.ok) job.resolve(reply.value);
+    else job.reject(new WorkerFailure('remote', typeof reply.error === 'string' ? reply.error : 'worker reported an error', reply.error));
+    this.dispatch();
+  }
+
+  private timedOut(index: number, job: Job): void {
+    if (this.closed || this.slots[index]!.job !== job) return;
+    this.timeouts++;
+    this.release(index, true);
+    job.reject(new WorkerFailure('timeout', `took longer than ${this.options.timeoutMs} ms and was stopped`));
+    this.dispatch();
+  }
+
+  private crashed(index: number, worker: Worker, reason: string): void {
+    if (this.closed || this.slots[index]!.worker !== worker) return; // already replaced
+    this.crashes++;
+    const job = this.release(index, true);
+    if (job) {
+      // A transferred buffer is gone with the worker: such a request cannot be sent again.
+      if (job.attempts <= (this.options.retries ?? 1) && job.transfer.every((b) => b.byteLength > 0)) this.queue.unshift(job);
+      else job.reject(new WorkerFailure('crash', `the worker crashed ${job.attempts === 1 ? 'on this request' : `${job.attempts} times on this request`} (${reason})`));
+    }
+    this.dispatch();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const job of this.queue.splice(0)) job.reject(new WorkerFailure('closed', 'worker pool closed'));
+    for (const slot of this.slots) {
+      if (slot.job?.timer) clearTimeout(slot.job.timer);
+      slot.job?.reject(new WorkerFailure('closed', 'worker pool closed'));
+      slot.job = undefined;
+      slot.worker.terminate();
+    }
+  }
+}
