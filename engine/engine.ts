@@ -25,6 +25,18 @@ export interface EngineOptions {
   log?: (level: 'info' | 'warn' | 'error', message: string, details?: Record<string, unknown>) => void;
   /** Called when the log can no longer be written; the owner should stop the process. */
   onFatal?: (err: unknown) => void;
+  /** Called after each ingestion batch (for metrics). */
+  onBatch?: (batch: { items: number; chunks: number; millis: number; model: string }) => void;
+}
+
+/** Point-in-time counts for metrics and health pages. */
+export interface EngineMetrics {
+  queueDepth: number;
+  contentsByStatus: Record<string, number>;
+  /** Per knowledge base type: knowledge bases, live chunks, stored vectors, vectors waiting for the HNSW graph. */
+  byType: Record<string, { knowledgeBases: number; chunks: number; vectors: number; graphPending: number }>;
+  walBytes: number;
+  workerCrashes: number;
 }
 
 export interface RecoveryReport {
@@ -402,13 +414,22 @@ export class Engine {
       return item.current;
     });
     const { chunking, embedding } = kb.record.config;
+    const started = performance.now();
     this.compute
       .process(
         versions.map((v) => ({ text: v.text, chunking, pages: v.pages })),
         embedding.dimensions > 0 ? toSpec(embedding) : undefined,
       )
       .catch((err: Error): ItemResult[] => batch.map(() => ({ ok: false, error: err.message })))
-      .then((results) => Promise.all(results.map((r, i) => this.commitResult(kb, batch[i]!.job, r))))
+      .then((results) => {
+        this.options.onBatch?.({
+          items: results.length,
+          chunks: results.reduce((n, r) => n + (r.ok ? r.chunks.length : 0), 0),
+          millis: performance.now() - started,
+          model: embedding.model,
+        });
+        return Promise.all(results.map((r, i) => this.commitResult(kb, batch[i]!.job, r)));
+      })
       .catch((err) => this.log('error', 'could not record an ingestion result', { error: String(err) }))
       .finally(() => {
         this.inFlight--;
@@ -510,6 +531,26 @@ export class Engine {
       chunks += kb.chunkCount;
     }
     return { knowledgeBases: this.kbs.size, contents, chunks, queueDepth: this.queueDepth };
+  }
+
+  async metrics(): Promise<EngineMetrics> {
+    const contentsByStatus: Record<string, number> = { pending: 0, processing: 0, ready: 0, failed: 0 };
+    const byType: EngineMetrics['byType'] = {};
+    for (const kb of this.kbs.values()) {
+      for (const item of kb.contents.values()) contentsByStatus[item.status] = (contentsByStatus[item.status] ?? 0) + 1;
+      const t = (byType[kb.record.type] ??= { knowledgeBases: 0, chunks: 0, vectors: 0, graphPending: 0 });
+      t.knowledgeBases++;
+      t.chunks += kb.chunkCount;
+      t.vectors += kb.vectors?.size ?? 0;
+      t.graphPending += kb.vectors?.graphPending ?? 0;
+    }
+    return {
+      queueDepth: this.queueDepth,
+      contentsByStatus,
+      byType,
+      walBytes: await this.wal.sizeBytes(),
+      workerCrashes: this.compute.documents.crashes + this.compute.queries.crashes,
+    };
   }
 
   /** Stop ingestion and flush the log. In-flight items are indexed again at the next start. */

@@ -9,6 +9,7 @@ import { RateLimiter } from './http/rate-limit';
 import { validationError } from './http/validation';
 import { contentRoutes } from './routes/contents';
 import { knowledgeBaseRoutes } from './routes/knowledge-bases';
+import { docsRoutes } from './routes/docs';
 import { searchRoutes } from './routes/search';
 import { uploadRoutes } from './routes/uploads';
 import type { UploadService } from './services/uploads';
@@ -96,6 +97,14 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
     })
     .get('/health', () => ({ success: true as const, status: 'ok' }), { detail: { summary: 'The process is up', tags: ['Operations'] } })
     .get(
+      '/metrics',
+      async () => {
+        const { body, contentType } = await ctx.metrics.render();
+        return new Response(body, { headers: { 'content-type': contentType } });
+      },
+      { detail: { summary: 'Prometheus metrics', tags: ['Operations'] } },
+    )
+    .get(
       '/ready',
       () => {
         const reasons = ctx.notReady();
@@ -107,5 +116,6 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       },
       { detail: { summary: 'State recovered; the server can serve', tags: ['Operations'] } },
     )
+    .use(docsRoutes(ctx.version))
     .group(API_PREFIX, (api) => api.use(knowledgeBaseRoutes(ctx)).use(uploadRoutes(ctx, uploads)).use(contentRoutes(ctx)).use(searchRoutes(ctx)));
 }

@@ -4,8 +4,10 @@ import { Engine, toSpec } from '../engine/engine';
 import { specKey } from '../engine/embedding/factory';
 import { rm } from 'node:fs/promises';
 import { ExtractionPool } from '../engine/extract';
+import pkg from '../package.json';
 import { createApp } from './app';
 import { UploadService } from './services/uploads';
+import { Metrics } from './http/metrics';
 import { serve } from './http/serve';
 import { KeyStore, keyFilePath } from './auth/key-store';
 import { loadConfig } from './config';
@@ -23,7 +25,8 @@ const extraction = new ExtractionPool({ size: config.extraction.workers, timeout
 const uploads = new UploadService(config, extraction);
 // Temporary upload files of a previous run are garbage now.
 await rm(uploads.tmpDir, { recursive: true, force: true });
-const app = createApp({ config, logger, engine: () => (notReady.size === 0 ? engine : undefined), notReady: () => [...notReady], embeddings }, keys, uploads);
+const metrics = new Metrics(() => engine);
+const app = createApp({ config, logger, engine: () => (notReady.size === 0 ? engine : undefined), notReady: () => [...notReady], embeddings, metrics, version: pkg.version }, keys, uploads);
 
 const server = serve((request) => app.handle(request), {
   port: config.port,
@@ -31,6 +34,7 @@ const server = serve((request) => app.handle(request), {
   // Bun's own cap; per-route limits are enforced while reading (src/http/body.ts).
   maxRequestBodySize: config.limits.maxFileBytes + 2 * 1024 * 1024,
   logger,
+  observe: (method, route, status, seconds) => metrics.observeRequest(method, route, status, seconds),
 });
 logger.info({ port: server.port, host: config.host, dataDir: config.dataDir }, 'listening');
 
@@ -57,6 +61,7 @@ try {
     walSegmentBytes: config.walSegmentBytes,
     log: (level, message, details) => logger[level](details ?? {}, message),
     onFatal: fatal,
+    onBatch: ({ model, chunks, millis }) => metrics.observeBatch(model, chunks, millis / 1000),
   });
   notReady.delete('recovering state from the write-ahead log');
   logger.info({ recovery: engine.recovery }, 'state recovered');

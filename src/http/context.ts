@@ -3,6 +3,7 @@ import type { Engine } from '../../engine/engine';
 import type { EmbeddingConfig } from '../../engine/records';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
+import type { Metrics } from './metrics';
 import type { KbType } from '../services/kb-types';
 
 export interface ServerContext {
@@ -14,6 +15,9 @@ export interface ServerContext {
   notReady: () => string[];
   /** The embedding configuration each type gets at creation. */
   embeddings: Record<KbType, EmbeddingConfig>;
+  metrics: Metrics;
+  /** Service version (package.json), shown in the API docs. */
+  version: string;
 }
 
 export const ORG_HEADER = 'x-service-organization-id';

@@ -20,6 +20,8 @@ export interface ServeOptions {
   hostname: string;
   maxRequestBodySize: number;
   logger: Logger;
+  /** Every response, for metrics. */
+  observe?: (method: string, route: string, status: number, seconds: number) => void;
 }
 
 export function serve(handle: (request: Request) => Promise<Response> | Response, options: ServeOptions) {
@@ -30,16 +32,18 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
     async fetch(request) {
       const started = performance.now();
       const response = await handle(request);
-      const path = new URL(request.url).pathname;
+      const route = routeLabel(new URL(request.url).pathname);
+      const ms = performance.now() - started;
+      options.observe?.(request.method, route, response.status, ms / 1000);
       // Access log: never the API key or any content text.
       options.logger.info(
         {
           requestId: response.headers.get('x-request-id') ?? undefined,
           org: request.headers.get('x-service-organization-id') ?? undefined,
           method: request.method,
-          route: routeLabel(path),
+          route,
           status: response.status,
-          ms: Math.round((performance.now() - started) * 100) / 100,
+          ms: Math.round(ms * 100) / 100,
         },
         'request',
       );

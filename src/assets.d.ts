@@ -1,0 +1,9 @@
+// Files imported `with { type: 'file' }` resolve to a path (embedded in compiled binaries).
+declare module 'swagger-ui-dist/swagger-ui-bundle.js' {
+  const path: string;
+  export default path;
+}
+declare module 'swagger-ui-dist/swagger-ui.css' {
+  const path: string;
+  export default path;
+}

@@ -1,0 +1,86 @@
+// Prometheus metrics (prom-client): requests and latency by route and status, ingestion queue,
+// contents by status, chunks and vectors per knowledge base type, embedding batch latency, log
+// size, worker crashes, plus the process defaults.
+import client from 'prom-client';
+import type { Engine } from '../../engine/engine';
+
+export class Metrics {
+  readonly registry = new client.Registry();
+  private readonly requests = new client.Counter({
+    name: 'kb_http_requests_total',
+    help: 'HTTP requests by method, route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly latency = new client.Histogram({
+    name: 'kb_http_request_duration_seconds',
+    help: 'HTTP request latency by method, route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [this.registry],
+  });
+  private readonly batches = new client.Histogram({
+    name: 'kb_embedding_batch_duration_seconds',
+    help: 'Time of one ingestion batch in a worker (chunking, analysis, embedding), by model',
+    labelNames: ['model'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  private readonly batchChunks = new client.Counter({
+    name: 'kb_chunks_embedded_total',
+    help: 'Chunks processed by the ingestion workers, by model',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(engine: () => Engine | undefined) {
+    client.collectDefaultMetrics({ register: this.registry, prefix: 'kb_' });
+    const registry = this.registry;
+    const gauge = (name: string, help: string, labelNames: string[], collect: (g: client.Gauge<string>, e: Awaited<ReturnType<Engine['metrics']>>) => void) =>
+      new client.Gauge({
+        name,
+        help,
+        labelNames,
+        registers: [registry],
+        async collect() {
+          const e = engine();
+          if (!e) return;
+          this.reset();
+          collect(this, await e.metrics());
+        },
+      });
+    gauge('kb_ingestion_queue_depth', 'Content items waiting for or in ingestion', [], (g, m) => g.set(m.queueDepth));
+    gauge('kb_contents', 'Content items by status', ['status'], (g, m) => {
+      for (const [status, n] of Object.entries(m.contentsByStatus)) g.set({ status }, n);
+    });
+    gauge('kb_knowledge_bases', 'Knowledge bases by type', ['type'], (g, m) => {
+      for (const [type, t] of Object.entries(m.byType)) g.set({ type }, t.knowledgeBases);
+    });
+    gauge('kb_chunks', 'Searchable chunks by knowledge base type', ['type'], (g, m) => {
+      for (const [type, t] of Object.entries(m.byType)) g.set({ type }, t.chunks);
+    });
+    gauge('kb_vectors', 'Stored vectors by knowledge base type', ['type'], (g, m) => {
+      for (const [type, t] of Object.entries(m.byType)) g.set({ type }, t.vectors);
+    });
+    gauge('kb_vectors_graph_pending', 'Vectors not yet in the HNSW graph (searched exactly meanwhile)', ['type'], (g, m) => {
+      for (const [type, t] of Object.entries(m.byType)) g.set({ type }, t.graphPending);
+    });
+    gauge('kb_wal_bytes', 'Size of the write-ahead log', [], (g, m) => g.set(m.walBytes));
+    gauge('kb_worker_crashes', 'Ingestion workers replaced after a crash since start', [], (g, m) => g.set(m.workerCrashes));
+  }
+
+  observeRequest(method: string, route: string, status: number, seconds: number): void {
+    const labels = { method, route, status: String(status) };
+    this.requests.inc(labels);
+    this.latency.observe(labels, seconds);
+  }
+
+  observeBatch(model: string, chunks: number, seconds: number): void {
+    this.batches.observe({ model }, seconds);
+    this.batchChunks.inc({ model }, chunks);
+  }
+
+  async render(): Promise<{ body: string; contentType: string }> {
+    return { body: await this.registry.metrics(), contentType: this.registry.contentType };
+  }
+}

@@ -1,0 +1,92 @@
+// Operations surface: metrics, API docs (offline), readiness and request ids.
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { addContent, createKb, TestServer } from './helpers/server';
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await TestServer.start({ env: { RATE_LIMIT_RPS: '5', RATE_LIMIT_BURST: '40' } });
+});
+afterAll(async () => {
+  await server.stop();
+  server.cleanup();
+});
+
+test('/metrics exposes requests, ingestion and index gauges in Prometheus format', async () => {
+  const kb = await createKb(server);
+  await addContent(server, kb, 'Metrics make operators happy.');
+  await server.api('POST', `/api/v1/knowledge-bases/${kb}/search/full-text`, { query: 'operators' });
+  const res = await fetch(`${server.url}/metrics`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toContain('text/plain');
+  const text = await res.text();
+  expect(text).toMatch(/kb_http_requests_total\{method="POST",route="\/api\/v1\/knowledge-bases\/:id\/search\/full-text",status="200"\} 1/);
+  expect(text).toMatch(/kb_http_request_duration_seconds_bucket\{.*route="\/api\/v1\/knowledge-bases"/);
+  expect(text).toMatch(/kb_contents\{status="ready"\} 1/);
+  expect(text).toMatch(/kb_chunks\{type="TEXT_HIGH_QUALITY"\} 1/);
+  expect(text).toMatch(/kb_vectors\{type="TEXT_HIGH_QUALITY"\} 1/);
+  expect(text).toMatch(/kb_ingestion_queue_depth 0/);
+  expect(text).toMatch(/kb_embedding_batch_duration_seconds_count\{model="universal-sentence-encoder-lite"\} 1/);
+  expect(text).toMatch(/kb_wal_bytes \d+/);
+  expect(text).toMatch(/kb_process_resident_memory_bytes \d+/);
+  // Labels never carry ids: path parameters are folded.
+  expect(text).not.toContain(kb);
+});
+
+test('the docs page loads its UI from this server only, and the OpenAPI document covers every route', async () => {
+  const html = await (await fetch(`${server.url}/docs`)).text();
+  const refs = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+  expect(refs.length).toBeGreaterThan(0);
+  for (const ref of refs) {
+    expect(ref.startsWith('/')).toBe(true); // no CDN
+    const asset = await fetch(`${server.url}${ref}`);
+    expect(asset.status).toBe(200);
+    expect((await asset.arrayBuffer()).byteLength).toBeGreaterThan(1000);
+  }
+  const spec = await (await fetch(`${server.url}/openapi.json`)).json();
+  expect(spec.openapi).toMatch(/^3\./);
+  const paths = Object.keys(spec.paths);
+  for (const p of [
+    '/api/v1/knowledge-bases',
+    '/api/v1/knowledge-bases/{id}',
+    '/api/v1/knowledge-bases/{id}/configuration',
+    '/api/v1/knowledge-bases/{id}/contents',
+    '/api/v1/knowledge-bases/{id}/contents/file',
+    '/api/v1/knowledge-bases/{id}/contents/{contentId}',
+    '/api/v1/knowledge-bases/{id}/search/full-text',
+    '/api/v1/knowledge-bases/{id}/search/semantic',
+    '/api/v1/knowledge-bases/{id}/search/hybrid',
+    '/health',
+    '/ready',
+    '/metrics',
+  ]) {
+    expect(paths).toContain(p);
+  }
+  const create = spec.paths['/api/v1/knowledge-bases'].post;
+  expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(['201', '400', '401', '500']));
+  expect(spec.paths['/api/v1/knowledge-bases/{id}/search/semantic'].post.responses['502']).toBeDefined();
+  expect(spec.paths['/api/v1/knowledge-bases/{id}/contents/file'].post.requestBody.content['multipart/form-data']).toBeDefined();
+  expect(paths.some((p) => p.startsWith('/docs/assets'))).toBe(false);
+});
+
+test('every response carries a request id; a client-sent one is kept', async () => {
+  const res = await server.api('GET', '/api/v1/knowledge-bases', undefined, undefined, { 'x-request-id': 'trace-123' });
+  expect(res.headers.get('x-request-id')).toBe('trace-123');
+  const unauth = await server.api('GET', '/api/v1/knowledge-bases', undefined, null);
+  expect(unauth.status).toBe(401);
+  expect(unauth.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+});
+
+test('per-organization rate limit: 429 RATE_LIMITED with Retry-After, other organizations unaffected', async () => {
+  let limited: Awaited<ReturnType<TestServer['api']>> | undefined;
+  for (let i = 0; i < 60 && !limited; i++) {
+    const res = await server.api('GET', '/api/v1/knowledge-bases');
+    if (res.status === 429) limited = res;
+  }
+  expect(limited).toBeDefined();
+  expect(limited!.body.error.code).toBe('RATE_LIMITED');
+  expect(Number(limited!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  const other = await server.api('GET', '/api/v1/knowledge-bases', undefined, { org: 'org_other', key: 'other-key-9876543210' });
+  expect(other.status).toBe(200);
+  // Health and metrics are never limited.
+  expect((await fetch(`${server.url}/health`)).status).toBe(200);
+});
