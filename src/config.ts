@@ -39,6 +39,10 @@ export function loadConfig() {
     },
     /** Per-organization token bucket; RATE_LIMIT_RPS=0 turns it off. */
     rateLimit: { rate: num('RATE_LIMIT_RPS', 1000), burst: int('RATE_LIMIT_BURST', 2000, 1) },
+    /** Seconds a connection may stay silent; uploads and `?wait=true` get their own, longer bound. */
+    idleTimeoutSeconds: int('REQUEST_IDLE_TIMEOUT_S', 30, 1),
+    /** On SIGTERM/SIGINT: how long in-flight requests may finish before they are cut. */
+    shutdownDrainMs: int('SHUTDOWN_DRAIN_MS', 10_000, 0),
     /** Upper bound for `?wait=true`. */
     waitTimeoutMs: int('WAIT_TIMEOUT_MS', 30_000, 1),
     /** Extraction worker threads and the time limit of one file. */

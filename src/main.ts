@@ -35,6 +35,8 @@ const server = serve((request) => app.handle(request), {
   maxRequestBodySize: config.limits.maxFileBytes + 2 * 1024 * 1024,
   logger,
   observe: (method, route, status, seconds) => metrics.observeRequest(method, route, status, seconds),
+  idleTimeoutSeconds: config.idleTimeoutSeconds,
+  longRequestSeconds: Math.ceil(Math.max(config.waitTimeoutMs, config.extraction.timeoutMs) / 1000) + 30,
 });
 logger.info({ port: server.port, host: config.host, dataDir: config.dataDir }, 'listening');
 
@@ -97,13 +99,20 @@ await Promise.all(
 logger.info({}, 'ready');
 
 let stopping = false;
+/** Stop accepting, let in-flight requests finish (bounded), flush the log, exit 0. */
 async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
-  logger.info({ signal }, 'shutting down');
-  await server.stop();
+  notReady.add('shutting down');
+  logger.info({ signal }, 'shutting down: draining in-flight requests');
+  const drained = await Promise.race([server.stop().then(() => true), Bun.sleep(config.shutdownDrainMs).then(() => false)]);
+  if (!drained) {
+    logger.warn({ drainMs: config.shutdownDrainMs }, 'requests still running after the drain period; closing them');
+    await server.stop(true);
+  }
   await engine?.close();
   await extraction.close();
+  logger.info({}, 'stopped');
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -42,7 +42,7 @@ test('the docs page loads its UI from this server only, and the OpenAPI document
     expect(asset.status).toBe(200);
     expect((await asset.arrayBuffer()).byteLength).toBeGreaterThan(1000);
   }
-  const spec = await (await fetch(`${server.url}/openapi.json`)).json();
+  const spec = (await (await fetch(`${server.url}/openapi.json`)).json()) as any;
   expect(spec.openapi).toMatch(/^3\./);
   const paths = Object.keys(spec.paths);
   for (const p of [
@@ -77,7 +77,7 @@ test('every response carries a request id; a client-sent one is kept', async () 
 });
 
 test('per-organization rate limit: 429 RATE_LIMITED with Retry-After, other organizations unaffected', async () => {
-  let limited: Awaited<ReturnType<TestServer['api']>> | undefined;
+  let limited: { body: any; headers: Headers } | undefined;
   for (let i = 0; i < 60 && !limited; i++) {
     const res = await server.api('GET', '/api/v1/knowledge-bases');
     if (res.status === 429) limited = res;

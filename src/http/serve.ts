@@ -22,6 +22,10 @@ export interface ServeOptions {
   logger: Logger;
   /** Every response, for metrics. */
   observe?: (method: string, route: string, status: number, seconds: number) => void;
+  /** Seconds a connection may stay silent (slow clients are cut off). */
+  idleTimeoutSeconds: number;
+  /** Requests allowed to take long (uploads, `?wait=true`) get this many seconds instead. */
+  longRequestSeconds: number;
 }
 
 export function serve(handle: (request: Request) => Promise<Response> | Response, options: ServeOptions) {
@@ -29,8 +33,11 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
     port: options.port,
     hostname: options.hostname,
     maxRequestBodySize: options.maxRequestBodySize,
-    async fetch(request) {
+    idleTimeout: Math.min(255, options.idleTimeoutSeconds),
+    async fetch(request, server) {
       const started = performance.now();
+      const url = request.url;
+      if (url.includes('wait=') || url.includes('/contents/file')) server.timeout(request, Math.min(255, options.longRequestSeconds));
       const response = await handle(request);
       const route = routeLabel(new URL(request.url).pathname);
       const ms = performance.now() - started;
