@@ -26,7 +26,8 @@ export class ExtractionPool {
     this.timeoutMs = Math.max(1, options.timeoutMs ?? DEFAULT_EXTRACTION_TIMEOUT_MS);
     this.pool = new WorkerPool({
       size: options.size ?? 2,
-      workerUrl: options.workerUrl ?? new URL('./worker.ts', import.meta.url),
+      // In the compiled binary (scripts/build.ts) import.meta.url is the binary's root, and the worker an entry point at its project path.
+      workerUrl: options.workerUrl ?? new URL(Bun.isStandaloneExecutable ? './engine/extract/worker.ts' : './worker.ts', import.meta.url),
       retries: 0,
       timeoutMs: this.timeoutMs,
     });

@@ -26,7 +26,8 @@ export class Compute {
   readonly batchSize: number;
 
   constructor(options: ComputeOptions) {
-    const url = options.workerUrl ?? new URL('./worker.ts', import.meta.url);
+    // In the compiled binary (scripts/build.ts) import.meta.url is the binary's root, and the worker an entry point at its project path.
+    const url = options.workerUrl ?? new URL(Bun.isStandaloneExecutable ? './engine/ingest/worker.ts' : './worker.ts', import.meta.url);
     const settings = options.settings ?? {};
     this.documents = new WorkerPool({ size: options.documentWorkers, workerUrl: url, init: settings });
     this.queries = new WorkerPool({ size: options.queryWorkers ?? 1, workerUrl: url, init: settings });

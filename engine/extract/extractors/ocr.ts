@@ -12,6 +12,8 @@ let idleTimer: ReturnType<typeof setTimeout> | undefined;
 
 /** Folder holding `eng.traineddata.gz` (the integer "best" LSTM model, 2.9 MB). */
 export function englishDataPath(): string {
+  // The compiled binary (scripts/build.ts) embeds eng.traineddata.gz in this folder.
+  if (Bun.isStandaloneExecutable) return '/$bunfs/root/kb-assets/tessdata';
   const pkg = fileURLToPath(import.meta.resolve('@tesseract.js-data/eng/package.json'));
   return join(dirname(pkg), '4.0.0_best_int');
 }
