@@ -24,7 +24,8 @@ function fail(message: string): never {
 }
 
 const { values, positionals } = parseArgs({
-  args: Bun.argv.slice(2),
+  // `kb-search admin …` (binary) passes the word admin first; `bun run admin …` does not.
+  args: Bun.argv.slice(Bun.argv[2] === 'admin' ? 3 : 2),
   options: { name: { type: 'string' }, org: { type: 'string' }, label: { type: 'string' }, json: { type: 'boolean' } },
   allowPositionals: true,
 });

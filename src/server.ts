@@ -1,0 +1,119 @@
+// The server: listen at once (so /health and /ready answer during recovery), replay the
+// log, load the embedding models, then serve the API.
+import { Engine, toSpec } from '../engine/engine';
+import { specKey } from '../engine/embedding/factory';
+import { rm } from 'node:fs/promises';
+import { ExtractionPool } from '../engine/extract';
+import pkg from '../package.json';
+import { createApp } from './app';
+import { UploadService } from './services/uploads';
+import { Metrics } from './http/metrics';
+import { serve } from './http/serve';
+import { KeyStore, keyFilePath } from './auth/key-store';
+import { loadConfig } from './config';
+import { createLogger } from './logger';
+import { KB_TYPES, typeEmbeddings } from './services/kb-types';
+
+const config = loadConfig();
+const logger = createLogger(config.logLevel);
+let engine: Engine | undefined;
+const notReady = new Set<string>(['recovering state from the write-ahead log']);
+
+const embeddings = typeEmbeddings(config);
+const keys = new KeyStore(keyFilePath(config.dataDir), config.apiKeys);
+const extraction = new ExtractionPool({ size: config.extraction.workers, timeoutMs: config.extraction.timeoutMs });
+const uploads = new UploadService(config, extraction);
+// Temporary upload files of a previous run are garbage now.
+await rm(uploads.tmpDir, { recursive: true, force: true });
+const metrics = new Metrics(() => engine);
+const app = createApp({ config, logger, engine: () => (notReady.size === 0 ? engine : undefined), notReady: () => [...notReady], embeddings, metrics, version: pkg.version }, keys, uploads);
+
+const server = serve((request) => app.handle(request), {
+  port: config.port,
+  hostname: config.host,
+  // Bun's own cap; per-route limits are enforced while reading (src/http/body.ts).
+  maxRequestBodySize: config.limits.maxFileBytes + 2 * 1024 * 1024,
+  logger,
+  observe: (method, route, status, seconds) => metrics.observeRequest(method, route, status, seconds),
+  idleTimeoutSeconds: config.idleTimeoutSeconds,
+  longRequestSeconds: Math.ceil(Math.max(config.waitTimeoutMs, config.extraction.timeoutMs) / 1000) + 30,
+});
+logger.info({ port: server.port, host: config.host, dataDir: config.dataDir }, 'listening');
+
+const fatal = (err: unknown) => {
+  logger.fatal({ err: String(err) }, 'write-ahead log failed; exiting so a restart can recover from the log');
+  process.exit(1);
+};
+
+try {
+  engine = await Engine.open({
+    dataDir: config.dataDir,
+    compute: {
+      documentWorkers: config.ingestWorkers,
+      queryWorkers: config.queryWorkers,
+      batchSize: config.embedding.batchSize,
+      queryCacheSize: config.embedding.queryCacheSize,
+      settings: {
+        modelDir: config.embedding.modelDir,
+        allowRemoteModels: config.embedding.allowRemoteModels,
+        threads: config.embedding.threads,
+        http: config.embedding.http.url ? config.embedding.http : undefined,
+      },
+    },
+    walSegmentBytes: config.walSegmentBytes,
+    log: (level, message, details) => logger[level](details ?? {}, message),
+    onFatal: fatal,
+    onBatch: ({ model, chunks, millis }) => metrics.observeBatch(model, chunks, millis / 1000),
+  });
+  notReady.delete('recovering state from the write-ahead log');
+  logger.info({ recovery: engine.recovery }, 'state recovered');
+} catch (err) {
+  logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'recovery failed');
+  process.exit(1);
+}
+
+// Load each configured model in every worker before declaring readiness.
+const bySpec = new Map<string, { spec: ReturnType<typeof toSpec>; types: string[] }>();
+for (const type of KB_TYPES) {
+  const spec = toSpec(embeddings[type]);
+  const key = specKey(spec);
+  const entry = bySpec.get(key) ?? { spec, types: [] };
+  entry.types.push(type);
+  bySpec.set(key, entry);
+}
+await Promise.all(
+  [...bySpec.values()].map(async ({ spec, types }) => {
+    const reason = `loading embedding model ${spec.model}`;
+    notReady.add(reason);
+    try {
+      const millis = await engine!.preloadModel(spec);
+      logger.info({ model: spec.model, provider: spec.provider, dimensions: spec.dimensions, types, quantization: types.map((t) => embeddings[t as keyof typeof embeddings].quantization), loadMillis: millis }, 'embedding model serves types');
+    } catch (err) {
+      // The server still serves full-text search; semantic requests answer 502 until the model loads.
+      logger.error({ model: spec.model, types, err: err instanceof Error ? err.message : String(err) }, 'embedding model failed to load');
+    } finally {
+      notReady.delete(reason);
+    }
+  }),
+);
+logger.info({}, 'ready');
+
+let stopping = false;
+/** Stop accepting, let in-flight requests finish (bounded), flush the log, exit 0. */
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  notReady.add('shutting down');
+  logger.info({ signal }, 'shutting down: draining in-flight requests');
+  const drained = await Promise.race([server.stop().then(() => true), Bun.sleep(config.shutdownDrainMs).then(() => false)]);
+  if (!drained) {
+    logger.warn({ drainMs: config.shutdownDrainMs }, 'requests still running after the drain period; closing them');
+    await server.stop(true);
+  }
+  await engine?.close();
+  await extraction.close();
+  logger.info({}, 'stopped');
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));
