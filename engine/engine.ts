@@ -192,7 +192,7 @@ export class Engine {
         if (replaying) for (const c of record.chunks) observeId(c.id);
         const kb = this.kbs.get(record.kbId)!;
         const vectors = kb.vectors && attachment ? kb.vectors.fromBytes(attachment, record.chunks.length) : undefined;
-        kb.applyIndexed(item, record.chunks, vectors);
+        kb.applyIndexed(item, record.chunks, vectors, record.firstDoc);
         if (!replaying) this.scheduleGraphBuild();
         return item;
       }
@@ -453,8 +453,10 @@ export class Engine {
         id: job.id,
         version: job.version,
         analyzer: ANALYZER_VERSION,
-        // Chunk ids are made here, in commit order, so id order follows document order.
+        // Chunk ids and document numbers are fixed here, just before the record is applied (no
+        // await in between), so id order follows document order and replay rebuilds both.
         chunks: result.chunks.map((c): IndexedChunk => ({ id: newId('ch'), ...c })),
+        firstDoc: kb.docSpace,
         at: now(),
       },
       vectors ? kb.vectors!.storedBytes(vectors) : undefined,

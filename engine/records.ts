@@ -63,5 +63,15 @@ export type LogRecord =
       at: string;
     }
   | { t: 'content.delete'; kbId: string; id: string }
-  | { t: 'content.indexed'; kbId: string; id: string; version: number; analyzer: number; chunks: IndexedChunk[]; at: string }
+  | {
+      t: 'content.indexed';
+      kbId: string;
+      id: string;
+      version: number;
+      analyzer: number;
+      chunks: IndexedChunk[];
+      /** Document number of the first chunk (the rest follow); vectors ride in the attachment. */
+      firstDoc: number;
+      at: string;
+    }
   | { t: 'content.failed'; kbId: string; id: string; version: number; error: string; at: string };

@@ -171,10 +171,14 @@ export class KnowledgeBase {
    * Swap in the chunks of an indexed version: the old chunks answer until this call, the new
    * ones from it on, with nothing in between (one synchronous step).
    */
-  applyIndexed(item: ContentItem, chunks: readonly IndexedChunk[], vectors?: readonly StoredVector[]): number[] {
+  applyIndexed(item: ContentItem, chunks: readonly IndexedChunk[], vectors: readonly StoredVector[] | undefined, firstDoc: number): number[] {
     if (this.vectors && vectors?.length !== chunks.length) {
       throw new Error(`indexed record of ${item.id} carries ${vectors?.length ?? 0} vectors for ${chunks.length} chunks`);
     }
+    // Document numbers come from the record, so a compacted log (a snapshot) rebuilds exactly the
+    // numbering, and with it the keys of a saved HNSW graph; gaps are left empty.
+    if (firstDoc < this.chunks.length) throw new Error(`document ${firstDoc} of ${item.id} is already taken`);
+    this.chunks.length = firstDoc;
     this.dropLiveChunks(item);
     const version = item.current;
     const docs: number[] = [];

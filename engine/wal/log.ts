@@ -1,7 +1,7 @@
 // The write-ahead log: numbered segment files of checksummed frames. Appends are group-committed:
 // every append issued while an fsync is in flight joins the next batch, so concurrent writers share
 // one fdatasync. A caller's promise resolves only once its record is on disk.
-import { mkdir, open, readdir, rename, truncate, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, truncate, type FileHandle } from 'node:fs/promises';
 import { fsyncPath } from '../fsync';
 import { join } from 'node:path';
 import { encodeFrame, scanFrames } from './frame';
@@ -15,6 +15,8 @@ export interface WalOptions {
   dir: string;
   /** Start a new segment once the current one passes this size. */
   segmentBytes?: number;
+  /** Records up to this sequence number are covered by a snapshot: not replayed, and numbering continues after it. */
+  afterSeq?: number;
   /** Reports recovery events (torn tails, corrupt segments). */
   warn?: (message: string, details: Record<string, unknown>) => void;
 }
@@ -41,6 +43,9 @@ export class WriteAheadLog {
   private readonly segmentLimit: number;
   private readonly warn: NonNullable<WalOptions['warn']>;
   private segments: { firstSeq: number; name: string }[] = [];
+  /** Sequence number of the last record on disk. */
+  private durableSeq = 0;
+  private rollRequests: ((seq: number) => void)[] = [];
 
   private constructor(private readonly options: WalOptions) {
     this.segmentLimit = options.segmentBytes ?? 64 * 1024 * 1024;
@@ -62,6 +67,13 @@ export class WriteAheadLog {
       const bytes = new Uint8Array(await Bun.file(path).arrayBuffer());
       const scan = scanFrames(bytes);
       for (const frame of scan.frames) {
+        if (frame.seq <= (options.afterSeq ?? 0)) {
+          wal.lastSeq = Math.max(wal.lastSeq, frame.seq);
+          continue; // covered by the snapshot
+        }
+        if (wal.lastSeq < (options.afterSeq ?? 0) && frame.seq > (options.afterSeq ?? 0) + 1) {
+          wal.warn('write-ahead log: records between the snapshot and the log are missing', { snapshotSeq: options.afterSeq, firstLogSeq: frame.seq });
+        }
         if (frame.seq <= wal.lastSeq) {
           throw new Error(`write-ahead log out of order: record ${frame.seq} after ${wal.lastSeq} in ${seg.name}`);
         }
@@ -92,6 +104,8 @@ export class WriteAheadLog {
         break;
       }
     }
+    wal.lastSeq = Math.max(wal.lastSeq, options.afterSeq ?? 0);
+    wal.durableSeq = wal.lastSeq;
     const last = wal.segments[wal.segments.length - 1];
     if (last) {
       wal.fh = await open(join(options.dir, last.name), 'a');
@@ -113,11 +127,13 @@ export class WriteAheadLog {
     return total;
   }
 
+  /** A new segment starting at the next record to be written. */
   private async startSegment(): Promise<void> {
-    const name = segmentName(this.lastSeq + 1);
+    const firstSeq = this.durableSeq + 1;
+    const name = segmentName(firstSeq);
     this.fh = await open(join(this.options.dir, name), 'a');
     this.segmentSize = 0;
-    this.segments.push({ name, firstSeq: this.lastSeq + 1 });
+    this.segments.push({ name, firstSeq });
     // The new file's directory entry must be durable before records in it are acknowledged.
     fsyncPath(this.options.dir);
   }
@@ -134,8 +150,21 @@ export class WriteAheadLog {
   }
 
   private async flushLoop(): Promise<void> {
+    // Yield first: callers assign `this.flushing` from this call, and a loop with nothing to await
+    // would otherwise clear it (in `finally`) before that assignment, leaving it set for ever.
+    await null;
     try {
-      while (this.queue.length > 0) {
+      while (this.queue.length > 0 || this.rollRequests.length > 0) {
+        if (this.rollRequests.length > 0) {
+          const waiting = this.rollRequests;
+          this.rollRequests = [];
+          if (this.segmentSize > 0) {
+            await this.fh!.close();
+            await this.startSegment();
+          }
+          for (const resolve of waiting) resolve(this.durableSeq);
+          continue;
+        }
         const batch = this.queue;
         this.queue = [];
         try {
@@ -152,6 +181,7 @@ export class WriteAheadLog {
           await this.fh!.datasync();
           this.syncs++;
           this.segmentSize += bytes.length;
+          this.durableSeq = batch[batch.length - 1]!.seq;
           for (const p of batch) p.resolve(p.seq);
         } catch (err) {
           // The disk refused a write or an fsync: nothing after this point can be trusted to be
@@ -164,6 +194,40 @@ export class WriteAheadLog {
     } finally {
       this.flushing = undefined;
     }
+  }
+
+  /**
+   * Close the current segment and start a new one. Resolves with the last sequence number of the
+   * closed segments: every record up to it is on disk in a file that will not change again.
+   */
+  roll(): Promise<number> {
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise((resolve) => {
+      this.rollRequests.push(resolve);
+      this.flushing ??= this.flushLoop();
+    });
+  }
+
+  /** Paths of closed segments holding records up to `throughSeq` (in order). */
+  segmentsThrough(throughSeq: number): string[] {
+    const out: string[] = [];
+    for (let i = 0; i < this.segments.length - 1; i++) {
+      if (this.segments[i]!.firstSeq > throughSeq) break;
+      out.push(join(this.options.dir, this.segments[i]!.name));
+    }
+    return out;
+  }
+
+  /** Delete closed segments whose records are all at or below `seq` (a snapshot covers them). */
+  async deleteThrough(seq: number): Promise<number> {
+    let deleted = 0;
+    while (this.segments.length > 1 && this.segments[1]!.firstSeq - 1 <= seq) {
+      await rm(join(this.options.dir, this.segments[0]!.name), { force: true });
+      this.segments.shift();
+      deleted++;
+    }
+    if (deleted > 0) fsyncPath(this.options.dir);
+    return deleted;
   }
 
   /** Wait until everything appended so far is durable. */

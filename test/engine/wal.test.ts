@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test';
-import { appendFileSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeFrame, scanFrames } from '../../engine/wal/frame';
 import { WriteAheadLog, type LogEntry } from '../../engine/wal/log';
@@ -17,9 +17,9 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function openCollect(dir: string, warnings: unknown[] = [], segmentBytes?: number) {
+async function openCollect(dir: string, warnings: unknown[] = [], segmentBytes?: number, afterSeq?: number) {
   const entries: LogEntry[] = [];
-  const wal = await WriteAheadLog.open({ dir, segmentBytes, warn: (m, d) => warnings.push({ m, ...d }) }, (e) =>
+  const wal = await WriteAheadLog.open({ dir, segmentBytes, afterSeq, warn: (m, d) => warnings.push({ m, ...d }) }, (e) =>
     entries.push({ seq: e.seq, payload: e.payload.slice() }),
   );
   return { wal, entries, texts: () => entries.map((e) => dec(e.payload)) };
@@ -123,5 +123,41 @@ describe('WriteAheadLog', () => {
     expect(second.entries.length).toBe(100);
     expect(second.entries.map((e) => e.seq)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
     await second.wal.close();
+  });
+});
+
+describe('segments for snapshots', () => {
+  test('roll closes a segment at a known sequence; deleteThrough removes covered segments; afterSeq skips them on replay', async () => {
+    const dir = tempDir();
+    const first = await openCollect(dir);
+    for (let i = 1; i <= 5; i++) await first.wal.append(enc(`a${i}`));
+    const cut = await first.wal.roll();
+    expect(cut).toBe(5);
+    // Appends continue in the new segment while the old one is read by a snapshotter.
+    const [six] = await Promise.all([first.wal.append(enc('b6')), first.wal.append(enc('b7'))]);
+    expect(six).toBe(6);
+    expect(first.wal.segmentsThrough(cut).length).toBe(1);
+    const closed = first.wal.segmentsThrough(cut)[0]!;
+    const frames = scanFrames(new Uint8Array(readFileSync(closed))).frames.map((f) => f.seq);
+    expect(frames).toEqual([1, 2, 3, 4, 5]);
+    // A roll with nothing new written does not make an empty segment.
+    await first.wal.roll();
+    await first.wal.roll();
+    expect(await first.wal.deleteThrough(5)).toBe(1);
+    expect(existsSync(closed)).toBe(false);
+    await first.wal.close();
+
+    const second = await openCollect(dir, [], undefined, 5);
+    expect(second.texts()).toEqual(['b6', 'b7']);
+    expect(await second.wal.append(enc('c8'))).toBe(8);
+    await second.wal.close();
+  });
+
+  test('after every segment is gone, numbering continues after the snapshot', async () => {
+    const dir = tempDir();
+    const wal = await openCollect(dir, [], undefined, 41);
+    expect(wal.entries).toEqual([]);
+    expect(await wal.wal.append(enc('x'))).toBe(42);
+    await wal.wal.close();
   });
 });
