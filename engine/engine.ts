@@ -173,6 +173,7 @@ export class Engine {
           record.id,
           { version: record.version, text: record.text, metadata: record.metadata, source: record.source, pages: record.pages },
           record.at,
+          record.createdAt,
         );
         break;
       }
@@ -332,6 +333,7 @@ export class Engine {
       metadata: input.metadata ?? item.current.metadata,
       source: input.source ?? item.current.source,
       pages: input.source ? input.pages : item.current.pages,
+      createdAt: item.createdAt,
       at: now(),
     });
     this.enqueue(kbId, contentId, version);

@@ -60,6 +60,8 @@ export type LogRecord =
       source: ContentSource;
       /** Page start offsets in `text` for paged sources (PDF). */
       pages?: number[];
+      /** Set on updates: the item's creation time (a snapshot may drop the first version's record). */
+      createdAt?: string;
       at: string;
     }
   | { t: 'content.delete'; kbId: string; id: string }

@@ -31,8 +31,9 @@ const app = createApp({ config, logger, engine: () => (notReady.size === 0 ? eng
 const server = serve((request) => app.handle(request), {
   port: config.port,
   hostname: config.host,
-  // Bun's own cap; per-route limits are enforced while reading (src/http/body.ts).
-  maxRequestBodySize: config.limits.maxFileBytes + 2 * 1024 * 1024,
+  // Bun's own cap is only a backstop, far above the routes' limits, so that oversized bodies reach
+  // the app and get its JSON 413 (src/app.ts checks Content-Length, src/http/* count while reading).
+  maxRequestBodySize: 4 * Math.max(config.limits.maxFileBytes, config.limits.maxJsonBodyBytes) + 64 * 1024 * 1024,
   logger,
   observe: (method, route, status, seconds) => metrics.observeRequest(method, route, status, seconds),
   idleTimeoutSeconds: config.idleTimeoutSeconds,

@@ -104,7 +104,8 @@ export class KnowledgeBase {
 
   // --- contents -------------------------------------------------------------------------------
 
-  putContent(id: string, version: ContentVersion, at: string): ContentItem {
+  /** `createdAt` is given for updates (so a compacted log keeps an item's creation time). */
+  putContent(id: string, version: ContentVersion, at: string, createdAt = at): ContentItem {
     const existing = this.contents.get(id);
     if (existing) {
       existing.current = version;
@@ -113,7 +114,7 @@ export class KnowledgeBase {
       existing.error = undefined;
       return existing;
     }
-    const item: ContentItem = { id, kbId: this.id, createdAt: at, updatedAt: at, current: version, status: 'pending' };
+    const item: ContentItem = { id, kbId: this.id, createdAt, updatedAt: at, current: version, status: 'pending' };
     this.contents.set(id, item);
     const last = this.order[this.order.length - 1];
     if (!last || compareOrder(last, item) < 0) {

@@ -17,6 +17,8 @@ export interface VectorIndexOptions {
   expansionSearch: number;
   /** Below this many vectors (or allowed vectors under a filter) search is exact. */
   exactThreshold?: number;
+  /** Start an HNSW graph by itself once the threshold is passed (default true; the snapshot worker builds its own). */
+  autoGraph?: boolean;
 }
 
 export const DEFAULT_EXACT_THRESHOLD = 5000;
@@ -97,7 +99,7 @@ export class VectorIndex {
     this.alive[doc] = 1;
     this.live++;
     if (this.hnsw) this.pending.push(doc);
-    else if (this.live >= this.exactThreshold) this.startGraph();
+    else if (this.live >= this.exactThreshold && this.options.autoGraph !== false) this.startGraph();
   }
 
   remove(doc: number): boolean {
@@ -108,9 +110,49 @@ export class VectorIndex {
     return true;
   }
 
-  private startGraph(): void {
+  /** Live document numbers, ascending. */
+  aliveDocs(): number[] {
+    const out: number[] = [];
+    for (let d = 0; d < this.alive.length; d++) if (this.alive[d]) out.push(d);
+    return out;
+  }
+
+  /** Whether the knowledge base is large enough to keep an HNSW graph. */
+  get wantsGraph(): boolean {
+    return this.live >= this.exactThreshold;
+  }
+
+  /** Start a graph holding nothing yet: every stored vector becomes pending. */
+  startGraph(): void {
+    this.hnsw = this.newGraph();
+    this.pending = this.aliveDocs();
+  }
+
+  /**
+   * Use a graph saved by `saveGraph` whose keys are `graphDocs`: keys no longer alive are removed,
+   * stored vectors missing from it become pending.
+   */
+  attachGraph(path: string, graphDocs: Iterable<number>): void {
+    const graph = this.newGraph();
+    graph.load(path);
+    const inGraph = new Set<number>();
+    for (const d of graphDocs) {
+      if (this.alive[d]) inGraph.add(d);
+      else graph.remove(BigInt(d));
+    }
+    this.hnsw = graph;
+    this.pending = this.aliveDocs().filter((d) => !inGraph.has(d));
+  }
+
+  /** Write the graph to `path` (its keys are document numbers). */
+  saveGraph(path: string): void {
+    if (!this.hnsw) throw new Error('no graph to save');
+    this.hnsw.save(path);
+  }
+
+  private newGraph(): Index {
     const { dimensions, connectivity, expansionAdd, expansionSearch } = this.options;
-    this.hnsw = new Index({
+    return new Index({
       dimensions,
       metric: MetricKind.Cos,
       quantization: this.quantization === 'i8' ? ScalarKind.I8 : ScalarKind.F32,
@@ -119,8 +161,6 @@ export class VectorIndex {
       expansion_search: expansionSearch,
       multi: false,
     });
-    this.pending = [];
-    for (let d = 0; d < this.alive.length; d++) if (this.alive[d]) this.pending.push(d);
   }
 
   /**

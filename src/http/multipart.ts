@@ -48,6 +48,7 @@ export async function receiveUpload(request: Request, tmpDir: string, limits: Up
   try {
     parser = busboy({
       headers: { 'content-type': contentType },
+      defParamCharset: 'utf8', // file names as browsers send them (not latin1)
       // Counts one above what we accept: busboy reports a limit when it is reached, and the
       // handlers below name the offending part themselves.
       limits: { fileSize: limits.maxFileBytes, fieldSize: limits.maxFieldBytes, files: 2, fields: limits.allowedFields.length + 1 },
@@ -71,17 +72,19 @@ export async function receiveUpload(request: Request, tmpDir: string, limits: Up
       const received: ReceivedFile = { path: tempPath, fileName: sanitizeFileName(info.filename), size: 0, declaredType: info.mimeType };
       file = received;
       const out = createWriteStream(tempPath, { flags: 'wx', mode: 0o600 });
+      // Settles once the file is closed, whatever happened: the temp file can then be removed safely.
+      fileDone = new Promise<void>((res, rej) => {
+        out.on('close', () => res());
+        out.on('error', rej);
+      });
+      fileDone.catch(() => {}); // reported through `parsed` or the await below, never unhandled
       stream.on('data', (chunk: Buffer) => (received.size += chunk.length));
       stream.on('limit', () => {
         fail(new ApiError('PAYLOAD_TOO_LARGE', `The file is larger than the limit of ${limits.maxFileBytes} bytes`));
+        // End the file after the writes already queued (destroying it mid-write crashed the process).
         stream.unpipe(out);
         stream.resume();
-        out.destroy();
-      });
-      fileDone = new Promise((res, rej) => {
-        out.on('finish', () => res());
-        out.on('close', () => res());
-        out.on('error', rej);
+        out.end();
       });
       stream.pipe(out);
     });
@@ -111,6 +114,8 @@ export async function receiveUpload(request: Request, tmpDir: string, limits: Up
   } catch (err) {
     source.unpipe(parser);
     source.destroy();
+    // Only once the write stream is closed can the file be removed for good.
+    await fileDone.catch(() => {});
     await rm(tempPath, { force: true });
     throw err;
   }

@@ -98,6 +98,10 @@ export class UploadService {
           throw err;
         }
       });
+      // The same byte limit as the text route (extraction counted characters).
+      if (Buffer.byteLength(extracted.text, 'utf8') > this.config.limits.maxTextBytes) {
+        throw new ApiError('PAYLOAD_TOO_LARGE', `The text extracted from the file is larger than the limit of ${this.config.limits.maxTextBytes} bytes`);
+      }
       const id = newId('ct');
       // The original is durable under the item's id before the item is logged.
       await engine.originals.adopt(file.path, kbId, id);

@@ -1,0 +1,77 @@
+// On-disk layout of a snapshot: a directory `snap-<seq>` holding
+//   records.log          the compacted log (write-ahead-log frames) up to `seq`
+//   graph-<kbId>.usearch HNSW graphs, keyed by document number, of large knowledge bases
+//   manifest.json        format version, seq, and the size and SHA-256 of every file (written last)
+// A snapshot is valid only when its manifest parses and every file matches its checksum.
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export const SNAPSHOT_FORMAT = 1;
+export const MANIFEST_FILE = 'manifest.json';
+export const RECORDS_FILE = 'records.log';
+
+export interface SnapshotFile {
+  name: string;
+  bytes: number;
+  sha256: string;
+}
+
+export interface SnapshotManifest {
+  format: number;
+  /** Every log record up to this sequence number is in the snapshot. */
+  seq: number;
+  createdAt: string;
+  files: SnapshotFile[];
+  /** HNSW graphs: the file and the document numbers it holds (for re-attaching). */
+  graphs: { kbId: string; file: string; vectors: number }[];
+  stats: { knowledgeBases: number; contents: number; chunks: number; records: number };
+}
+
+const DIR = /^snap-(\d{20})$/;
+export const snapshotDirName = (seq: number) => `snap-${String(seq).padStart(20, '0')}`;
+export const graphFileName = (kbId: string) => `graph-${kbId}.usearch`;
+
+export async function sha256File(path: string): Promise<string> {
+  const hasher = new Bun.CryptoHasher('sha256');
+  for await (const chunk of Bun.file(path).stream()) hasher.update(chunk);
+  return hasher.digest('hex');
+}
+
+export async function describeFile(dir: string, name: string): Promise<SnapshotFile> {
+  const path = join(dir, name);
+  return { name, bytes: Bun.file(path).size, sha256: await sha256File(path) };
+}
+
+/** Snapshot directories under `root`, newest first. */
+export async function listSnapshotDirs(root: string): Promise<{ seq: number; dir: string; name: string }[]> {
+  let names: string[];
+  try {
+    names = await readdir(root);
+  } catch {
+    return [];
+  }
+  return names
+    .map((name) => ({ name, m: DIR.exec(name) }))
+    .filter((x) => x.m)
+    .map(({ name, m }) => ({ seq: Number(m![1]), dir: join(root, name), name }))
+    .sort((a, b) => b.seq - a.seq);
+}
+
+/** The manifest when the snapshot in `dir` is complete and intact, else the reason it is not. */
+export async function verifySnapshot(dir: string): Promise<{ ok: true; manifest: SnapshotManifest } | { ok: false; reason: string }> {
+  let manifest: SnapshotManifest;
+  try {
+    manifest = JSON.parse(await Bun.file(join(dir, MANIFEST_FILE)).text()) as SnapshotManifest;
+  } catch {
+    return { ok: false, reason: 'manifest missing or unreadable' };
+  }
+  if (manifest.format !== SNAPSHOT_FORMAT) return { ok: false, reason: `unknown snapshot format ${manifest.format}` };
+  for (const f of manifest.files) {
+    const path = join(dir, f.name);
+    const file = Bun.file(path);
+    if (!(await file.exists())) return { ok: false, reason: `${f.name} is missing` };
+    if (file.size !== f.bytes) return { ok: false, reason: `${f.name} has ${file.size} bytes, expected ${f.bytes}` };
+    if ((await sha256File(path)) !== f.sha256) return { ok: false, reason: `${f.name} fails its checksum` };
+  }
+  return { ok: true, manifest };
+}
