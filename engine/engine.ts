@@ -2,10 +2,16 @@
 // every change logged durably before it is acknowledged, ingestion in worker threads. No HTTP here;
 // callers pass the organization that owns each resource, and another organization's resources
 // behave as if they did not exist.
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { analyze, ANALYZER_VERSION } from './analysis/analyzer';
 import type { Metadata, MetadataFilter } from './filter/metadata';
 import { OriginalsStore } from './files/originals';
+import { fsyncPath } from './fsync';
+import { listSnapshotDirs, RECORDS_FILE, snapshotDirName, verifySnapshot, type SnapshotManifest } from './snapshot/format';
+import { DEFAULT_EXACT_THRESHOLD } from './vector/vector-index';
+import { scanFrames } from './wal/frame';
+import { WorkerPool } from './workers/pool';
 import { isIdOf, newId, observeId } from './ids';
 import { EmbeddingError, type EmbeddingSpec } from './embedding/provider';
 import { Compute, type ComputeOptions } from './ingest/compute';
@@ -25,6 +31,8 @@ export interface EngineOptions {
   log?: (level: 'info' | 'warn' | 'error', message: string, details?: Record<string, unknown>) => void;
   /** Called when the log can no longer be written; the owner should stop the process. */
   onFatal?: (err: unknown) => void;
+  /** Knowledge bases with fewer vectors are searched exactly and get no graph in snapshots. */
+  graphThreshold?: number;
   /** Called after each ingestion batch (for metrics). */
   onBatch?: (batch: { items: number; chunks: number; millis: number; model: string }) => void;
 }
@@ -40,6 +48,9 @@ export interface EngineMetrics {
 }
 
 export interface RecoveryReport {
+  /** The snapshot start-up began from, if any. */
+  snapshot?: { seq: number; records: number; millis: number };
+  /** Log records replayed after the snapshot. */
   records: number;
   knowledgeBases: number;
   contents: number;
@@ -77,6 +88,10 @@ export class Engine {
   /** Original bytes of uploaded files. */
   readonly originals: OriginalsStore;
   private graphTimer: ReturnType<typeof setInterval> | undefined;
+  private snapshotPool: WorkerPool | undefined;
+  private snapshotting: Promise<SnapshotInfo> | undefined;
+  /** The newest complete snapshot on local disk. */
+  latestSnapshot: SnapshotInfo | undefined;
   private readonly queue: QueueEntry[] = [];
   private inFlight = 0;
   private readonly waiters = new Map<string, Set<Waiter>>();
@@ -95,10 +110,13 @@ export class Engine {
     const engine = new Engine(options);
     const started = performance.now();
     let records = 0;
+    const snapshot = await engine.loadNewestSnapshot();
+    const fromSnapshotMs = Math.round(performance.now() - started);
     engine.wal = await WriteAheadLog.open(
       {
         dir: join(options.dataDir, 'wal'),
         segmentBytes: options.walSegmentBytes,
+        afterSeq: snapshot?.seq,
         warn: (message, details) => engine.log('warn', message, details),
       },
       ({ payload }) => {
@@ -122,6 +140,7 @@ export class Engine {
       }
     }
     engine.recovery = {
+      snapshot: snapshot ? { seq: snapshot.seq, records: snapshot.stats.records, millis: fromSnapshotMs } : undefined,
       records,
       knowledgeBases: engine.kbs.size,
       contents,
@@ -224,6 +243,86 @@ export class Engine {
     }
     // `?wait=true` answers only once the outcome would survive a crash.
     if (settled) this.notify(settled, record.t === 'content.delete');
+  }
+
+  // --- snapshots ------------------------------------------------------------------------------
+
+  /** Where snapshots are kept on local disk: DATA_DIR/snapshots. */
+  get snapshotsDir(): string {
+    return join(this.options.dataDir, 'snapshots');
+  }
+
+  /**
+   * Replay the newest intact local snapshot and attach its graphs. A snapshot that fails its
+   * checks is reported and skipped for the one before it.
+   */
+  private async loadNewestSnapshot(): Promise<SnapshotManifest | undefined> {
+    for (const candidate of await listSnapshotDirs(this.snapshotsDir)) {
+      const check = await verifySnapshot(candidate.dir);
+      if (!check.ok) {
+        this.log('warn', 'snapshot skipped', { snapshot: candidate.name, reason: check.reason });
+        continue;
+      }
+      const bytes = new Uint8Array(await Bun.file(join(candidate.dir, RECORDS_FILE)).arrayBuffer());
+      for (const frame of scanFrames(bytes).frames) {
+        const { record, attachment } = decodePayload<LogRecord>(frame.payload);
+        this.apply(record, true, attachment);
+      }
+      for (const g of check.manifest.graphs) {
+        const vectors = this.kbs.get(g.kbId)?.vectors;
+        // The graph holds exactly the vectors of the snapshot's records, all alive at this point.
+        if (vectors) vectors.attachGraph(join(candidate.dir, g.file), vectors.aliveDocs());
+      }
+      this.latestSnapshot = { seq: check.manifest.seq, dir: candidate.dir, manifest: check.manifest };
+      return check.manifest;
+    }
+    return undefined;
+  }
+
+  /**
+   * Write a snapshot of everything logged so far, built in a worker from the previous snapshot
+   * and the closed log segments: writes go on meanwhile (they are held only while the log rolls
+   * to a new segment). Concurrent calls share one snapshot.
+   */
+  snapshot(): Promise<SnapshotInfo> {
+    this.snapshotting ??= this.takeSnapshot().finally(() => {
+      this.snapshotting = undefined;
+    });
+    return this.snapshotting;
+  }
+
+  private async takeSnapshot(): Promise<SnapshotInfo> {
+    if (this.closed) throw new Error('engine is closed');
+    const seq = await this.wal.roll();
+    const prev = this.latestSnapshot;
+    if (prev && prev.seq >= seq) return prev;
+    await mkdir(this.snapshotsDir, { recursive: true });
+    const tmp = join(this.snapshotsDir, `tmp-${seq}-${crypto.randomUUID()}`);
+    await mkdir(tmp);
+    try {
+      this.snapshotPool ??= new WorkerPool({ size: 1, workerUrl: new URL('./snapshot/worker.ts', import.meta.url), retries: 0 });
+      const manifest = await this.snapshotPool.run<SnapshotManifest>({
+        prevDir: prev?.dir,
+        prevSeq: prev?.seq,
+        segments: this.wal.segmentsThrough(seq),
+        seq,
+        outDir: tmp,
+        graphThreshold: this.options.graphThreshold ?? DEFAULT_EXACT_THRESHOLD,
+      });
+      const dir = join(this.snapshotsDir, snapshotDirName(seq));
+      await rename(tmp, dir);
+      fsyncPath(this.snapshotsDir);
+      this.latestSnapshot = { seq, dir, manifest };
+      return this.latestSnapshot;
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  /** Remove log segments whose records are all covered by the snapshot at `seq`. */
+  truncateLog(seq: number): Promise<number> {
+    return this.wal.deleteThrough(seq);
   }
 
   /** Run file clean-up in the background; a failure is logged, never fatal (it is only garbage). */
@@ -562,6 +661,7 @@ export class Engine {
     this.closed = true;
     clearInterval(this.graphTimer);
     await this.compute.close();
+    await this.snapshotPool?.close();
     await this.wal.close();
   }
 }
@@ -577,4 +677,10 @@ export function toSpec(embedding: KnowledgeBaseConfig['embedding']): EmbeddingSp
   if (embedding.provider === 'none') throw new EmbeddingError('this knowledge base has no embedding model');
   const { metric: _metric, quantization: _quantization, ...spec } = embedding;
   return spec as EmbeddingSpec;
+}
+
+export interface SnapshotInfo {
+  seq: number;
+  dir: string;
+  manifest: SnapshotManifest;
 }

@@ -1,0 +1,113 @@
+// Builds a snapshot off the main thread: the previous snapshot's records plus the closed log
+// segments up to `seq`, compacted; an HNSW graph per large knowledge base, continued from the
+// previous snapshot's graph (only vectors added since are inserted); a manifest written last.
+import { join } from 'node:path';
+import { fsyncPath as fsyncFile } from '../fsync';
+import type { KnowledgeBaseRecord, LogRecord } from '../records';
+import { VectorIndex } from '../vector/vector-index';
+import { decodePayload } from '../wal/codec';
+import { encodeFrame, scanFrames } from '../wal/frame';
+import { Compactor, type KeptRecord } from './compactor';
+import { describeFile, graphFileName, MANIFEST_FILE, RECORDS_FILE, SNAPSHOT_FORMAT, type SnapshotManifest } from './format';
+
+export interface BuildRequest {
+  /** The snapshot this one continues (already verified by the caller). */
+  prevDir?: string;
+  prevSeq?: number;
+  /** Closed log segments holding the records after the previous snapshot. */
+  segments: string[];
+  seq: number;
+  outDir: string;
+  /** Knowledge bases with fewer vectors get no graph (they are searched exactly). */
+  graphThreshold: number;
+}
+
+async function readFrames(path: string, visit: (kept: KeptRecord) => void, accept: (seq: number) => boolean): Promise<void> {
+  const bytes = new Uint8Array(await Bun.file(path).arrayBuffer());
+  const scan = scanFrames(bytes);
+  if (!scan.ok && path.endsWith(RECORDS_FILE)) throw new Error(`${path}: ${scan.reason}`);
+  for (const f of scan.frames) {
+    if (!accept(f.seq)) continue;
+    const { record, attachment } = decodePayload<LogRecord>(f.payload);
+    visit({ seq: f.seq, record, payload: f.payload, attachment });
+  }
+}
+
+/** Document numbers with vectors per knowledge base, from kept records. */
+function vectorDocs(kept: KeptRecord[]): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const k of kept) {
+    if (k.record.t !== 'content.indexed' || k.attachment.length === 0) continue;
+    const docs = out.get(k.record.kbId) ?? [];
+    for (let i = 0; i < k.record.chunks.length; i++) docs.push(k.record.firstDoc + i);
+    out.set(k.record.kbId, docs);
+  }
+  return out;
+}
+
+export async function buildSnapshot(req: BuildRequest): Promise<SnapshotManifest> {
+  const compactor = new Compactor();
+  let prevManifest: SnapshotManifest | undefined;
+  let prevGraphDocs = new Map<string, number[]>();
+  if (req.prevDir) {
+    prevManifest = JSON.parse(await Bun.file(join(req.prevDir, MANIFEST_FILE)).text()) as SnapshotManifest;
+    await readFrames(join(req.prevDir, RECORDS_FILE), (k) => compactor.add(k), () => true);
+    prevGraphDocs = vectorDocs(compactor.kept());
+  }
+  const after = req.prevSeq ?? 0;
+  for (const segment of req.segments) await readFrames(segment, (k) => compactor.add(k), (seq) => seq > after && seq <= req.seq);
+
+  const kept = compactor.kept();
+  // The compacted log: the same frames as the write-ahead log, original sequence numbers kept.
+  const recordsPath = join(req.outDir, RECORDS_FILE);
+  const writer = Bun.file(recordsPath).writer();
+  for (const k of kept) writer.write(encodeFrame(k.seq, k.payload));
+  await writer.end();
+  fsyncFile(recordsPath);
+  const files = [await describeFile(req.outDir, RECORDS_FILE)];
+
+  const graphs: SnapshotManifest['graphs'] = [];
+  const kbRecords = new Map<string, KnowledgeBaseRecord>();
+  for (const k of kept) if (k.record.t === 'kb.create') kbRecords.set(k.record.kb.id, k.record.kb);
+  for (const [kbId, docs] of vectorDocs(kept)) {
+    const kb = kbRecords.get(kbId);
+    if (!kb || docs.length < req.graphThreshold) continue;
+    const { embedding, hnsw } = kb.config;
+    const index = new VectorIndex({
+      dimensions: embedding.dimensions,
+      quantization: embedding.quantization,
+      connectivity: hnsw.connectivity,
+      expansionAdd: hnsw.expansionAdd,
+      expansionSearch: hnsw.expansionSearch,
+      autoGraph: false,
+    });
+    for (const k of kept) {
+      if (k.record.t !== 'content.indexed' || k.record.kbId !== kbId || k.attachment.length === 0) continue;
+      const vectors = index.fromBytes(k.attachment, k.record.chunks.length);
+      vectors.forEach((v, i) => index.add((k.record as { firstDoc: number }).firstDoc + i, v));
+    }
+    const prevGraph = prevManifest?.graphs.find((g) => g.kbId === kbId);
+    if (prevGraph && req.prevDir) index.attachGraph(join(req.prevDir, prevGraph.file), prevGraphDocs.get(kbId) ?? []);
+    else index.startGraph();
+    while (!index.buildStep(1000, 256));
+    const file = graphFileName(kbId);
+    index.saveGraph(join(req.outDir, file));
+    fsyncFile(join(req.outDir, file));
+    files.push(await describeFile(req.outDir, file));
+    graphs.push({ kbId, file, vectors: index.size });
+  }
+
+  const manifest: SnapshotManifest = {
+    format: SNAPSHOT_FORMAT,
+    seq: req.seq,
+    createdAt: new Date().toISOString(),
+    files,
+    graphs,
+    stats: { ...compactor.stats, records: kept.length },
+  };
+  const manifestPath = join(req.outDir, MANIFEST_FILE);
+  await Bun.write(manifestPath, JSON.stringify(manifest, null, 2));
+  fsyncFile(manifestPath);
+  fsyncFile(req.outDir);
+  return manifest;
+}
