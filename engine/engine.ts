@@ -320,6 +320,15 @@ export class Engine {
     }
   }
 
+  /** Sequence number of the newest log record. */
+  get lastSequence(): number {
+    return this.wal.lastSequence;
+  }
+
+  logBytes(): Promise<number> {
+    return this.wal.sizeBytes();
+  }
+
   /** Remove log segments whose records are all covered by the snapshot at `seq`. */
   truncateLog(seq: number): Promise<number> {
     return this.wal.deleteThrough(seq);

@@ -20,6 +20,27 @@ function num(name: string, fallback: number): number {
 
 const MiB = 1024 * 1024;
 
+function s3Config() {
+  const bucket = process.env.S3_BUCKET;
+  if (!bucket) return undefined;
+  // S3_ENDPOINT is a URL (http://127.0.0.1:9000) or a host name (s3.amazonaws.com, TLS).
+  const raw = process.env.S3_ENDPOINT || 's3.amazonaws.com';
+  const url = raw.includes('://') ? new URL(raw) : new URL(`https://${raw}`);
+  const useSSL = process.env.S3_USE_SSL ? process.env.S3_USE_SSL === 'true' : url.protocol === 'https:';
+  return {
+    endpoint: url.hostname,
+    port: url.port ? Number(url.port) : undefined,
+    useSSL,
+    accessKey: process.env.S3_ACCESS_KEY ?? '',
+    secretKey: process.env.S3_SECRET_KEY ?? '',
+    region: process.env.S3_REGION || undefined,
+    bucket,
+    prefix: process.env.S3_PREFIX || '',
+    partSize: Math.round(num('S3_PART_SIZE_MB', 64) * MiB),
+    pathStyle: process.env.S3_PATH_STYLE !== 'false',
+  };
+}
+
 export function loadConfig() {
   return {
     port: int('PORT', 3000),
@@ -39,6 +60,16 @@ export function loadConfig() {
     },
     /** Per-organization token bucket; RATE_LIMIT_RPS=0 turns it off. */
     rateLimit: { rate: num('RATE_LIMIT_RPS', 1000), burst: int('RATE_LIMIT_BURST', 2000, 1) },
+    snapshots: {
+      intervalMs: num('SNAPSHOT_INTERVAL_MIN', 15) * 60_000,
+      logBytes: num('SNAPSHOT_LOG_MB', 256) * MiB,
+      keep: int('SNAPSHOT_KEEP', 2, 1),
+      checkMs: int('SNAPSHOT_CHECK_MS', 5000, 10),
+      maxBackoffMs: int('SNAPSHOT_MAX_BACKOFF_MS', 300_000, 10),
+      onShutdown: process.env.SNAPSHOT_ON_SHUTDOWN !== 'false',
+    },
+    /** MinIO/S3 snapshot store; unset S3_BUCKET keeps snapshots on the local disk only. */
+    s3: s3Config(),
     /** Seconds a connection may stay silent; uploads and `?wait=true` get their own, longer bound. */
     idleTimeoutSeconds: int('REQUEST_IDLE_TIMEOUT_S', 30, 1),
     /** On SIGTERM/SIGINT: how long in-flight requests may finish before they are cut. */

@@ -13,6 +13,11 @@ import { KeyStore, keyFilePath } from './auth/key-store';
 import { loadConfig } from './config';
 import { createLogger } from './logger';
 import { KB_TYPES, typeEmbeddings } from './services/kb-types';
+import { restoreFromStore, SnapshotManager } from './services/snapshots';
+import { LocalSnapshotStore } from '../snapshots/local-store';
+import { S3SnapshotStore } from '../snapshots/s3-store';
+import type { SnapshotStore } from '../snapshots/store';
+import { join } from 'node:path';
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel);
@@ -25,8 +30,22 @@ const extraction = new ExtractionPool({ size: config.extraction.workers, timeout
 const uploads = new UploadService(config, extraction);
 // Temporary upload files of a previous run are garbage now.
 await rm(uploads.tmpDir, { recursive: true, force: true });
-const metrics = new Metrics(() => engine);
-const app = createApp({ config, logger, engine: () => (notReady.size === 0 ? engine : undefined), notReady: () => [...notReady], embeddings, metrics, version: pkg.version }, keys, uploads);
+let snapshots: SnapshotManager | undefined;
+const metrics = new Metrics(() => engine, () => snapshots?.status);
+const app = createApp(
+  {
+    config,
+    logger,
+    engine: () => (notReady.size === 0 ? engine : undefined),
+    notReady: () => [...notReady],
+    snapshotStatus: () => snapshots?.status,
+    embeddings,
+    metrics,
+    version: pkg.version,
+  },
+  keys,
+  uploads,
+);
 
 const server = serve((request) => app.handle(request), {
   port: config.port,
@@ -46,7 +65,14 @@ const fatal = (err: unknown) => {
   process.exit(1);
 };
 
+const snapshotsDir = join(config.dataDir, 'snapshots');
+const store: SnapshotStore = config.s3 ? new S3SnapshotStore(config.s3) : new LocalSnapshotStore(snapshotsDir);
 try {
+  if (store instanceof S3SnapshotStore) {
+    // A new machine starts from the newest snapshot in the bucket (then its own, empty, log).
+    await store.ensureBucket().catch((err) => logger.warn({ store: store.name, err: String(err) }, 'snapshot store unreachable'));
+    await restoreFromStore(store, snapshotsDir, logger).catch((err) => logger.error({ store: store.name, err: String(err) }, 'could not restore from the snapshot store'));
+  }
   engine = await Engine.open({
     dataDir: config.dataDir,
     compute: {
@@ -67,6 +93,8 @@ try {
     onBatch: ({ model, chunks, millis }) => metrics.observeBatch(model, chunks, millis / 1000),
   });
   notReady.delete('recovering state from the write-ahead log');
+  snapshots = new SnapshotManager(engine, store, config.snapshots, logger);
+  await snapshots.start();
   logger.info({ recovery: engine.recovery }, 'state recovered');
 } catch (err) {
   logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'recovery failed');
@@ -111,6 +139,7 @@ async function shutdown(signal: string) {
     logger.warn({ drainMs: config.shutdownDrainMs }, 'requests still running after the drain period; closing them');
     await server.stop(true);
   }
+  if (config.snapshots.onShutdown) await snapshots?.shutdown(30_000);
   await engine?.close();
   await extraction.close();
   logger.info({}, 'stopped');

@@ -4,6 +4,7 @@ import type { EmbeddingConfig } from '../../engine/records';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import type { Metrics } from './metrics';
+import type { SnapshotStatus } from '../services/snapshots';
 import type { KbType } from '../services/kb-types';
 
 export interface ServerContext {
@@ -13,6 +14,7 @@ export interface ServerContext {
   engine: () => Engine | undefined;
   /** Why the server is not ready yet (empty once it is). */
   notReady: () => string[];
+  snapshotStatus: () => SnapshotStatus | undefined;
   /** The embedding configuration each type gets at creation. */
   embeddings: Record<KbType, EmbeddingConfig>;
   metrics: Metrics;

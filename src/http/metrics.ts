@@ -3,6 +3,7 @@
 // size, worker crashes, plus the process defaults.
 import client from 'prom-client';
 import type { Engine } from '../../engine/engine';
+import type { SnapshotStatus } from '../services/snapshots';
 
 export class Metrics {
   readonly registry = new client.Registry();
@@ -33,7 +34,7 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(engine: () => Engine | undefined) {
+  constructor(engine: () => Engine | undefined, snapshots: () => SnapshotStatus | undefined = () => undefined) {
     client.collectDefaultMetrics({ register: this.registry, prefix: 'kb_' });
     const registry = this.registry;
     const gauge = (name: string, help: string, labelNames: string[], collect: (g: client.Gauge<string>, e: Awaited<ReturnType<Engine['metrics']>>) => void) =>
@@ -66,6 +67,22 @@ export class Metrics {
       for (const [type, t] of Object.entries(m.byType)) g.set({ type }, t.graphPending);
     });
     gauge('kb_wal_bytes', 'Size of the write-ahead log', [], (g, m) => g.set(m.walBytes));
+    const snapshotGauge = (name: string, help: string, value: (s: SnapshotStatus) => number | undefined) =>
+      new client.Gauge({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          const s = snapshots();
+          const v = s ? value(s) : undefined;
+          if (v !== undefined) this.set(v);
+        },
+      });
+    snapshotGauge('kb_snapshot_age_seconds', 'Seconds since the last successful snapshot', (s) => (s.lastSuccessAt ? (Date.now() - Date.parse(s.lastSuccessAt)) / 1000 : undefined));
+    snapshotGauge('kb_snapshot_failures_total', 'Snapshots (or store uploads) that failed since start', (s) => s.failures);
+    snapshotGauge('kb_snapshot_consecutive_failures', 'Failures since the last success (0 when healthy)', (s) => s.consecutiveFailures);
+    snapshotGauge('kb_snapshot_last_seq', 'Log position covered by the newest snapshot', (s) => s.lastSeq);
+    snapshotGauge('kb_snapshot_duration_ms', 'Duration of the last successful snapshot', (s) => s.lastDurationMs);
     gauge('kb_worker_crashes', 'Ingestion workers replaced after a crash since start', [], (g, m) => g.set(m.workerCrashes));
   }
 

@@ -1,0 +1,88 @@
+// Snapshots in MinIO, AWS S3 or any S3 API, through the `minio` client. Layout:
+//   <prefix>/snap-<seq>/<file>   every file of the snapshot, then manifest.json last
+// Objects up to `partSize` go up in one PUT (read into memory first); larger ones as multipart.
+import { Client } from 'minio';
+import { join } from 'node:path';
+import { MANIFEST_FILE, snapshotDirName, type SnapshotManifest } from '../engine/snapshot/format';
+import type { SnapshotStore, StoredSnapshot } from './store';
+
+export interface S3StoreOptions {
+  endpoint: string;
+  port?: number;
+  useSSL: boolean;
+  accessKey: string;
+  secretKey: string;
+  region?: string;
+  bucket: string;
+  prefix?: string;
+  /** Multipart threshold and part size in bytes (minio's default is 64 MiB). */
+  partSize?: number;
+  pathStyle?: boolean;
+}
+
+const SNAP = /snap-(\d{20})\/manifest\.json$/;
+
+export class S3SnapshotStore implements SnapshotStore {
+  readonly isLocal = false;
+  readonly name: string;
+  private readonly client: Client;
+  private readonly prefix: string;
+
+  constructor(private readonly options: S3StoreOptions) {
+    this.client = new Client({
+      endPoint: options.endpoint,
+      port: options.port,
+      useSSL: options.useSSL,
+      accessKey: options.accessKey,
+      secretKey: options.secretKey,
+      region: options.region,
+      partSize: options.partSize,
+      pathStyle: options.pathStyle ?? true,
+    });
+    this.prefix = (options.prefix ?? '').replace(/^\/+|\/+$/g, '');
+    this.name = `s3://${options.bucket}${this.prefix ? `/${this.prefix}` : ''}`;
+  }
+
+  private key(seq: number, file: string): string {
+    return [this.prefix, snapshotDirName(seq), file].filter(Boolean).join('/');
+  }
+
+  /** Create the bucket when it does not exist (fine on MinIO; on AWS, pre-create it). */
+  async ensureBucket(): Promise<void> {
+    if (!(await this.client.bucketExists(this.options.bucket))) await this.client.makeBucket(this.options.bucket, this.options.region ?? '');
+  }
+
+  async upload(dir: string, manifest: SnapshotManifest): Promise<void> {
+    for (const f of manifest.files) {
+      await this.client.fPutObject(this.options.bucket, this.key(manifest.seq, f.name), join(dir, f.name), { 'x-amz-meta-sha256': f.sha256 });
+    }
+    // Last: a snapshot is listed only once its manifest exists.
+    await this.client.fPutObject(this.options.bucket, this.key(manifest.seq, MANIFEST_FILE), join(dir, MANIFEST_FILE));
+  }
+
+  async list(): Promise<StoredSnapshot[]> {
+    const seqs: number[] = [];
+    const stream = this.client.listObjectsV2(this.options.bucket, this.prefix ? `${this.prefix}/` : '', true);
+    for await (const obj of stream as AsyncIterable<{ name?: string }>) {
+      const m = obj.name ? SNAP.exec(obj.name) : null;
+      if (m) seqs.push(Number(m[1]));
+    }
+    return seqs.sort((a, b) => b - a).map((seq) => ({ seq }));
+  }
+
+  async download(seq: number, destDir: string): Promise<void> {
+    const manifestPath = join(destDir, MANIFEST_FILE);
+    await this.client.fGetObject(this.options.bucket, this.key(seq, MANIFEST_FILE), manifestPath);
+    const manifest = JSON.parse(await Bun.file(manifestPath).text()) as SnapshotManifest;
+    for (const f of manifest.files) await this.client.fGetObject(this.options.bucket, this.key(seq, f.name), join(destDir, f.name));
+  }
+
+  async delete(seq: number): Promise<void> {
+    // Manifest first, so a half-deleted snapshot is never listed as complete.
+    await this.client.removeObject(this.options.bucket, this.key(seq, MANIFEST_FILE));
+    const names: string[] = [];
+    const stream = this.client.listObjectsV2(this.options.bucket, this.key(seq, ''), true);
+    for await (const obj of stream as AsyncIterable<{ name?: string }>) if (obj.name) names.push(obj.name);
+    if (names.length > 0) await this.client.removeObjects(this.options.bucket, names);
+  }
+}

@@ -1,0 +1,175 @@
+// Snapshot policy: snapshot every SNAPSHOT_INTERVAL_MIN minutes (when something was written) or
+// once the log passes SNAPSHOT_LOG_MB, and on graceful shutdown; copy each snapshot to the
+// configured store (S3/MinIO) and keep the newest SNAPSHOT_KEEP there and locally. The log is
+// truncated only up to a snapshot that is both confirmed in the store and still kept locally, so
+// a restart can always fall back one snapshot. Store failures never stop the service: they are
+// retried with exponential backoff and reported in logs, /ready and metrics.
+import { mkdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Engine } from '../../engine/engine';
+import { fsyncPath } from '../../engine/fsync';
+import { listSnapshotDirs, snapshotDirName, verifySnapshot } from '../../engine/snapshot/format';
+import type { SnapshotStore } from '../../snapshots/store';
+import type { Logger } from '../logger';
+
+export interface SnapshotPolicy {
+  intervalMs: number;
+  logBytes: number;
+  keep: number;
+  checkMs: number;
+  /** Longest wait between retries after failures. */
+  maxBackoffMs: number;
+}
+
+export interface SnapshotStatus {
+  store: string;
+  lastSeq?: number;
+  lastSuccessAt?: string;
+  lastDurationMs?: number;
+  /** Newest snapshot known to be in the store. */
+  confirmedSeq?: number;
+  failures: number;
+  consecutiveFailures: number;
+  lastError?: string;
+  nextRetryAt?: string;
+}
+
+/**
+ * On an empty data directory, fetch the newest intact snapshot from the store (falling back to
+ * older ones when a download fails its checksums). Returns its sequence number, if any.
+ */
+export async function restoreFromStore(store: SnapshotStore, snapshotsDir: string, logger: Logger): Promise<number | undefined> {
+  if (store.isLocal) return undefined;
+  for (const local of await listSnapshotDirs(snapshotsDir)) {
+    if ((await verifySnapshot(local.dir)).ok) return undefined; // a local snapshot is newer or as good
+  }
+  for (const { seq } of await store.list()) {
+    const tmp = join(snapshotsDir, `download-${seq}-${crypto.randomUUID()}`);
+    await mkdir(tmp, { recursive: true });
+    try {
+      await store.download(seq, tmp);
+      const check = await verifySnapshot(tmp);
+      if (!check.ok) throw new Error(check.reason);
+      await rename(tmp, join(snapshotsDir, snapshotDirName(seq)));
+      fsyncPath(snapshotsDir);
+      logger.info({ store: store.name, seq }, 'restored snapshot from the store');
+      return seq;
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true });
+      logger.warn({ store: store.name, seq, err: err instanceof Error ? err.message : String(err) }, 'snapshot in the store unusable; trying an older one');
+    }
+  }
+  return undefined;
+}
+
+export class SnapshotManager {
+  readonly status: SnapshotStatus;
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private running: Promise<void> | undefined;
+  private lastAttempt = Date.now();
+  private retryAt = 0;
+  private seqAtLastSnapshot = 0;
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly store: SnapshotStore,
+    private readonly policy: SnapshotPolicy,
+    private readonly logger: Logger,
+  ) {
+    this.status = { store: store.name, failures: 0, consecutiveFailures: 0 };
+    const latest = engine.latestSnapshot;
+    if (latest) {
+      this.status.lastSeq = latest.seq;
+      this.seqAtLastSnapshot = latest.seq;
+      if (store.isLocal) this.status.confirmedSeq = latest.seq;
+    }
+  }
+
+  /** Find out whether the newest local snapshot is already in the store, then check periodically. */
+  async start(): Promise<void> {
+    const latest = this.engine.latestSnapshot;
+    if (latest && !this.store.isLocal) {
+      try {
+        if ((await this.store.list()).some((s) => s.seq === latest.seq)) this.status.confirmedSeq = latest.seq;
+      } catch (err) {
+        this.logger.warn({ store: this.store.name, err: err instanceof Error ? err.message : String(err) }, 'snapshot store unreachable at start-up');
+      }
+    }
+    this.timer = setInterval(() => void this.tick(), this.policy.checkMs);
+    this.timer.unref?.();
+  }
+
+  private async tick(): Promise<void> {
+    if (this.running) return;
+    const now = Date.now();
+    if (this.retryAt > 0) {
+      if (now >= this.retryAt) await this.run('retry');
+      return;
+    }
+    const written = this.engine.lastSequence > this.seqAtLastSnapshot;
+    const logBytes = await this.engine.logBytes();
+    if (logBytes >= this.policy.logBytes && written) await this.run('log size');
+    else if (written && now - this.lastAttempt >= this.policy.intervalMs) await this.run('interval');
+  }
+
+  /** Take a snapshot now, copy it to the store, prune, truncate the log. Never throws. */
+  run(reason: string): Promise<void> {
+    this.running ??= this.snapshotOnce(reason).finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async snapshotOnce(reason: string): Promise<void> {
+    const started = performance.now();
+    this.lastAttempt = Date.now();
+    try {
+      const snap = await this.engine.snapshot();
+      this.status.lastSeq = snap.seq;
+      this.seqAtLastSnapshot = snap.seq;
+      if (this.status.confirmedSeq !== snap.seq) {
+        await this.store.upload(snap.dir, snap.manifest);
+        this.status.confirmedSeq = snap.seq;
+      }
+      this.status.lastSuccessAt = new Date().toISOString();
+      this.status.lastDurationMs = Math.round(performance.now() - started);
+      this.status.consecutiveFailures = 0;
+      this.status.lastError = undefined;
+      this.status.nextRetryAt = undefined;
+      this.retryAt = 0;
+      const truncated = await this.prune();
+      this.logger.info({ reason, seq: snap.seq, store: this.store.name, ms: this.status.lastDurationMs, stats: snap.manifest.stats, logSegmentsRemoved: truncated }, 'snapshot written');
+    } catch (err) {
+      this.status.failures++;
+      this.status.consecutiveFailures++;
+      this.status.lastError = err instanceof Error ? err.message : String(err);
+      const backoff = Math.min(this.policy.maxBackoffMs, 1000 * 2 ** Math.min(16, this.status.consecutiveFailures - 1));
+      this.retryAt = Date.now() + backoff;
+      this.status.nextRetryAt = new Date(this.retryAt).toISOString();
+      this.logger.error({ reason, store: this.store.name, err: this.status.lastError, retryInMs: backoff, failures: this.status.consecutiveFailures }, 'snapshot failed; the log is kept and the snapshot retried');
+    }
+  }
+
+  /** Keep the newest `keep` snapshots locally and in the store; drop the log the oldest kept one covers. */
+  private async prune(): Promise<number> {
+    const local = await listSnapshotDirs(this.engine.snapshotsDir);
+    const keptLocal = local.slice(0, this.policy.keep);
+    for (const old of local.slice(this.policy.keep)) await rm(old.dir, { recursive: true, force: true });
+    if (!this.store.isLocal) {
+      const remote = await this.store.list();
+      for (const old of remote.slice(this.policy.keep)) await this.store.delete(old.seq);
+    }
+    const oldestKept = keptLocal.at(-1)?.seq;
+    const confirmed = this.store.isLocal ? oldestKept : this.status.confirmedSeq;
+    if (oldestKept === undefined || confirmed === undefined) return 0;
+    return this.engine.truncateLog(Math.min(oldestKept, confirmed));
+  }
+
+  /** Final snapshot on graceful shutdown (bounded by `timeoutMs`). */
+  async shutdown(timeoutMs: number): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+    if (this.engine.lastSequence <= this.seqAtLastSnapshot && this.status.confirmedSeq === this.status.lastSeq) return;
+    await Promise.race([this.run('shutdown'), Bun.sleep(timeoutMs)]);
+  }
+}

@@ -1,0 +1,196 @@
+// Snapshots over real HTTP with a real S3 server (s3rver): round trip, restore on an empty data
+// directory, store outage, corrupt snapshot fallback, and kill -9 at random moments under load.
+import { afterAll, describe, expect, test } from 'bun:test';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { freePort, s3Env, startS3, type TestS3 } from './helpers/s3';
+import { addContent, createKb, TestServer } from './helpers/server';
+
+const cleanup: (() => Promise<void> | void)[] = [];
+afterAll(async () => {
+  for (const c of cleanup.reverse()) await c();
+});
+
+/** Snapshot quickly: check every 100 ms, due 200 ms after a write. */
+const FAST = { SNAPSHOT_CHECK_MS: '100', SNAPSHOT_INTERVAL_MIN: String(0.2 / 60), SNAPSHOT_MAX_BACKOFF_MS: '300' };
+
+async function start(options: { dataDir?: string; env?: Record<string, string> } = {}) {
+  const s = await TestServer.start({ dataDir: options.dataDir, env: { ...FAST, ...options.env } });
+  cleanup.push(async () => {
+    if (s.proc.exitCode === null) await s.kill9();
+    s.cleanup();
+  });
+  return s;
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(25);
+  }
+}
+
+const snapshotsWritten = (s: TestServer) => s.output.filter((l) => l.includes('"msg":"snapshot written"')).map((l) => JSON.parse(l));
+
+async function waitForSnapshotCovering(s: TestServer) {
+  const ready = await s.api('GET', '/ready');
+  const last = ready.body.snapshots?.lastSeq ?? -1;
+  // A write after the last snapshot is the signal; wait until a newer one is written.
+  return until('a snapshot', () => snapshotsWritten(s).find((r) => r.seq > last));
+}
+
+async function allSearches(s: TestServer, kb: string) {
+  const out = [];
+  for (const query of ['penguin colony', 'desert heat', 'volcano']) {
+    for (const mode of ['full-text', 'semantic', 'hybrid']) {
+      out.push((await s.api('POST', `/api/v1/knowledge-bases/${kb}/search/${mode}`, { query, limit: 5 })).body.data);
+    }
+  }
+  return out;
+}
+
+async function seed(s: TestServer) {
+  const kb = await createKb(s, 'Snapshots');
+  const texts = ['Penguins live in large colonies.', 'The desert heat is intense at noon.', 'A volcano erupted near the village.', 'Penguin chicks huddle for warmth.', 'Sand dunes shift in the desert wind.'];
+  for (const t of texts) await addContent(s, kb, t);
+  return kb;
+}
+
+describe('local snapshots', () => {
+  test('round trip: identical search results after kill -9, restart from snapshot plus log', async () => {
+    const a = await start();
+    const kb = await seed(a);
+    await waitForSnapshotCovering(a);
+    const extra = await addContent(a, kb, 'A late penguin note, only in the log.');
+    const before = await allSearches(a, kb);
+    await a.kill9();
+    const b = await start({ dataDir: a.dataDir });
+    const ready = (await b.api('GET', '/ready')).body;
+    expect(ready.recovery.snapshot.seq).toBeGreaterThan(0);
+    expect(await allSearches(b, kb)).toEqual(before);
+    expect((await b.api('GET', `/api/v1/knowledge-bases/${kb}/contents/${extra}`)).status).toBe(200);
+  }, 60_000);
+
+  test('a corrupt newest snapshot falls back to the previous one (and the log kept after it)', async () => {
+    const a = await start({ env: { SNAPSHOT_KEEP: '2' } });
+    const kb = await seed(a);
+    await waitForSnapshotCovering(a);
+    await addContent(a, kb, 'Penguins again, after the first snapshot.');
+    await waitForSnapshotCovering(a);
+    const before = await allSearches(a, kb);
+    await a.kill9();
+    const dirs = readdirSync(join(a.dataDir, 'snapshots')).filter((n) => n.startsWith('snap-')).sort();
+    expect(dirs.length).toBe(2);
+    const newest = join(a.dataDir, 'snapshots', dirs.at(-1)!, 'records.log');
+    const bytes = readFileSync(newest);
+    bytes[Math.floor(bytes.length / 2)]! ^= 0xff;
+    writeFileSync(newest, bytes);
+    const b = await start({ dataDir: a.dataDir });
+    expect(await b.waitForOutput('snapshot skipped')).toBe(true);
+    expect((await b.api('GET', '/ready')).body.recovery.snapshot.seq).toBe(Number(dirs[0]!.slice(5)));
+    expect(await allSearches(b, kb)).toEqual(before);
+  }, 60_000);
+});
+
+describe('S3 snapshot store (s3rver)', () => {
+  let s3: TestS3;
+
+  test('snapshots go to the bucket; a new machine with an empty data directory restores from it', async () => {
+    s3 = await startS3();
+    cleanup.push(() => s3.stop());
+    const a = await start({ env: s3Env(s3.port) });
+    const kb = await seed(a);
+    await waitForSnapshotCovering(a);
+    const before = await allSearches(a, kb);
+    await a.kill9();
+    // A fresh data directory: only the bucket knows the data.
+    const b = await start({ env: s3Env(s3.port) });
+    expect(await b.waitForOutput('restored snapshot from the store')).toBe(true);
+    expect(await allSearches(b, kb)).toEqual(before);
+    expect((await b.api('GET', `/api/v1/knowledge-bases/${kb}`)).body.data.name).toBe('Snapshots');
+  }, 60_000);
+
+  test('store down during snapshots: service goes on, the log is kept, retries succeed once it is back', async () => {
+    const port = await freePort();
+    const a = await start({ env: s3Env(port) });
+    const kb = await seed(a);
+    await until('a failed snapshot', () => (a.output.some((l) => l.includes('snapshot failed')) ? true : undefined));
+    const ready = await a.api('GET', '/ready');
+    expect(ready.status).toBe(200);
+    expect(ready.body.snapshots.consecutiveFailures).toBeGreaterThan(0);
+    expect(ready.body.snapshots.lastError).toBeTruthy();
+    const metrics = await (await fetch(`${a.url}/metrics`)).text();
+    expect(metrics).toMatch(/kb_snapshot_failures_total [1-9]/);
+    // Writes keep working and nothing is truncated while the store is down.
+    const late = await addContent(a, kb, 'Written while the store was down: penguins.');
+    const walBefore = readdirSync(join(a.dataDir, 'wal')).filter((n) => n.endsWith('.log'));
+    expect(walBefore.length).toBeGreaterThan(0);
+    expect(walBefore[0]).toBe('wal-00000000000000000001.log');
+
+    const back = await startS3(port);
+    cleanup.push(() => back.stop());
+    await until('a snapshot after the store came back', () => (a.output.some((l) => l.includes('"msg":"snapshot written"')) ? true : undefined));
+    const before = await allSearches(a, kb);
+    await a.kill9();
+    const b = await start({ env: s3Env(port) });
+    expect(await b.waitForOutput('restored snapshot from the store')).toBe(true);
+    expect((await b.api('GET', `/api/v1/knowledge-bases/${kb}/contents/${late}`)).status).toBe(200);
+    expect(await allSearches(b, kb)).toEqual(before);
+  }, 90_000);
+});
+
+describe('kill -9 at random moments under concurrent writes', () => {
+  test('every acknowledged write is present after each restart (many rounds, different timings)', async () => {
+    const dataDir = TestServer.tempDir();
+    cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const acked: string[] = [];
+    let kb = '';
+    let seed = 12345;
+    const rand = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    const rounds = 8;
+    let roundsWithSnapshots = 0;
+    for (let round = 0; round < rounds; round++) {
+      const s = await start({ dataDir, env: { SNAPSHOT_CHECK_MS: '50', SNAPSHOT_INTERVAL_MIN: String(0.05 / 60), INGEST_WORKERS: '1' } });
+      if (!kb) kb = await createKb(s, 'Crash test');
+      // Everything acknowledged in earlier rounds is still there.
+      const list = [];
+      for (let page = 1; ; page++) {
+        const r = await s.api('GET', `/api/v1/knowledge-bases/${kb}/contents?limit=100&page=${page}`);
+        expect(r.status).toBe(200);
+        list.push(...r.body.data.map((c: { id: string }) => c.id));
+        if (r.body.data.length < 100) break;
+      }
+      const present = new Set(list);
+      const missing = acked.filter((id) => !present.has(id));
+      expect(missing).toEqual([]);
+      // New load, killed after a random delay (0–800 ms), sometimes during a snapshot.
+      let stop = false;
+      const writer = async (w: number) => {
+        for (let i = 0; !stop; i++) {
+          try {
+            const r = await s.api('POST', `/api/v1/knowledge-bases/${kb}/contents`, { text: `round ${round} writer ${w} item ${i} about penguins` });
+            if (r.status === 201) acked.push(r.body.data.id);
+          } catch {
+            return;
+          }
+        }
+      };
+      const writers = Array.from({ length: 6 }, (_, w) => writer(w));
+      await Bun.sleep(Math.floor(rand() * 800));
+      if (snapshotsWritten(s).length > 0) roundsWithSnapshots++;
+      await s.kill9();
+      stop = true;
+      await Promise.all(writers);
+    }
+    const final = await start({ dataDir });
+    const total = (await final.api('GET', `/api/v1/knowledge-bases/${kb}/contents?limit=1`)).body.total;
+    expect(total).toBeGreaterThanOrEqual(acked.length);
+    expect(acked.length).toBeGreaterThan(50);
+    // Kills landed while snapshots were being taken and the log truncated, not only between them.
+    expect(roundsWithSnapshots).toBeGreaterThan(0);
+    expect((await final.api('GET', '/ready')).body.recovery.snapshot).toBeDefined();
+  }, 180_000);
+});
