@@ -22,9 +22,20 @@ import { join } from 'node:path';
 const config = loadConfig();
 const logger = createLogger(config.logLevel);
 let engine: Engine | undefined;
-const notReady = new Set<string>(['recovering state from the write-ahead log']);
-
 const embeddings = typeEmbeddings(config);
+// Each model loads in every worker before the server declares itself ready.
+const bySpec = new Map<string, { spec: ReturnType<typeof toSpec>; types: string[] }>();
+for (const type of KB_TYPES) {
+  const spec = toSpec(embeddings[type]);
+  const key = specKey(spec);
+  const entry = bySpec.get(key) ?? { spec, types: [] };
+  entry.types.push(type);
+  bySpec.set(key, entry);
+}
+const modelReason = (model: string) => `loading embedding model ${model}`;
+// Every start-up step is a reason up front, so /ready never answers 200 between two steps.
+const notReady = new Set<string>(['recovering state from the write-ahead log', ...[...bySpec.values()].map(({ spec }) => modelReason(spec.model))]);
+
 const keys = new KeyStore(keyFilePath(config.dataDir), config.apiKeys);
 const extraction = new ExtractionPool({ size: config.extraction.workers, timeoutMs: config.extraction.timeoutMs });
 const uploads = new UploadService(config, extraction);
@@ -101,19 +112,9 @@ try {
   process.exit(1);
 }
 
-// Load each configured model in every worker before declaring readiness.
-const bySpec = new Map<string, { spec: ReturnType<typeof toSpec>; types: string[] }>();
-for (const type of KB_TYPES) {
-  const spec = toSpec(embeddings[type]);
-  const key = specKey(spec);
-  const entry = bySpec.get(key) ?? { spec, types: [] };
-  entry.types.push(type);
-  bySpec.set(key, entry);
-}
 await Promise.all(
   [...bySpec.values()].map(async ({ spec, types }) => {
-    const reason = `loading embedding model ${spec.model}`;
-    notReady.add(reason);
+    const reason = modelReason(spec.model);
     try {
       const millis = await engine!.preloadModel(spec);
       logger.info({ model: spec.model, provider: spec.provider, dimensions: spec.dimensions, types, quantization: types.map((t) => embeddings[t as keyof typeof embeddings].quantization), loadMillis: millis }, 'embedding model serves types');

@@ -46,7 +46,8 @@ async function allSearches(s: TestServer, kb: string) {
   const out = [];
   for (const query of ['penguin colony', 'desert heat', 'volcano']) {
     for (const mode of ['full-text', 'semantic', 'hybrid']) {
-      out.push((await s.api('POST', `/api/v1/knowledge-bases/${kb}/search/${mode}`, { query, limit: 5 })).body.data);
+      const r = await s.api('POST', `/api/v1/knowledge-bases/${kb}/search/${mode}`, { query, limit: 5 });
+      out.push(r.body.data);
     }
   }
   return out;
