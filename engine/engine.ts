@@ -212,7 +212,8 @@ export class Engine {
         if (replaying) for (const c of record.chunks) observeId(c.id);
         const kb = this.kbs.get(record.kbId)!;
         const vectors = kb.vectors && attachment ? kb.vectors.fromBytes(attachment, record.chunks.length) : undefined;
-        kb.applyIndexed(item, record.chunks, vectors, record.firstDoc);
+        // Records written before document numbers were logged continue the numbering.
+        kb.applyIndexed(item, record.chunks, vectors, record.firstDoc ?? kb.docSpace);
         if (!replaying) this.scheduleGraphBuild();
         return item;
       }
