@@ -584,7 +584,8 @@ export class Engine {
       let pending = false;
       for (const kb of this.kbs.values()) {
         if (kb.vectors && kb.vectors.graphPending > 0) {
-          pending = !kb.vectors.buildStep(10) || pending;
+          // Small batches: one USearch batch add runs to its end, so the batch bounds the stall.
+          pending = !kb.vectors.buildStep(10, 8) || pending;
         }
       }
       if (!pending) {
