@@ -196,7 +196,24 @@ function systemJiffies(): { busy: number; total: number } {
   }
 }
 
+/** CPU seconds of each thread of this process (Linux: /proc/self/task), by thread id. */
+function threadCpuSeconds(): Map<string, { name: string; seconds: number }> {
+  const out = new Map<string, { name: string; seconds: number }>();
+  try {
+    for (const tid of readdirSync('/proc/self/task')) {
+      try {
+        const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        out.set(tid, { name, seconds: (Number(fields[11]) + Number(fields[12])) / CLK_TCK });
+      } catch {}
+    }
+  } catch {}
+  return out;
+}
+
 class CpuMeter {
+  private readonly threads0 = threadCpuSeconds();
   private readonly t0 = performance.now();
   private readonly usage0 = process.cpuUsage();
   private readonly stat0 = procCpuSeconds('self');
@@ -221,7 +238,13 @@ class CpuMeter {
     const procStatSeconds = procCpuSeconds('self') - this.stat0;
     const sys = systemJiffies();
     const sorted = [...this.windows].sort((a, b) => a - b);
+    const threads = [...threadCpuSeconds()]
+      .map(([tid, t]) => ({ tid, name: t.name, coreShare: (t.seconds - (this.threads0.get(tid)?.seconds ?? 0)) / wall }))
+      .sort((a, b) => b.coreShare - a.coreShare)
+      .slice(0, 5);
     return {
+      /** The busiest threads, each as a share of one core (a busy worker thread is near 1). */
+      threads,
       wallSeconds: wall,
       cpuUsageSeconds,
       procStatSeconds,
@@ -409,15 +432,31 @@ const engineLog = (level: 'info' | 'warn' | 'error', message: string, details?: 
   console.log(`  ${line}`);
 };
 
+/** Directories already emptied by --fresh in this run (later parts reuse what the first one built). */
+const freshened = new Set<string>();
+
 /** Open (or build) the engine data directory of a model holding the whole work corpus. */
 async function prepare(model: ModelChoice, work: Workload, options: { graph?: boolean } = {}): Promise<Prepared> {
   const config = kbConfig(model.spec, 'f32');
   const dir = modelDir(model, config.chunking);
-  if (args.fresh && existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+  if (args.fresh && !freshened.has(dir)) {
+    freshened.add(dir);
+    rmSync(dir, { recursive: true, force: true });
+  }
   const existed = existsSync(join(dir, 'wal'));
   mkdirSync(dir, { recursive: true });
   const open = () => Engine.open({ dataDir: dir, compute: { documentWorkers: DOCUMENT_WORKERS, settings: computeSettings() }, log: engineLog });
-  let engine = await open();
+  let engine: Engine;
+  try {
+    engine = await open();
+  } catch (err) {
+    // A log this engine version cannot replay (e.g. written before a record format change).
+    console.log(`  cannot reopen ${dir} (${err instanceof Error ? err.message : String(err)}): rebuilding it`);
+    engineMessages.push(`reopening ${dir} failed: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`);
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    engine = await open();
+  }
   const kbName = `scifact ${quick ? 'quick' : 'full'} ${model.name}`;
   let kb = engine.listKnowledgeBases(ORG).find((k) => k.name === kbName);
   const sameConfig =
@@ -536,6 +575,12 @@ async function qualityForModel(data: SciFact, work: Workload, model: ModelChoice
       `  CPU during ingestion: process ${pct(ing.cpu.processShare)} of ${CORES} cores (process.cpuUsage ${ing.cpu.cpuUsageSeconds.toFixed(1)} s, /proc/self/stat ${ing.cpu.procStatSeconds.toFixed(1)} s ` +
         `over ${ing.cpu.wallSeconds.toFixed(1)} s wall; 1-s windows median ${pct(ing.cpu.windowMedianShare)}, p10 ${pct(ing.cpu.windowP10Share)}); whole machine ${pct(ing.cpu.machineShare)} busy`,
     );
+    const cpuPerChunk = ing.cpu.cpuUsageSeconds / Math.max(1, ing.chunks);
+    console.log(
+      `  CPU per chunk ${(1000 * cpuPerChunk).toFixed(1)} ms (chunking, analysis, embedding, indexing, log): at most ${(DOCUMENT_WORKERS / cpuPerChunk).toFixed(1)} chunks/s ` +
+        `with ${DOCUMENT_WORKERS} workers on otherwise idle cores`,
+    );
+    if (ing.cpu.threads) console.log(`  busiest threads (share of one core): ${ing.cpu.threads.map((t) => `${t.name}#${t.tid} ${pct(t.coreShare)}`).join(', ')}`);
   }
 
   // The engine's own query embedding, timed once per query (the LRU cache answers later calls).
@@ -780,10 +825,10 @@ async function vectorPart(work: Workload) {
       }
       printTable(
         `efSearch sweep, ${quantization}, ${int(target)} vectors (each a new index)`,
-        ['efSearch', 'recall@10', 'p50', 'p95', 'p99', 'meets both'],
+        ['efSearch', 'recall@10', 'p50', 'p95', 'p99', 'meets both', 'graph build s'],
         [
-          [serverConfig.hnsw.expansionSearch, f4(full.recall10), ms(full.hnsw.p50), ms(full.hnsw.p95), ms(full.hnsw.p99), 'no'],
-          ...sweep.map((s) => [s.expansionSearch, f4(s.recall10), ms(s.hnsw.p50), ms(s.hnsw.p95), ms(s.hnsw.p99), s.recall10 >= RECALL_TARGET && s.hnsw.p50 <= P50_TARGET_MS ? 'yes' : 'no']),
+          [serverConfig.hnsw.expansionSearch, f4(full.recall10), ms(full.hnsw.p50), ms(full.hnsw.p95), ms(full.hnsw.p99), 'no', (totalGraphMs / 1000).toFixed(1)],
+          ...sweep.map((s) => [s.expansionSearch, f4(s.recall10), ms(s.hnsw.p50), ms(s.hnsw.p95), ms(s.hnsw.p99), s.recall10 >= RECALL_TARGET && s.hnsw.p50 <= P50_TARGET_MS ? 'yes' : 'no', (s.graphMs / 1000).toFixed(1)]),
         ],
       );
     }
@@ -799,7 +844,11 @@ interface Server {
   pid: number;
   stop: () => Promise<void>;
   logs: string[];
+  /** Exit code once the server has exited on its own (undefined while it runs). */
+  exited: () => number | undefined;
 }
+
+const SERVER_LOG = join(REPO_ROOT, '.bench-out', 'semantic-http-server.log');
 
 async function startServer(dataDir: string): Promise<Server> {
   const proc = Bun.spawn(['bun', join(REPO_ROOT, 'src/main.ts')], {
@@ -817,6 +866,14 @@ async function startServer(dataDir: string): Promise<Server> {
     stderr: 'pipe',
   });
   const logs: string[] = [];
+  const logFile = Bun.file(SERVER_LOG).writer();
+  let exitCode: number | undefined;
+  let stopping = false;
+  void proc.exited.then((code) => {
+    exitCode = code;
+    if (!stopping) console.log(`  server exited on its own with code ${code} (signal ${proc.signalCode ?? 'none'}); log in ${SERVER_LOG}; last lines:\n    ${logs.slice(-10).join('\n    ')}`);
+    void logFile.end();
+  });
   let resolvePort: (port: number) => void;
   const portPromise = new Promise<number>((r) => (resolvePort = r));
   // Keep draining both streams for the server's whole life, so it never writes into a full or closed pipe.
@@ -829,6 +886,7 @@ async function startServer(dataDir: string): Promise<Server> {
       while ((nl = buf.indexOf('\n')) >= 0) {
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
+        if (exitCode === undefined) logFile.write(`${name}: ${line}\n`);
         try {
           const entry = JSON.parse(line) as { msg?: string; port?: number; level?: number };
           if (entry.msg === 'listening' && entry.port) resolvePort!(entry.port);
@@ -846,7 +904,9 @@ async function startServer(dataDir: string): Promise<Server> {
     port,
     pid: proc.pid,
     logs,
+    exited: () => exitCode,
     stop: async () => {
+      stopping = true;
       proc.kill('SIGTERM');
       await proc.exited;
     },
@@ -1029,7 +1089,8 @@ async function httpPart(data: SciFact) {
     );
     console.log(
       `  server CPU during the bulk load: ${serverCpuSeconds.toFixed(1)} s over ${bulkSeconds.toFixed(1)} s = ${pct(serverCpuSeconds / bulkSeconds / CORES)} of ${CORES} cores; ` +
-        `whole machine ${pct((machine1.busy - machine0.busy) / Math.max(1, machine1.total - machine0.total))} busy`,
+        `whole machine ${pct((machine1.busy - machine0.busy) / Math.max(1, machine1.total - machine0.total))} busy; ` +
+        `server CPU per chunk ${((1000 * serverCpuSeconds) / Math.max(1, bulkChunks)).toFixed(1)} ms (searches included)`,
     );
     const relevantLogs = server.logs.filter((l) => !/"msg":"(state recovered|embedding model serves types)"/.test(l));
     if (relevantLogs.length > 0) console.log(`  server warnings/errors:\n    ${relevantLogs.slice(0, 10).join('\n    ')}`);
@@ -1051,6 +1112,7 @@ async function httpPart(data: SciFact) {
         chunksPerSecond: bulkChunks / bulkSeconds,
         failed: lastState.failed,
         serverCpuShare: serverCpuSeconds / bulkSeconds / CORES,
+        serverCpuMsPerChunk: (1000 * serverCpuSeconds) / Math.max(1, bulkChunks),
         progress: samples,
       },
       searchErrors: errors,
@@ -1080,7 +1142,7 @@ async function measureType(wal: Wal, spec: EmbeddingSpec, type: KbType, quantiza
   const kb = new KnowledgeBase(record);
   for (const item of wal.items) {
     const content = kb.putContent(item.id, { version: 1, text: item.text, metadata: item.metadata, source: { kind: 'text' } }, wal.kb.createdAt);
-    kb.applyIndexed(content, item.chunks!, item.vectors!.map((v) => kb.vectors!.quantize(v)));
+    kb.applyIndexed(content, item.chunks!, item.vectors!.map((v) => kb.vectors!.quantize(v)), kb.docSpace);
   }
   const flatVectorBytes = kb.vectors!.memoryBytes(); // the graph holds nothing yet
   const afterAdd = await heapNow();

@@ -1,0 +1,387 @@
+// The combined benchmark results of bench/run.ts → a summary (printed) and a self-contained HTML
+// page with inline SVG charts (no scripts, no CDN): latency against corpus size per search mode,
+// the engine against its peers, HTTP throughput against the trivial-route floor, quality.
+//
+//   bun bench/report.ts .bench-out/bench.json [.bench-out/bench.html]
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+export type Combined = Record<string, any>;
+
+// --- number formatting ------------------------------------------------------------------------
+
+const fin = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+export const ms = (x: unknown) => (!fin(x) ? '-' : x < 1 ? x.toFixed(3) : x < 10 ? x.toFixed(2) : x < 1000 ? x.toFixed(1) : x.toFixed(0));
+export const int = (x: unknown) => (!fin(x) ? '-' : Math.round(x).toLocaleString('en-US'));
+const f3 = (x: unknown) => (!fin(x) ? '-' : x.toFixed(3));
+const pct = (x: unknown) => (!fin(x) ? '-' : `${(100 * x).toFixed(0)}%`);
+const sec = (x: unknown) => (!fin(x) ? '-' : `${x.toFixed(1)} s`);
+const esc = (s: unknown) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const kcount = (x: number) => (x >= 1e6 ? `${+(x / 1e6).toFixed(1)}M` : x >= 1e3 ? `${+(x / 1e3).toFixed(1)}k` : String(Math.round(x)));
+
+// --- the summary ------------------------------------------------------------------------------
+
+export interface SummaryRow {
+  area: string;
+  measure: string;
+  value: string;
+  note?: string;
+}
+
+/** Engine semantic/hybrid/brute-force latency at the measured size nearest to `chunks`. */
+function nearestEnginePoint(r: Combined, chunks: number): any {
+  const sizes: any[] = r.engine?.sizes ?? [];
+  return sizes.reduce((best, p) => (!best || Math.abs(Math.log(p.chunks / chunks)) < Math.abs(Math.log(best.chunks / chunks)) ? p : best), undefined as any);
+}
+
+export function summaryRows(r: Combined): SummaryRow[] {
+  const rows: SummaryRow[] = [];
+  const add = (area: string, measure: string, value: string, note?: string) => rows.push({ area, measure, value, note });
+  const lat = (l: any) => (l ? `${ms(l.p50)} / ${ms(l.p95)} / ${ms(l.p99)} ms` : '-');
+
+  for (const p of r.engine?.sizes ?? []) {
+    for (const mode of ['full-text', 'semantic', 'hybrid', 'exact brute force']) {
+      const l = p.latency?.[mode];
+      if (l) add('engine latency', `${mode} @ ${kcount(p.chunks)} chunks, p50/p95/p99`, lat(l), `${int(p.queriesPerSecond?.[mode])} q/s${mode === 'semantic' ? `, recall@10 ${f3(p.recall10)}` : ''}`);
+    }
+  }
+  for (const p of r.fulltext?.sizes ?? []) add('engine latency', `full-text (bench/fulltext.ts) @ ${kcount(p.chunks)} chunks, p50/p95/p99`, lat(p.latency), `${int(p.items)} items`);
+
+  const ftl = r.fulltext?.latency;
+  if (ftl) {
+    add('peers', `engine full-text @ ${kcount(ftl.chunks)} chunks (${ftl.replicas}×), p50/p99`, `${ms(ftl.engine?.total?.p50)} / ${ms(ftl.engine?.total?.p99)} ms`);
+    for (const p of ftl.peers ?? []) add('peers', `${p.name} @ ${int(ftl.items)} items, p50/p99`, `${ms(p.latency?.p50)} / ${ms(p.latency?.p99)} ms`, `${p.timedQueries} queries; engine on the same: ${ms(p.engine?.p50)} / ${ms(p.engine?.p99)} ms`);
+  }
+  for (const s of r.pglite?.sizes ?? []) {
+    for (const [name, l] of Object.entries<any>(s.latency ?? {})) add('peers', `PGlite ${name} @ ${int(s.rows)} docs (${s.replicas}×), p50/p99`, `${ms(l.p50)} / ${ms(l.p99)} ms`, `${l.queries} queries`);
+  }
+  for (const e of r.pglite?.engine ?? []) add('peers', `engine BM25 beside PGlite @ ${int(e.chunks)} chunks (${e.replicas}×), p50/p99`, `${ms(e.latency?.p50)} / ${ms(e.latency?.p99)} ms`, `${e.latency?.queries} queries`);
+
+  const h = r.http;
+  if (h) {
+    for (const t of h.table ?? []) {
+      add(
+        'http',
+        `${t.route} c=${t.connections} (${t.tool})`,
+        `${int(t.requestsPerSecond)} req/s, p50 ${ms(t.latency?.p50)} ms, p99 ${ms(t.latency?.p99)} ms`,
+        [fin(t.floorRatio) ? `${pct(t.floorRatio)} of floor` : '', fin(t.engineRatio) ? `${pct(t.engineRatio)} of engine 1 thread` : '', `server ${fin(t.serverCores) ? t.serverCores.toFixed(2) : '-'} cores`].filter(Boolean).join('; '),
+      );
+    }
+    const e = h.engineAlone;
+    if (e) add('http', `engine alone, same ${int(e.chunks)} chunks, full-text on one thread`, `${int(e.searchFullText?.queriesPerSecond)} q/s`, `index only ${int(e.indexSearch?.queriesPerSecond)} q/s`);
+    const t = h.target;
+    if (t)
+      add(
+        'http',
+        `target: full-text c=16 ÷ engine 1 thread ≥ 70%, p99 ≤ 10 ms`,
+        `${pct(t.ratio)}, p99 ${ms(t.p99Ms)} ms`,
+        `${t.ratio >= t.ratioTarget ? 'ratio met' : 'ratio MISSED'}, ${t.p99Ms <= t.p99TargetMs ? 'p99 met' : 'p99 MISSED'} (${t.tool}; at ${int(h.settings?.targetChunks)} chunks)`,
+      );
+    const i = h.ingestion;
+    if (i) {
+      add('ingestion', `POST contents (no wait), c=${i.connections}`, `${int(i.acksPerSecond)} acks/s`, `p50 ${ms(i.ackLatency?.p50)} ms, p99 ${ms(i.ackLatency?.p99)} ms`);
+      add('ingestion', 'chunks indexed (HTTP, stub embedder)', `${int(i.chunksIndexedPerSecond)} chunks/s`, `${int(i.chunks)} chunks in ${sec(i.indexedSeconds)}; HNSW graph ${sec(i.graphSeconds)} more`);
+    }
+    if (h.restart) add('restart', `server on ${int(h.ingestion?.chunks)} chunks with vectors (snapshot at shutdown + log)`, `${int(h.restart.readyMs)} ms to /ready`, `shutdown ${int(h.restart.shutdownMs)} ms; recovery ${int(h.restart.recovery?.millis)} ms`);
+    if (h.memory) add('memory', 'server RSS per chunk (loaded / after restart)', `${int(h.memory.bytesPerChunkLoaded)} / ${int(h.memory.bytesPerChunkAfterRestart)} B`, 'includes 1,536 B of 384-d f32 vector');
+  }
+  const rs = r.restart;
+  if (rs) add('restart', `server on ${int(rs.items)} items / ${int(rs.chunks)} chunks, full-text only (log replay, bench/restart.ts)`, `${int(rs.restartReadyMs)} ms to /ready`, `replay ${int(rs.replayMs)} ms, log ${rs.walMiB} MiB; engine ingest ${int(rs.items / rs.ingestIndexedSeconds)} items/s`);
+  for (const p of (r.engine?.sizes ?? []).slice(-1)) add('memory', `engine per chunk @ ${kcount(p.chunks)} (JS heap)`, `${int(p.heapBytesPerChunk)} B`, `vectors ${int(p.vectorBytesPerChunk)} B, postings ${int(p.postingBytesPerChunk)} B`);
+
+  for (const q of r.fulltext?.quality?.comparison ?? []) add('quality', `${q.name === 'engine' ? 'engine full-text' : q.name}`, `nDCG@10 ${f3(q.quality?.ndcg10)}`, `Recall@100 ${f3(q.quality?.recall100)}, ${q.quality?.queries} queries`);
+  for (const [mode, q] of Object.entries<any>(r.engine?.quality ?? {})) add('quality', `engine ${mode}${mode === 'full-text' ? ' (bench/engine-modes.ts)' : ' (hashed embedder)'}`, `nDCG@10 ${f3(q.ndcg10)}`, `Recall@100 ${f3(q.recall100)}, ${q.queries} queries`);
+  for (const [name, q] of Object.entries<any>(r.pglite?.quality ?? {})) add('quality', name === 'engine' ? 'engine BM25 (beside PGlite)' : `PGlite ${name}`, `nDCG@10 ${f3(q.ndcg10)}`, `Recall@100 ${f3(q.recall100)}, ${q.queries} queries`);
+  for (const m of r.semantic?.quality ?? []) {
+    for (const row of m.rows ?? []) add('quality', `${m.model?.model}: ${row.name}`, `nDCG@10 ${f3(row.quality?.ndcg10)}`, `Recall@100 ${f3(row.quality?.recall100)}, ${row.quality?.queries} queries`);
+  }
+  for (const [name, p] of Object.entries<any>(r.parts ?? {})) add('run', `part ${name}`, p.status === 'ok' ? sec(p.seconds) : p.status, p.note);
+  return rows;
+}
+
+export function printSummary(r: Combined): void {
+  const rows = summaryRows(r);
+  const header = ['area', 'measure', 'value', 'note'];
+  const cells = [header, ...rows.map((x) => [x.area, x.measure, x.value, x.note ?? ''])];
+  const widths = header.map((_, c) => Math.min(c === 3 ? 90 : 80, Math.max(...cells.map((row) => row[c]!.length))));
+  console.log(`\nSummary (${r.mode}, ${r.date}; ${r.machine?.cores}× ${r.machine?.cpu}, Bun ${r.machine?.bun}, load average at start ${r.machine?.loadAverage?.join(' ')})`);
+  let last = '';
+  cells.forEach((row, i) => {
+    if (i > 1 && row[0] !== last) console.log('');
+    last = row[0]!;
+    console.log('  ' + row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd());
+    if (i === 0) console.log('  ' + widths.map((w) => '-'.repeat(w)).join('  '));
+  });
+}
+
+// --- SVG charts -------------------------------------------------------------------------------
+
+const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#7f7f7f', '#bcbd22'];
+
+interface Series {
+  name: string;
+  points: [number, number][];
+  dashed?: boolean;
+  /** Palette index (defaults to the series position). */
+  color?: number;
+}
+
+function niceLogTicks(min: number, max: number): number[] {
+  const ticks: number[] = [];
+  for (let e = Math.floor(Math.log10(min)); e <= Math.ceil(Math.log10(max)); e++) {
+    for (const m of [1, 2, 5]) {
+      const v = m * 10 ** e;
+      if (v >= min * 0.999 && v <= max * 1.001) ticks.push(v);
+    }
+  }
+  return ticks;
+}
+
+function niceLinearTicks(max: number): number[] {
+  const step = 10 ** Math.floor(Math.log10(max / 4 || 1));
+  const mult = [1, 2, 5, 10].find((m) => max / (m * step) <= 6) ?? 10;
+  const ticks: number[] = [];
+  for (let v = 0; v <= max * 1.0001; v += mult * step) ticks.push(+v.toPrecision(6));
+  return ticks;
+}
+
+const tickLabel = (v: number) => (v >= 1000 ? kcount(v) : v >= 1 ? String(+v.toPrecision(3)) : String(+v.toPrecision(2)));
+
+export function lineChart(opts: { title: string; series: Series[]; xLabel: string; yLabel: string; xLog?: boolean; yLog?: boolean }): string {
+  const series = opts.series.map((s) => ({ ...s, points: s.points.filter(([x, y]) => fin(x) && fin(y) && (!opts.yLog || y > 0) && (!opts.xLog || x > 0)) })).filter((s) => s.points.length > 0);
+  if (series.length === 0) return `<p class="empty">${esc(opts.title)}: no data in this run.</p>`;
+  const W = 640, H = 360, L = 64, R = 200, T = 34, B = 48;
+  const xs = series.flatMap((s) => s.points.map((p) => p[0]));
+  const ys = series.flatMap((s) => s.points.map((p) => p[1]));
+  let [x0, x1] = [Math.min(...xs), Math.max(...xs)];
+  let [y0, y1] = [Math.min(...ys), Math.max(...ys)];
+  if (opts.xLog) [x0, x1] = [x0 / 1.3, x1 * 1.3];
+  else if (x0 === x1) [x0, x1] = [x0 * 0.9, x1 * 1.1 + 1];
+  if (opts.yLog) [y0, y1] = [10 ** Math.floor(Math.log10(y0)), 10 ** Math.ceil(Math.log10(y1))];
+  else [y0, y1] = [0, y1 * 1.1 || 1];
+  const sx = (x: number) => L + ((opts.xLog ? Math.log(x / x0) / Math.log(x1 / x0) : (x - x0) / (x1 - x0)) * (W - L - R));
+  const sy = (y: number) => H - B - ((opts.yLog ? Math.log(y / y0) / Math.log(y1 / y0) : (y - y0) / (y1 - y0)) * (H - T - B));
+  const yTicks = opts.yLog ? niceLogTicks(y0, y1) : niceLinearTicks(y1);
+  const xTicks = opts.xLog ? [...new Set(xs)].sort((a, b) => a - b) : niceLinearTicks(x1);
+  const parts: string[] = [];
+  parts.push(`<text x="${W / 2 - R / 2 + L / 2}" y="20" class="title">${esc(opts.title)}</text>`);
+  for (const t of yTicks) parts.push(`<line x1="${L}" x2="${W - R}" y1="${sy(t)}" y2="${sy(t)}" class="grid"/><text x="${L - 6}" y="${sy(t) + 4}" class="tick" text-anchor="end">${tickLabel(t)}</text>`);
+  for (const t of xTicks) parts.push(`<line x1="${sx(t)}" x2="${sx(t)}" y1="${T}" y2="${H - B}" class="grid"/><text x="${sx(t)}" y="${H - B + 16}" class="tick" text-anchor="middle">${tickLabel(t)}</text>`);
+  parts.push(`<line x1="${L}" x2="${W - R}" y1="${H - B}" y2="${H - B}" class="axis"/><line x1="${L}" x2="${L}" y1="${T}" y2="${H - B}" class="axis"/>`);
+  parts.push(`<text x="${(L + W - R) / 2}" y="${H - 8}" class="label" text-anchor="middle">${esc(opts.xLabel)}</text>`);
+  parts.push(`<text x="14" y="${(T + H - B) / 2}" class="label" text-anchor="middle" transform="rotate(-90 14 ${(T + H - B) / 2})">${esc(opts.yLabel)}</text>`);
+  series.forEach((s, i) => {
+    const color = PALETTE[(s.color ?? i) % PALETTE.length];
+    const pts = [...s.points].sort((a, b) => a[0] - b[0]);
+    parts.push(`<polyline fill="none" stroke="${color}" stroke-width="2" ${s.dashed ? 'stroke-dasharray="5 4"' : ''} points="${pts.map(([x, y]) => `${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(' ')}"/>`);
+    for (const [x, y] of pts) parts.push(`<circle cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="3" fill="${color}"><title>${esc(s.name)}: ${tickLabel(x)} → ${ms(y)}</title></circle>`);
+    const ly = T + 8 + i * 18;
+    parts.push(`<line x1="${W - R + 12}" x2="${W - R + 32}" y1="${ly}" y2="${ly}" stroke="${color}" stroke-width="2" ${s.dashed ? 'stroke-dasharray="5 4"' : ''}/><text x="${W - R + 38}" y="${ly + 4}" class="legend">${esc(s.name)}</text>`);
+  });
+  return `<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(opts.title)}">${parts.join('')}</svg>`;
+}
+
+/** Horizontal bars, one group per label, one bar per series; log or linear x. */
+export function barChart(opts: { title: string; labels: string[]; series: { name: string; values: (number | undefined)[] }[]; xLabel: string; xLog?: boolean; reference?: { value: number; name: string } }): string {
+  const vals = opts.series.flatMap((s) => s.values).filter((v): v is number => fin(v) && (!opts.xLog || v > 0));
+  if (vals.length === 0) return `<p class="empty">${esc(opts.title)}: no data in this run.</p>`;
+  const barH = 12, gap = 8;
+  const groupH = opts.series.length * barH + gap;
+  const L = 250, R = 90, T = 34, B = 44, W = 760;
+  const H = T + B + opts.labels.length * groupH + (opts.series.length > 1 ? 20 : 0);
+  let x0 = opts.xLog ? 10 ** Math.floor(Math.log10(Math.min(...vals))) : 0;
+  let x1 = opts.xLog ? 10 ** Math.ceil(Math.log10(Math.max(...vals, opts.reference?.value ?? 0))) : Math.max(...vals, opts.reference?.value ?? 0) * 1.08;
+  if (x0 === x1) [x0, x1] = [x0 / 10, x1 * 10];
+  const sx = (x: number) => L + (opts.xLog ? Math.log(Math.max(x, x0) / x0) / Math.log(x1 / x0) : x / x1) * (W - L - R);
+  const parts: string[] = [`<text x="${W / 2}" y="20" class="title" text-anchor="middle">${esc(opts.title)}</text>`];
+  const ticks = opts.xLog ? niceLogTicks(x0, x1).filter((t) => Math.log10(t) % 1 === 0 || niceLogTicks(x0, x1).length < 8) : niceLinearTicks(x1);
+  const plotBottom = T + opts.labels.length * groupH;
+  for (const t of ticks) parts.push(`<line x1="${sx(t)}" x2="${sx(t)}" y1="${T}" y2="${plotBottom}" class="grid"/><text x="${sx(t)}" y="${plotBottom + 14}" class="tick" text-anchor="middle">${tickLabel(t)}</text>`);
+  parts.push(`<text x="${(L + W - R) / 2}" y="${plotBottom + 32}" class="label" text-anchor="middle">${esc(opts.xLabel)}</text>`);
+  opts.labels.forEach((label, g) => {
+    const gy = T + g * groupH;
+    parts.push(`<text x="${L - 8}" y="${gy + (opts.series.length * barH) / 2 + 4}" class="tick" text-anchor="end">${esc(label)}</text>`);
+    opts.series.forEach((s, i) => {
+      const v = s.values[g];
+      if (!fin(v) || (opts.xLog && v <= 0)) return;
+      const color = PALETTE[i % PALETTE.length];
+      const y = gy + i * barH;
+      parts.push(`<rect x="${L}" y="${y}" width="${Math.max(1, sx(v) - L).toFixed(1)}" height="${barH - 2}" fill="${color}"><title>${esc(label)} · ${esc(s.name)}: ${ms(v)}</title></rect>`);
+      parts.push(`<text x="${(sx(v) + 4).toFixed(1)}" y="${y + barH - 3}" class="value">${v >= 100 ? int(v) : ms(v)}</text>`);
+    });
+  });
+  if (opts.reference && fin(opts.reference.value)) {
+    const x = sx(opts.reference.value);
+    parts.push(`<line x1="${x}" x2="${x}" y1="${T - 4}" y2="${plotBottom}" stroke="#444" stroke-dasharray="4 3"/><text x="${x + 3}" y="${T - 6}" class="tick">${esc(opts.reference.name)}</text>`);
+  }
+  if (opts.series.length > 1) {
+    let lx = L;
+    for (const [i, s] of opts.series.entries()) {
+      parts.push(`<rect x="${lx}" y="${H - 16}" width="12" height="10" fill="${PALETTE[i % PALETTE.length]}"/><text x="${lx + 16}" y="${H - 7}" class="legend">${esc(s.name)}</text>`);
+      lx += 28 + s.name.length * 7.5;
+    }
+  }
+  return `<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(opts.title)}">${parts.join('')}</svg>`;
+}
+
+// --- the page ---------------------------------------------------------------------------------
+
+function table(header: string[], rows: (string | number)[][], numeric = (i: number) => i > 0): string {
+  return `<table><thead><tr>${header.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows
+    .map((r) => `<tr>${r.map((c, i) => `<td${numeric(i) ? " class=\"num\"" : ""}>${esc(c)}</td>`).join('')}</tr>`)
+    .join('')}</tbody></table>`;
+}
+
+export function renderHtml(r: Combined): string {
+  const sections: string[] = [];
+  const modes = ['full-text', 'semantic', 'hybrid', 'exact brute force'];
+  const sizes: any[] = r.engine?.sizes ?? [];
+
+  // 1. Latency against corpus size.
+  if (sizes.length || r.fulltext?.sizes) {
+    const series: Series[] = [];
+    modes.forEach((mode, m) => series.push({ name: `${mode} p50`, points: sizes.map((p) => [p.chunks, p.latency?.[mode]?.p50]), color: m }));
+    modes.forEach((mode, m) => series.push({ name: `${mode} p99`, points: sizes.map((p) => [p.chunks, p.latency?.[mode]?.p99]), dashed: true, color: m }));
+    const ft = (r.fulltext?.sizes ?? []) as any[];
+    const ftSeries: Series[] = [
+      { name: 'engine (modes) p50', points: sizes.map((p) => [p.chunks, p.latency?.['full-text']?.p50]) },
+      { name: "engine (modes) p99", points: sizes.map((p) => [p.chunks, p.latency?.['full-text']?.p99]), dashed: true, color: 0 },
+      { name: "fulltext.ts p50", points: ft.map((p) => [p.chunks, p.latency?.p50]), color: 1 },
+      { name: "fulltext.ts p99", points: ft.map((p) => [p.chunks, p.latency?.p99]), dashed: true, color: 1 },
+    ];
+    sections.push(`<h2 id="latency">Engine latency against corpus size</h2>
+      <p>In process, no HTTP: each mode through <code>KnowledgeBase</code> with hits materialized, top 10, SciFact train queries; vectors from the hashed 384-d embedder (the query vector is precomputed, so semantic times are the engine's, not a model's). Semantic search goes through HNSW from ${int(5000)} vectors on (exact below), re-scored exactly. Solid: p50, dashed: p99.</p>
+      ${lineChart({ title: 'Latency by mode (engine)', series, xLabel: 'chunks (log)', yLabel: 'ms (log)', xLog: true, yLog: true })}
+      ${lineChart({ title: 'Full-text latency, both engine benchmarks', series: ftSeries, xLabel: 'chunks (log)', yLabel: 'ms (log)', xLog: true, yLog: true })}
+      ${table(
+        ['chunks', 'mode', 'p50 ms', 'p95 ms', 'p99 ms', 'queries/s', 'notes'],
+        sizes.flatMap((p) => modes.map((m) => [int(p.chunks), m, ms(p.latency?.[m]?.p50), ms(p.latency?.[m]?.p95), ms(p.latency?.[m]?.p99), int(p.queriesPerSecond?.[m]), m === 'semantic' ? `recall@10 vs brute force ${f3(p.recall10)}` : m === 'exact brute force' ? `${p.bruteQueries} queries` : ''])),
+      )}`);
+  }
+
+  // 2. Engine against peers.
+  const peerLabels: string[] = [];
+  const p50: (number | undefined)[] = [];
+  const p99: (number | undefined)[] = [];
+  const addPeer = (label: string, l: any) => {
+    if (!l) return;
+    peerLabels.push(label);
+    p50.push(l.p50);
+    p99.push(l.p99);
+  };
+  const ftl = r.fulltext?.latency;
+  if (ftl) {
+    addPeer(`engine full-text (${kcount(ftl.chunks)} chunks)`, ftl.engine?.total);
+    for (const p of ftl.peers ?? []) addPeer(`${p.name} (${kcount(ftl.items)} docs)`, p.latency);
+  }
+  const pgBig = (r.pglite?.sizes ?? []).slice(-1)[0];
+  const engineBig = (r.pglite?.engine ?? []).slice(-1)[0];
+  if (engineBig) addPeer(`engine BM25 beside PGlite (${kcount(engineBig.chunks)})`, engineBig.latency);
+  if (pgBig) for (const [name, l] of Object.entries<any>(pgBig.latency ?? {})) addPeer(`PGlite ${name} (${kcount(pgBig.rows)})`, l);
+  const near = pgBig ? nearestEnginePoint(r, pgBig.rows) : sizes[sizes.length - 1];
+  if (near) {
+    addPeer(`engine semantic HNSW (${kcount(near.chunks)})`, near.latency?.semantic);
+    addPeer(`exact brute force, JS (${kcount(near.chunks)})`, near.latency?.['exact brute force']);
+    addPeer(`engine hybrid (${kcount(near.chunks)})`, near.latency?.hybrid);
+  }
+  if (peerLabels.length) {
+    sections.push(`<h2 id="peers">Engine and peers, same data, same run</h2>
+      <p>Full-text peers (Orama, MiniSearch) from <code>bench/fulltext.ts</code>, in the same process on the same documents; PostgreSQL full-text search and pgvector through PGlite (WASM, one thread) from <code>bench/peers-pglite.ts</code>; exact brute force over a flat Float32Array from <code>bench/engine-modes.ts</code>. Log scale.</p>
+      ${barChart({ title: 'Search latency, top 10 (ms, log scale)', labels: peerLabels, series: [{ name: 'p50', values: p50 }, { name: 'p99', values: p99 }], xLabel: 'ms (log)', xLog: true })}`);
+  }
+  if (r.pglite?.sizes?.length) {
+    const pg = r.pglite;
+    const names = Object.keys(pg.sizes[0].latency ?? {});
+    sections.push(`<h3>PGlite (${esc(String(pg.postgres ?? '').replace(/ on wasm32.*/, ''))}, WASM, one thread)</h3>
+      ${table(
+        ['system', ...pg.sizes.flatMap((s: any) => [`${s.replicas}× p50 ms`, `${s.replicas}× p99 ms`, `${s.replicas}× queries`])],
+        [
+          ['engine BM25', ...(pg.engine ?? []).flatMap((e: any) => [ms(e.latency?.p50), ms(e.latency?.p99), e.latency?.queries])],
+          ...names.map((n) => [`PGlite ${n}`, ...pg.sizes.flatMap((s: any) => [ms(s.latency?.[n]?.p50), ms(s.latency?.[n]?.p99), s.latency?.[n]?.queries ?? '-'])]),
+        ],
+      )}
+      ${table(['size', 'rows', 'load s', 'GIN s', 'HNSW s', 'table + indexes MiB'], pg.sizes.map((s: any) => [`${s.replicas}×`, int(s.rows), sec(s.loadMs / 1000), sec(s.ginMs / 1000), fin(s.hnswMs) ? sec(s.hnswMs / 1000) : '-', int(s.tableBytes / 2 ** 20)]))}`);
+  }
+
+  // 3. HTTP.
+  const h = r.http;
+  if (h?.table?.length) {
+    const routes: string[] = [...new Set<string>(h.table.map((t: any) => `${t.route} (${t.tool})`))];
+    const conns: number[] = [...new Set<number>(h.table.map((t: any) => t.connections))];
+    const value = (route: string, c: number, key: 'rps' | 'p99') => {
+      const t = h.table.find((x: any) => `${x.route} (${x.tool})` === route && x.connections === c);
+      return t ? (key === 'rps' ? t.requestsPerSecond : t.latency?.p99) : undefined;
+    };
+    const tg = h.target;
+    sections.push(`<h2 id="http">Through HTTP</h2>
+      <p>The real server (<code>bun src/main.ts</code>, LOG_LEVEL=warn, RATE_LIMIT_RPS=0) on ${int(h.ingestion?.chunks)} chunks; load from autocannon${(h.settings?.loadGenerators ?? []).includes('wrk') ? ' and wrk' : ''} on the same machine (${r.machine?.cores} cores shared by client and server). Embeddings: ${esc(h.settings?.embedding ?? '')}. The floor is <code>GET /health</code> of the same server in the same run.</p>
+      ${tg ? `<p class="target">Full-text at concurrency 16: <b>${int(tg.httpRequestsPerSecond)} req/s</b> (${esc(tg.tool)}) = <b>${pct(tg.ratio)}</b> of the engine alone on one thread (${int(tg.engineQueriesPerSecond)} queries/s; target ≥ 70%: ${tg.ratio >= 0.7 ? 'met' : 'missed'}), p99 <b>${ms(tg.p99Ms)} ms</b> (target ≤ 10 ms: ${tg.p99Ms <= 10 ? 'met' : 'missed'}); HTTP floor ${int(tg.floorRequestsPerSecond)} req/s.</p>` : ''}
+      ${barChart({ title: 'Throughput (req/s, log scale)', labels: routes, series: conns.map((c) => ({ name: `c=${c}`, values: routes.map((rt) => value(rt, c, 'rps')) })), xLabel: 'requests per second (log)', xLog: true, reference: h.engineAlone ? { value: h.engineAlone.searchFullText?.queriesPerSecond, name: 'engine full-text, 1 thread' } : undefined })}
+      ${barChart({ title: 'p99 latency (ms, log scale)', labels: routes, series: conns.map((c) => ({ name: `c=${c}`, values: routes.map((rt) => value(rt, c, 'p99')) })), xLabel: 'ms (log)', xLog: true, reference: { value: 10, name: '10 ms' } })}
+      ${table(
+        ['route', 'tool', 'c', 'req/s', 'p50 ms', 'p99 ms', '÷ floor', '÷ engine 1 thread', 'server cores', 'client cores', 'non-2xx + errors'],
+        h.table.map((t: any) => [t.route, t.tool, t.connections, int(t.requestsPerSecond), ms(t.latency?.p50), ms(t.latency?.p99), pct(t.floorRatio), pct(t.engineRatio), fin(t.serverCores) ? t.serverCores.toFixed(2) : '-', fin(t.clientCores) ? t.clientCores.toFixed(2) : '-', (t.non2xx ?? 0) + (t.errors ?? 0)]),
+      )}`);
+    const prog: any[] = h.ingestion?.progress ?? [];
+    if (prog.length) {
+      sections.push(`<h3>Ingestion</h3>
+        <p>${int(h.ingestion.items)} items posted without <code>wait</code> at concurrency ${h.ingestion.connections}: <b>${int(h.ingestion.acksPerSecond)} acknowledgements/s</b>; <b>${int(h.ingestion.chunksIndexedPerSecond)} chunks indexed/s</b> (${int(h.ingestion.chunks)} chunks in ${sec(h.ingestion.indexedSeconds)}, stub embedder); HNSW graph finished ${sec(h.ingestion.graphSeconds)} later. Restart on this directory: ${int(h.restart?.readyMs)} ms to <code>/ready</code>.</p>
+        ${lineChart({ title: 'Chunks searchable during the load', series: [{ name: 'chunks', points: prog.map((p) => [p.t, p.chunks]) }, { name: 'queue depth', points: prog.map((p) => [p.t, p.queue]) }], xLabel: 'seconds since the first POST', yLabel: 'count' })}`);
+    }
+  }
+
+  // 4. Quality.
+  const qLabels: string[] = [];
+  const ndcg: (number | undefined)[] = [];
+  const recall: (number | undefined)[] = [];
+  const addQ = (label: string, q: any) => {
+    if (!q) return;
+    qLabels.push(label);
+    ndcg.push(q.ndcg10);
+    recall.push(q.recall100);
+  };
+  for (const q of r.fulltext?.quality?.comparison ?? []) addQ(q.name === 'engine' ? 'engine full-text' : q.name, q.quality);
+  for (const [mode, q] of Object.entries<any>(r.engine?.quality ?? {})) if (mode !== 'full-text') addQ(`engine ${mode} (hashed vectors)`, q);
+  for (const [name, q] of Object.entries<any>(r.pglite?.quality ?? {})) if (name !== 'engine') addQ(`PGlite ${name}`, q);
+  for (const m of r.semantic?.quality ?? []) for (const row of m.rows ?? []) if (/^(semantic \(engine|hybrid weighted w=0\.5|hybrid rrf)/.test(row.name)) addQ(`${m.model?.model}: ${row.name}`, row.quality);
+  if (qLabels.length) {
+    sections.push(`<h2 id="quality">Quality on SciFact train</h2>
+      <p>nDCG@10 and Recall@100 over the judged training queries (chunk hits folded into documents by their best chunk). Semantic and hybrid rows marked “hashed vectors” use the benchmark's lexical hash embedder, not a neural model${r.semantic ? '; rows named after a model come from <code>bench/semantic.ts</code>' : ''}.</p>
+      ${barChart({ title: 'Quality (higher is better)', labels: qLabels, series: [{ name: 'nDCG@10', values: ndcg }, { name: 'Recall@100', values: recall }], xLabel: 'score' })}`);
+  }
+
+  // 5. Everything as rows, and the run.
+  const rows = summaryRows(r);
+  sections.push(`<h2 id="summary">All numbers</h2>${table(['area', 'measure', 'value', 'note'], rows.map((x) => [x.area, x.measure, x.value, x.note ?? '']), (i) => i === 2)}`);
+  if (r.problems?.length) sections.push(`<h2 id="problems">Problems noticed</h2><ul>${r.problems.map((p: string) => `<li>${esc(p)}</li>`).join('')}</ul>`);
+
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>kb-search benchmark ${esc(r.date ?? '')}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1000px;padding:0 16px;color:#222}
+h1{font-size:22px}h2{font-size:18px;margin-top:36px;border-bottom:1px solid #ddd;padding-bottom:4px}h3{font-size:15px}
+table{border-collapse:collapse;margin:10px 0 18px;font-size:12.5px}th,td{border:1px solid #ddd;padding:3px 7px;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums}th{background:#f4f4f4}
+svg{display:block;margin:10px 0;max-width:100%;height:auto}svg .title{font-weight:600;font-size:13px}svg .tick{font-size:11px;fill:#555}svg .label{font-size:12px;fill:#333}
+svg .legend{font-size:11.5px;fill:#222}svg .value{font-size:10px;fill:#333}svg .grid{stroke:#eee}svg .axis{stroke:#999}
+.meta{color:#555}.target{background:#f6f8fa;border-left:3px solid #1f77b4;padding:6px 10px}.empty{color:#888;font-style:italic}code{background:#f4f4f4;padding:0 3px}
+</style></head><body>
+<h1>kb-search benchmark</h1>
+<p class="meta">${esc(r.mode)} run, ${esc(r.date)} · ${esc(r.machine?.cores)}× ${esc(r.machine?.cpu)}, Bun ${esc(r.machine?.bun)} · load average at start ${esc(r.machine?.loadAverage?.join(' ') ?? '-')} · total ${sec(r.seconds)} · <code>${esc(r.command ?? '')}</code></p>
+<p>Parts: ${Object.entries<any>(r.parts ?? {}).map(([k, p]) => `${esc(k)} ${p.status === 'ok' ? sec(p.seconds) : esc(p.status)}`).join(' · ')}</p>
+${sections.join('\n')}
+</body></html>
+`;
+}
+
+if (import.meta.main) {
+  const [input, output] = Bun.argv.slice(2);
+  if (!input) {
+    console.error('usage: bun bench/report.ts <results.json> [out.html]');
+    process.exit(2);
+  }
+  const r = (await Bun.file(input).json()) as Combined;
+  printSummary(r);
+  const out = output ?? input.replace(/\.json$/, '') + '.html';
+  await Bun.write(out, renderHtml(r));
+  console.log(`\nHTML report: ${out}`);
+}
