@@ -1,0 +1,59 @@
+// Smoke test of `bun run bench --quick`: every default part runs, and the combined JSON and the
+// HTML report are written with their top-level sections. No threshold is asserted: numbers from a
+// shared CI machine say nothing about regressions.
+import { expect, test } from 'bun:test';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const ROOT = resolve(import.meta.dir, '..');
+const SCIFACT = existsSync(join(process.env.SCIFACT_DIR ?? join(ROOT, '..', 'shared', 'eval', 'scifact-train'), 'corpus.jsonl'));
+
+test(
+  'bun bench/run.ts --quick exits 0 and writes JSON and HTML with every section',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kb-bench-smoke-'));
+    try {
+      const out = join(dir, 'bench');
+      const proc = Bun.spawn(['bun', 'bench/run.ts', '--quick', '--out', out], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' });
+      const [stdout, stderr] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+      const code = await proc.exited;
+      if (code !== 0) throw new Error(`bench/run.ts --quick exited ${code}:\n${stdout.slice(-4000)}\n${stderr.slice(-2000)}`);
+      expect(stdout).toContain('Summary (quick');
+
+      const json = (await Bun.file(`${out}.json`).json()) as Record<string, any>;
+      expect(json.kind).toBe('kb-search benchmark');
+      expect(json.mode).toBe('quick');
+      for (const key of ['machine', 'parts', 'summary', 'problems', 'engine', 'http', 'restart', 'pglite']) expect(json).toHaveProperty(key);
+      for (const part of ['engine', 'http', 'restart', 'pglite']) expect(json.parts[part].status).toBe('ok');
+      // bench/fulltext.ts has nothing to measure without SciFact (it exits 0 with no results).
+      if (SCIFACT) {
+        expect(json.parts.fulltext.status).toBe('ok');
+        expect(json).toHaveProperty('fulltext');
+        expect(json.engine.quality).toHaveProperty('semantic');
+        expect(json.pglite.quality).toHaveProperty('engine');
+      }
+      expect(json.engine.sizes.length).toBeGreaterThanOrEqual(2);
+      for (const mode of ['full-text', 'semantic', 'hybrid', 'exact brute force']) expect(json.engine.sizes[0].latency[mode].p99).toBeGreaterThan(0);
+      const routes = new Set(json.http.table.map((r: { route: string }) => r.route));
+      for (const route of ['GET /health (floor)', 'full-text', 'semantic', 'hybrid']) expect(routes.has(route)).toBe(true);
+      expect(json.http.ingestion.acksPerSecond).toBeGreaterThan(0);
+      expect(json.http.ingestion.chunksIndexedPerSecond).toBeGreaterThan(0);
+      expect(json.http.engineAlone.searchFullText.queriesPerSecond).toBeGreaterThan(0);
+      expect(json.http.restart.readyMs).toBeGreaterThan(0);
+      expect(json.restart.restartReadyMs).toBeGreaterThan(0);
+      expect(json.summary.length).toBeGreaterThan(10);
+
+      const html = await Bun.file(`${out}.html`).text();
+      expect(html.startsWith('<!doctype html>')).toBe(true);
+      for (const id of ['latency', 'peers', 'http', 'summary']) expect(html).toContain(`id="${id}"`);
+      if (SCIFACT) expect(html).toContain('id="quality"');
+      expect(html).toContain('<svg');
+      // Self-contained: no scripts, nothing fetched from elsewhere.
+      expect(html).not.toMatch(/<script|<link |src="http/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+  { timeout: 180_000 },
+);
