@@ -75,8 +75,8 @@ const SIZES = {
   curveQueries: quick ? 100 : 200,
   latencyPasses: quick ? 2 : 3,
   efSweep: quick ? [128, 256] : [96, 128, 192, 256, 384],
-  httpSeed: quick ? 100 : 500,
-  httpBulk: quick ? 300 : 2000,
+  httpSeed: quick ? 80 : 500,
+  httpBulk: quick ? 200 : 2000,
   httpSearches: quick ? 50 : 200,
   httpWriters: 4,
 };

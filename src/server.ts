@@ -1,7 +1,7 @@
 // The server: listen at once (so /health and /ready answer during recovery), replay the
 // log, load the embedding models, then serve the API.
 import { Engine, toSpec } from '../engine/engine';
-import { specKey } from '../engine/embedding/factory';
+import { specKey } from '../engine/embedding/provider';
 import { rm } from 'node:fs/promises';
 import { ExtractionPool } from '../engine/extract';
 import pkg from '../package.json';

@@ -14,9 +14,7 @@ export interface EmbeddingSettings {
   http?: { url: string; apiKey?: string; timeoutMs?: number; retries?: number };
 }
 
-export function specKey(spec: EmbeddingSpec): string {
-  return `${spec.provider}:${spec.model}:${spec.dimensions}`;
-}
+export { specKey } from './provider';
 
 export async function createProvider(spec: EmbeddingSpec, settings: EmbeddingSettings): Promise<EmbeddingProvider> {
   switch (spec.provider) {

@@ -43,3 +43,8 @@ export class EmbeddingError extends Error {
     this.name = 'EmbeddingError';
   }
 }
+
+/** One key per model (provider, model id, dimensions): caches and worker registries use it. */
+export function specKey(spec: EmbeddingSpec): string {
+  return `${spec.provider}:${spec.model}:${spec.dimensions}`;
+}

@@ -2,8 +2,8 @@
 // and queries (embed only; a worker of its own, so a search never waits behind bulk ingestion).
 // Query vectors are cached (LRU) per model.
 import { LRUCache } from 'lru-cache';
-import { specKey, type EmbeddingSettings } from '../embedding/factory';
-import { EmbeddingError, type EmbeddingSpec } from '../embedding/provider';
+import type { EmbeddingSettings } from '../embedding/factory';
+import { EmbeddingError, specKey, type EmbeddingSpec } from '../embedding/provider';
 import type { ItemResult } from './handlers';
 import { WorkerPool } from '../workers/pool';
 import type { ProcessJob } from './process';
