@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { CorpusDoc } from './scifact';
+import type { CorpusDoc } from './eval-data';
 
 export const REPO_ROOT = resolve(import.meta.dir, '..');
 export const CORES = cpus().length;
@@ -291,8 +291,8 @@ export function metricSum(metrics: Map<string, number>, name: string): number {
 // --- SciFact, or a generated stand-in -----------------------------------------------------------
 
 /** SciFact train when present; otherwise a generated corpus (latency only: no judgments). */
-export async function loadCorpus(): Promise<{ data: import('./scifact').SciFact; generated: boolean }> {
-  const { loadSciFact } = await import('./scifact');
+export async function loadCorpus(): Promise<{ data: import('./eval-data').SciFact; generated: boolean }> {
+  const { loadSciFact } = await import('./eval-data');
   const data = await loadSciFact();
   if (data) return { data, generated: false };
   // Zipf-like vocabulary of made-up words, 1,000-character documents, 5-word queries.
@@ -307,7 +307,7 @@ export async function loadCorpus(): Promise<{ data: import('./scifact').SciFact;
 }
 
 /** A spread sample of judged queries and a corpus of their relevant documents plus an even spread of others. */
-export function sampleWorkload(data: import('./scifact').SciFact, queryCount: number, documentCount: number) {
+export function sampleWorkload(data: import('./eval-data').SciFact, queryCount: number, documentCount: number) {
   const judged = data.queries.filter((q) => data.relevant.has(q.id));
   const queries = spread(judged.length ? judged : data.queries, queryCount);
   const needed = new Set(queries.flatMap((q) => [...(data.relevant.get(q.id) ?? [])]));

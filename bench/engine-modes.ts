@@ -37,7 +37,7 @@ import {
   timeEach,
   type Latency,
 } from './common';
-import { evaluate, rankDocuments, type Quality } from './scifact';
+import { evaluate, rankDocuments, type Quality } from './eval-data';
 
 const { values: args } = parseArgs({
   options: {

@@ -16,7 +16,7 @@ import { InvertedIndex } from '../engine/bm25/inverted-index';
 import { DEFAULT_BM25, type Bm25Params } from '../engine/bm25/scorer';
 import type { ChunkingOptions } from '../engine/chunking/chunker';
 import { processContent, type ProcessedChunk } from '../engine/ingest/process';
-import { evaluate, loadSciFact, rankDocuments, scifactDir, type CorpusDoc, type Quality, type Query, type SciFact } from './scifact';
+import { evaluate, loadSciFact, rankDocuments, scifactDir, type CorpusDoc, type Quality, type Query, type SciFact } from './eval-data';
 
 // Recall@100 depth. The engine fetches this many chunks, as a search with limit 100 would, so with
 // several chunks per document it ranks fewer than 100 documents; peers return whole documents.

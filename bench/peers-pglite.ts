@@ -19,7 +19,7 @@ import { InvertedIndex } from '../engine/bm25/inverted-index';
 import { processContent, type ProcessedChunk } from '../engine/ingest/process';
 import { loadConfig } from '../src/config';
 import { f4, fmtInt, fmtMs, hashEmbed, loadCorpus, machine, printTable, replicaTexts, sampleWorkload, spread, summarize, type Latency } from './common';
-import { evaluate, rankDocuments, type Quality } from './scifact';
+import { evaluate, rankDocuments, type Quality } from './eval-data';
 
 const { values: args } = parseArgs({
   options: {

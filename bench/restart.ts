@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine } from '../engine/engine';
-import { loadSciFact } from './scifact';
+import { loadSciFact } from './eval-data';
 
 const { values } = parseArgs({ args: Bun.argv.slice(2), options: { items: { type: 'string', default: '50000' } } });
 const items = Number(values.items);

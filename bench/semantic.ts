@@ -31,7 +31,7 @@ import { decodePayload } from '../engine/wal/codec';
 import { scanFrames } from '../engine/wal/frame';
 import { loadConfig } from '../src/config';
 import { configForType, resolveModel, type KbType } from '../src/services/kb-types';
-import { evaluate, loadSciFact, rankDocuments, scifactDir, type CorpusDoc, type Quality, type Query, type SciFact } from './scifact';
+import { evaluate, loadSciFact, rankDocuments, scifactDir, type CorpusDoc, type Quality, type Query, type SciFact } from './eval-data';
 
 const REPO_ROOT = resolve(import.meta.dir, '..');
 const OUT_ROOT = join(REPO_ROOT, '.bench-out', 'semantic');

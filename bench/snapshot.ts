@@ -40,7 +40,7 @@ import { verifySnapshot } from '../engine/snapshot/format';
 import type { VectorIndex } from '../engine/vector/vector-index';
 import { decodePayload } from '../engine/wal/codec';
 import { FRAME_HEADER, scanFrames } from '../engine/wal/frame';
-import { loadSciFact } from './scifact';
+import { loadSciFact } from './eval-data';
 
 const { values: args } = parseArgs({
   args: Bun.argv.slice(2),
