@@ -321,6 +321,9 @@ try {
       ackSeconds,
       acksPerSecond: acks.ok / ackSeconds,
       ackLatency: acks.latency,
+      /** Server process CPU during the acknowledgements, in cores (worker threads included). */
+      serverCoresDuringAcks: acks.serverCores,
+      benchCoresDuringAcks: acks.clientCores,
       indexedSeconds,
       itemsIndexedPerSecond: items.length / indexedSeconds,
       chunksIndexedPerSecond: final.chunks / indexedSeconds,
@@ -331,7 +334,7 @@ try {
     console.log(
       `  ${fmtInt(acks.ok)} acknowledged in ${ackSeconds.toFixed(1)} s = ${fmtInt(out.acksPerSecond)} acks/s (c=${ingestConnections}, p50 ${fmtMs(acks.latency.p50)} ms, p99 ${fmtMs(acks.latency.p99)} ms); ` +
         `${fmtInt(final.chunks)} chunks indexed in ${indexedSeconds.toFixed(1)} s = ${fmtInt(out.chunksIndexedPerSecond)} chunks/s (${fmtInt(out.itemsIndexedPerSecond)} items/s); ` +
-        `HNSW graph done ${graphSeconds.toFixed(1)} s later; ${final.failed} failed`,
+        `HNSW graph done ${graphSeconds.toFixed(1)} s later; ${final.failed} failed; server CPU ${acks.serverCores.toFixed(2)} cores, this process (autocannon + embedder stub) ${acks.clientCores.toFixed(2)} cores`,
     );
     return out;
   });

@@ -161,7 +161,11 @@ export function lineChart(opts: { title: string; series: Series[]; xLabel: strin
   const sx = (x: number) => L + ((opts.xLog ? Math.log(x / x0) / Math.log(x1 / x0) : (x - x0) / (x1 - x0)) * (W - L - R));
   const sy = (y: number) => H - B - ((opts.yLog ? Math.log(y / y0) / Math.log(y1 / y0) : (y - y0) / (y1 - y0)) * (H - T - B));
   const yTicks = opts.yLog ? niceLogTicks(y0, y1) : niceLinearTicks(y1);
-  const xTicks = opts.xLog ? [...new Set(xs)].sort((a, b) => a - b) : niceLinearTicks(x1);
+  // Measured x values as ticks, dropping any closer than 40 px to the previous one.
+  const xTicks: number[] = [];
+  if (opts.xLog) {
+    for (const t of [...new Set(xs)].sort((a, b) => a - b)) if (xTicks.length === 0 || sx(t) - sx(xTicks[xTicks.length - 1]!) >= 40) xTicks.push(t);
+  } else xTicks.push(...niceLinearTicks(x1));
   const parts: string[] = [];
   parts.push(`<text x="${W / 2 - R / 2 + L / 2}" y="20" class="title">${esc(opts.title)}</text>`);
   for (const t of yTicks) parts.push(`<line x1="${L}" x2="${W - R}" y1="${sy(t)}" y2="${sy(t)}" class="grid"/><text x="${L - 6}" y="${sy(t) + 4}" class="tick" text-anchor="end">${tickLabel(t)}</text>`);
@@ -186,7 +190,7 @@ export function barChart(opts: { title: string; labels: string[]; series: { name
   if (vals.length === 0) return `<p class="empty">${esc(opts.title)}: no data in this run.</p>`;
   const barH = 12, gap = 8;
   const groupH = opts.series.length * barH + gap;
-  const L = 250, R = 90, T = 34, B = 44, W = 760;
+  const L = Math.max(160, Math.min(330, 12 + 6.3 * Math.max(...opts.labels.map((l) => l.length)))), R = 90, T = 34, B = 44, W = 800;
   const H = T + B + opts.labels.length * groupH + (opts.series.length > 1 ? 20 : 0);
   let x0 = opts.xLog ? 10 ** Math.floor(Math.log10(Math.min(...vals))) : 0;
   let x1 = opts.xLog ? 10 ** Math.ceil(Math.log10(Math.max(...vals, opts.reference?.value ?? 0))) : Math.max(...vals, opts.reference?.value ?? 0) * 1.08;
@@ -211,7 +215,7 @@ export function barChart(opts: { title: string; labels: string[]; series: { name
   });
   if (opts.reference && fin(opts.reference.value)) {
     const x = sx(opts.reference.value);
-    parts.push(`<line x1="${x}" x2="${x}" y1="${T - 4}" y2="${plotBottom}" stroke="#444" stroke-dasharray="4 3"/><text x="${x + 3}" y="${T - 6}" class="tick">${esc(opts.reference.name)}</text>`);
+    parts.push(`<line x1="${x}" x2="${x}" y1="${T - 4}" y2="${plotBottom}" stroke="#444" stroke-dasharray="4 3"/><text x="${x + 3}" y="${plotBottom - 4}" class="tick">${esc(opts.reference.name)}</text>`);
   }
   if (opts.series.length > 1) {
     let lx = L;
