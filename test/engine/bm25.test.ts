@@ -120,6 +120,42 @@ describe('InvertedIndex', () => {
     expect(index.scoreDocs(['b'], [1])).toEqual([0]);
   });
 
+  test('MaxScore top-k equals exhaustive scoring (random corpus with duplicates, deletes, masks)', () => {
+    let seed = 7;
+    const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    // Zipf-like vocabulary, so some lists are long (non-essential) and some short (essential).
+    const word = () => `w${Math.floor(random() ** 3 * 400)}`;
+    const index = new InvertedIndex(params);
+    const N = 12_000;
+    let previous: string[] = [];
+    for (let d = 0; d < N; d++) {
+      // One document in ten repeats the one before it, so exact ties are common.
+      const words = random() < 0.1 && previous.length > 0 ? previous : Array.from({ length: 1 + Math.floor(random() * 40) }, word);
+      index.add(d, doc(words));
+      previous = words;
+    }
+    for (let d = 0; d < N; d += 7) index.remove(d);
+    const all = Array.from({ length: N }, (_, d) => d);
+    const mask = new Uint8Array(N).map((_, d) => (d % 3 === 0 ? 0 : 1));
+    let compared = 0;
+    for (let q = 0; q < 150; q++) {
+      const query = Array.from({ length: 1 + Math.floor(random() * 8) }, word);
+      for (const k of [1, 10, 100, 1000]) {
+        for (const allowed of [undefined, mask]) {
+          const scores = index.scoreDocs(query, all);
+          const expected = all
+            .filter((d) => scores[d]! > 0 && (!allowed || allowed[d] === 1))
+            .sort((a, b) => scores[b]! - scores[a]! || a - b)
+            .slice(0, k)
+            .map((d) => ({ doc: d, score: scores[d]! }));
+          expect(index.search(query, k, allowed)).toEqual(expected);
+          compared++;
+        }
+      }
+    }
+    expect(compared).toBe(1200);
+  });
+
   test('document ids must increase', () => {
     const index = corpus();
     expect(() => index.add(1, doc(['x']))).toThrow();
