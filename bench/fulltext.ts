@@ -4,8 +4,9 @@
 //   peers     Orama and MiniSearch on the same documents and queries, in the same process;
 //   sizes     latency, build time and memory at growing item counts.
 //
-//   bun bench/fulltext.ts [--quick | --full] [--json out.json]
+//   bun bench/fulltext.ts [--quick | --full] [--json out.json] [--no-curve]
 //                         [--k1 1.2] [--b 0.75] [--size 2000] [--overlap 200] [--replicas 10]
+//   --no-curve skips the size curve (`bun run bench` does: its engine part measures every size).
 //   bun bench/fulltext.ts --sweep [--json out.json]     quality over a grid of k1, b and chunk size
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -24,8 +25,8 @@ const QUALITY_DEPTH = 100;
 const LATENCY_K = 10;
 // Peers are timed on an evenly spread sample of queries: at ~52k items Orama takes about half a
 // second per query and MiniSearch (which ranks every match, it has no limit) about 80 ms.
-const ORAMA_TIMED_QUERIES = 50;
-const MINISEARCH_TIMED_QUERIES = 200;
+const ORAMA_TIMED_QUERIES = 30;
+const MINISEARCH_TIMED_QUERIES = 100;
 const PEER_WARMUP_QUERIES = 5;
 // In --quick mode the peers' quality is measured on a sample too (Orama: ~30 ms a query at 1×).
 const QUICK_QUALITY_QUERIES = 200;
@@ -49,6 +50,7 @@ const { values: args } = parseArgs({
     size: { type: 'string' },
     overlap: { type: 'string' },
     replicas: { type: 'string' },
+    'no-curve': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -496,7 +498,7 @@ if (args.sweep) {
   results.settings = { bm25, chunking, replicas, passes, curveSizes };
   results.quality = await phase('quality', () => quality(data));
   results.latency = await phase(`latency and peers (${replicas}× corpus)`, () => latency(data));
-  results.sizes = await phase('size curve', () => sizeCurve(data));
+  if (!args['no-curve']) results.sizes = await phase('size curve', () => sizeCurve(data));
 }
 results.phasesMs = phases;
 console.log(`\nTotal ${((performance.now() - started) / 1000).toFixed(1)} s`);

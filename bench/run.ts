@@ -85,7 +85,8 @@ const json = (name: string) => join(partsDir, `${name}.json`);
 const flag = (name: string, value: string | undefined) => (value ? [`--${name}`, value] : []);
 const commands: Record<Part, string[]> = {
   engine: ['bench/engine-modes.ts', ...(quick ? ['--quick'] : []), ...flag('sizes', args.sizes), '--json', json('engine')],
-  fulltext: ['bench/fulltext.ts', ...(quick ? ['--quick', '--replicas', '1'] : []), ...(!quick ? flag('replicas', args.replicas) : []), '--json', json('fulltext')],
+  // The engine part measures every size, so fulltext skips its own size curve.
+  fulltext: ['bench/fulltext.ts', ...(quick ? ['--quick', '--replicas', '1'] : []), ...(!quick ? flag('replicas', args.replicas) : []), '--no-curve', '--json', json('fulltext')],
   http: ['bench/http.ts', ...(quick ? ['--quick', '--wrk', 'off'] : []), ...flag('chunks', args['http-chunks']), ...flag('duration', args.duration), '--json', json('http')],
   restart: ['bench/restart.ts', '--items', String(args['restart-items'] ? parseCount(args['restart-items']) : quick ? 1000 : 50_000)],
   pglite: ['bench/peers-pglite.ts', ...(quick ? ['--quick'] : []), ...flag('replicas', args.replicas), '--json', json('pglite')],

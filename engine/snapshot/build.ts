@@ -2,7 +2,7 @@
 // segments up to `seq`, compacted; an HNSW graph per large knowledge base, continued from the
 // previous snapshot's graph (only vectors added since are inserted); a manifest written last.
 import { join } from 'node:path';
-import { fsyncPath as fsyncFile } from '../fsync';
+import { fsyncPath as fsyncFile, PacedFileWriter } from '../fsync';
 import type { KnowledgeBaseRecord, LogRecord } from '../records';
 import { VectorIndex } from '../vector/vector-index';
 import { decodePayload } from '../wal/codec';
@@ -59,12 +59,9 @@ export async function buildSnapshot(req: BuildRequest): Promise<SnapshotManifest
 
   const kept = compactor.kept();
   // The compacted log: the same frames as the write-ahead log, original sequence numbers kept.
-  const recordsPath = join(req.outDir, RECORDS_FILE);
-  const writer = Bun.file(recordsPath).writer();
+  const writer = new PacedFileWriter(join(req.outDir, RECORDS_FILE));
   for (const k of kept) writer.write(encodeFrame(k.seq, k.payload));
-  await writer.end();
-  fsyncFile(recordsPath);
-  const files = [await describeFile(req.outDir, RECORDS_FILE)];
+  const files = [{ name: RECORDS_FILE, ...writer.end() }];
 
   const graphs: SnapshotManifest['graphs'] = [];
   const kbRecords = new Map<string, KnowledgeBaseRecord>();

@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox';
 import { Elysia, t } from 'elysia';
 import type { Metadata } from '../../engine/filter/metadata';
 import { ApiError, invalid, notFound } from '../errors';
@@ -16,7 +17,7 @@ const ContentSchema = t.Object({
   metadata: t.Record(t.String(), t.Any()),
   status: t.Union([t.Literal('pending'), t.Literal('processing'), t.Literal('ready'), t.Literal('failed')]),
   error: t.Optional(t.String()),
-  chunkCount: t.Integer(),
+  chunkCount: Type.Integer({ minimum: 0 }),
   source: t.Any(),
 });
 
@@ -74,7 +75,7 @@ export const contentRoutes = (ctx: ServerContext) =>
       {
         query: ListQuery,
         detail: { summary: 'List content items, oldest first', tags: ['Contents'] },
-        response: { 200: t.Object({ success: t.Literal(true), data: t.Array(ContentSchema), total: t.Integer() }), ...errors },
+        response: { 200: t.Object({ success: t.Literal(true), data: t.Array(ContentSchema), total: Type.Integer({ minimum: 0 }) }), ...errors },
       },
     )
     .post(

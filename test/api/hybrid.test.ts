@@ -3,7 +3,7 @@
 // the leg scores carried on each hit, filters inside both legs, validation and the rrf extension.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { addContent, createKb, OTHER_KEY, OTHER_ORG, TestServer } from '../helpers/server';
-import { API, expectError, expectValidation, unknownId } from './util';
+import { API, expectError, expectSearchAnswer, expectValidation, unknownId } from './util';
 
 let server: TestServer;
 
@@ -23,6 +23,7 @@ async function search(kb: string, mode: Mode, body: Record<string, unknown>): Pr
   const res = await server.api('POST', searchPath(kb, mode), body);
   expect({ status: res.status, body: res.body }).toMatchObject({ status: 200, body: { success: true } });
   expect(Array.isArray(res.body.data)).toBe(true);
+  expectSearchAnswer(res.body, mode);
   return res.body.data;
 }
 

@@ -2,7 +2,7 @@
 // validation, metadata filters, determinism and text analysis.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { addContent, createKb, TestServer } from '../helpers/server';
-import { API, expectError, expectNamesField, expectValidation, unknownId } from './util';
+import { API, expectError, expectSearchAnswer, expectNamesField, expectValidation, unknownId } from './util';
 
 let server: TestServer;
 
@@ -22,6 +22,7 @@ async function search(kb: string, body: Record<string, unknown>): Promise<any[]>
   expect(res.status).toBe(200);
   expect(res.body.success).toBe(true);
   expect(Array.isArray(res.body.data)).toBe(true);
+  expectSearchAnswer(res.body, 'full-text');
   return res.body.data;
 }
 

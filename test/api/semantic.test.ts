@@ -4,7 +4,7 @@
 // (a failing endpoint → 502 EMBEDDING_FAILED / failed content; a fake endpoint → end to end).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { addContent, createKb, OTHER_KEY, OTHER_ORG, TestServer } from '../helpers/server';
-import { API, expectError, expectNoLeak, expectValidation, unknownId } from './util';
+import { API, expectError, expectNoLeak, expectSearchAnswer, expectValidation, unknownId } from './util';
 
 let server: TestServer;
 
@@ -23,6 +23,7 @@ async function search(kb: string, body: Record<string, unknown>, mode = 'semanti
   const res = await on.api('POST', searchPath(kb, mode), body);
   expect({ status: res.status, body: res.body }).toMatchObject({ status: 200, body: { success: true } });
   expect(Array.isArray(res.body.data)).toBe(true);
+  expectSearchAnswer(res.body, mode as 'semantic' | 'full-text' | 'hybrid');
   return res.body.data;
 }
 

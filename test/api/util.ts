@@ -1,5 +1,7 @@
 // Shared assertions for the HTTP API tests (real server over HTTP, see test/helpers/server.ts).
 import { expect } from 'bun:test';
+import { Value } from '@sinclair/typebox/value';
+import { HybridResponse, SearchResponse } from '../../src/routes/search';
 import type { ApiResponse } from '../helpers/server';
 
 export const API = '/api/v1';
@@ -51,4 +53,14 @@ export function expectNamesField(res: ApiResponse, field: string): void {
 export function expectValidation(res: ApiResponse, field?: string): void {
   expectError(res, 400, 'VALIDATION_ERROR');
   if (field) expectNamesField(res, field);
+}
+
+/**
+ * A search answer matches its documented schema (the server does not re-check search answers on
+ * the way out, for speed, so every search test checks them here).
+ */
+export function expectSearchAnswer(body: unknown, mode: 'full-text' | 'semantic' | 'hybrid'): void {
+  const schema = mode === 'hybrid' ? HybridResponse : SearchResponse;
+  const errors = [...Value.Errors(schema, body)].map((e) => `${e.path}: ${e.message}`);
+  expect(errors).toEqual([]);
 }
