@@ -259,13 +259,14 @@ export class Engine {
    */
   private async loadNewestSnapshot(): Promise<SnapshotManifest | undefined> {
     for (const candidate of await listSnapshotDirs(this.snapshotsDir)) {
-      const check = await verifySnapshot(candidate.dir);
-      if (!check.ok) {
-        this.log('warn', 'snapshot skipped', { snapshot: candidate.name, reason: check.reason });
+      const check = await verifySnapshot(candidate.dir, { framed: [RECORDS_FILE] });
+      // records.log: its size was checked; every frame's CRC32 is checked before anything is applied.
+      const scan = check.ok ? scanFrames(new Uint8Array(await Bun.file(join(candidate.dir, RECORDS_FILE)).arrayBuffer())) : undefined;
+      if (!check.ok || !scan?.ok) {
+        this.log('warn', 'snapshot skipped', { snapshot: candidate.name, reason: check.ok ? `${RECORDS_FILE} fails its frame checksums (${scan?.ok === false ? scan.reason : "unreadable"})` : check.reason });
         continue;
       }
-      const bytes = new Uint8Array(await Bun.file(join(candidate.dir, RECORDS_FILE)).arrayBuffer());
-      for (const frame of scanFrames(bytes).frames) {
+      for (const frame of scan.frames) {
         const { record, attachment } = decodePayload<LogRecord>(frame.payload);
         this.apply(record, true, attachment);
       }

@@ -1,5 +1,5 @@
 // fsync a file or a directory by path (a directory's fsync makes its entries durable).
-import { closeSync, fdatasyncSync, fsyncSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
 
 export function fsyncPath(path: string): void {
   const fd = openSync(path, 'r');
@@ -64,4 +64,24 @@ export class PacedFileWriter {
     }
     return { bytes: this.bytes, sha256: this.hash.digest('hex') as string };
   }
+}
+
+/**
+ * Copy `from` to `to` through a PacedFileWriter (for files a library writes in one go, such as a
+ * USearch graph: written to a scratch file never fsynced, then copied with paced syncs).
+ */
+export function copyFilePaced(from: string, to: string): { bytes: number; sha256: string } {
+  const src = openSync(from, 'r');
+  const writer = new PacedFileWriter(to);
+  try {
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(1 << 20);
+      const n = readSync(src, chunk, 0, chunk.byteLength, null);
+      if (n === 0) break;
+      writer.write(chunk.subarray(0, n));
+    }
+  } finally {
+    closeSync(src);
+  }
+  return writer.end();
 }

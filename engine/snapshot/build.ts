@@ -2,13 +2,15 @@
 // segments up to `seq`, compacted; an HNSW graph per large knowledge base, continued from the
 // previous snapshot's graph (only vectors added since are inserted); a manifest written last.
 import { join } from 'node:path';
-import { fsyncPath as fsyncFile, PacedFileWriter } from '../fsync';
+import { availableParallelism } from 'node:os';
+import { rmSync } from 'node:fs';
+import { copyFilePaced, fsyncPath as fsyncFile, PacedFileWriter } from '../fsync';
 import type { KnowledgeBaseRecord, LogRecord } from '../records';
 import { VectorIndex } from '../vector/vector-index';
 import { decodePayload } from '../wal/codec';
 import { encodeFrame, scanFrames } from '../wal/frame';
 import { Compactor, type KeptRecord } from './compactor';
-import { describeFile, graphFileName, MANIFEST_FILE, RECORDS_FILE, SNAPSHOT_FORMAT, type SnapshotManifest } from './format';
+import { graphFileName, MANIFEST_FILE, RECORDS_FILE, SNAPSHOT_FORMAT, type SnapshotManifest } from './format';
 
 export interface BuildRequest {
   /** The snapshot this one continues (already verified by the caller). */
@@ -86,11 +88,13 @@ export async function buildSnapshot(req: BuildRequest): Promise<SnapshotManifest
     const prevGraph = prevManifest?.graphs.find((g) => g.kbId === kbId);
     if (prevGraph && req.prevDir) index.attachGraph(join(req.prevDir, prevGraph.file), prevGraphDocs.get(kbId) ?? []);
     else index.startGraph();
-    while (!index.buildStep(1000, 256));
+    // One core is left to the main thread, which keeps serving and committing meanwhile.
+    while (!index.buildStep(1000, 256, Math.max(1, availableParallelism() - 1)));
     const file = graphFileName(kbId);
-    index.saveGraph(join(req.outDir, file));
-    fsyncFile(join(req.outDir, file));
-    files.push(await describeFile(req.outDir, file));
+    const scratch = join(req.outDir, `${file}.unsynced`);
+    index.saveGraph(scratch);
+    files.push({ name: file, ...copyFilePaced(scratch, join(req.outDir, file)) });
+    rmSync(scratch);
     graphs.push({ kbId, file, vectors: index.size });
   }
 

@@ -167,9 +167,9 @@ export class VectorIndex {
 
   /**
    * Move pending vectors into the HNSW graph for about `budgetMs`, in batches (USearch adds a
-   * batch on several threads). Returns true when nothing is left to do.
+   * batch on `threads` threads, 0 = every core). Returns true when nothing is left to do.
    */
-  buildStep(budgetMs: number, batch = 64): boolean {
+  buildStep(budgetMs: number, batch = 64, threads = 0): boolean {
     if (!this.hnsw) return true;
     const started = performance.now();
     while (this.pending.length > 0 && performance.now() - started < budgetMs) {
@@ -180,7 +180,7 @@ export class VectorIndex {
         const row = this.row(d);
         for (let j = 0; j < this.dimensions; j++) matrix[i * this.dimensions + j] = row[j]!;
       });
-      this.hnsw.add(BigUint64Array.from(docs, (d) => BigInt(d)), matrix, 0);
+      this.hnsw.add(BigUint64Array.from(docs, (d) => BigInt(d)), matrix, threads);
     }
     return this.pending.length === 0;
   }

@@ -117,6 +117,39 @@ describe('engine snapshots', () => {
     expect(b.searchFullText(ORG, kb.id, { query: 'herons', limit: 5 })!.length).toBe(1);
   }, 60_000);
 
+  test('a snapshot whose HNSW graph or records.log is damaged (same size, or cut short) is skipped', async () => {
+    for (const damage of ['graph byte', 'records cut'] as const) {
+      const dir = TestServer.tempDir();
+      dirs.push(dir);
+      const a = await open(dir);
+      const kb = await a.createKnowledgeBase(ORG, { name: 'g', description: '', type: 'TEXT_HIGH_QUALITY', config: CONFIG });
+      for (let i = 0; i < 12; i++) await a.addContent(ORG, kb.id, { text: `Note ${i} about ${TOPICS[i % 5]}.` });
+      await settle(a);
+      const older = await a.snapshot();
+      await a.addContent(ORG, kb.id, { text: 'One more note about coral reefs.' });
+      await settle(a);
+      const newer = await a.snapshot();
+      expect(newer.manifest.graphs.length).toBe(1);
+      const before = await searches(a, kb.id);
+      await a.close();
+      if (damage === 'graph byte') {
+        const path = join(newer.dir, newer.manifest.graphs[0]!.file);
+        const bytes = readFileSync(path);
+        bytes[bytes.length - 100]! ^= 0x01;
+        writeFileSync(path, bytes);
+      } else {
+        const path = join(newer.dir, 'records.log');
+        writeFileSync(path, readFileSync(path).subarray(0, -10));
+      }
+      const logs: string[] = [];
+      const b = await Engine.open({ dataDir: dir, compute: { documentWorkers: 1 }, graphThreshold: 8, log: (_l, m, d) => logs.push(`${m} ${JSON.stringify(d)}`) });
+      engines.push(b);
+      expect(b.recovery.snapshot?.seq).toBe(older.seq);
+      expect(logs.filter((l) => l.includes('snapshot skipped')).join()).toContain(damage === 'graph byte' ? 'fails its checksum' : 'bytes, expected');
+      expect(await searches(b, kb.id)).toBe(before);
+    }
+  }, 60_000);
+
   test('snapshots of an unchanged log are not repeated; a snapshot dir is complete or absent', async () => {
     const dir = TestServer.tempDir();
     dirs.push(dir);
