@@ -7,7 +7,7 @@
 //   ingestion  acknowledgements/s of POST …/contents (no wait) and chunks indexed/s (/metrics);
 //   restart    spawn → first 200 of /ready on the loaded data directory; memory per chunk (RSS).
 //
-//   bun bench/http.ts [--chunks 50k] [--duration 5] [--connections 1,16,64] [--quick]
+//   bun bench/http.ts [--chunks 50k] [--duration 3] [--connections 1,16,64] [--quick]
 //                     [--wrk auto|on|off] [--json out.json]
 //
 // Embeddings: the server's models point at an OpenAI-compatible stub started here (POST
@@ -65,7 +65,7 @@ const { values: args } = parseArgs({
 const quick = args.quick;
 const targetChunks = parseCount(args.chunks ?? (quick ? '3k' : '50k'));
 // autocannon counts whole seconds.
-const durationS = Math.max(1, Math.round(Number(args.duration ?? (quick ? 1 : 5))));
+const durationS = Math.max(1, Math.round(Number(args.duration ?? (quick ? 1 : 3))));
 const connectionsList = (args.connections ?? '1,16,64').split(',').map(Number);
 const ingestConnections = Number(args['ingest-connections'] ?? 16);
 const wrkPath = args.wrk === 'off' ? null : Bun.which('wrk');

@@ -2,7 +2,7 @@
 //
 //   bun bench/run.ts [--quick] [--parts engine,fulltext,http,restart,pglite,semantic]
 //                    [--sizes 10k,50k,200k] [--http-chunks 50k] [--replicas 10]
-//                    [--restart-items 50k] [--duration 5] [--out .bench-out/bench]
+//                    [--restart-items 50k] [--duration 3] [--out .bench-out/bench]
 //
 // Parts (each a child process, run one after the other so they never compete for the 2 cores):
 //   engine    bench/engine-modes.ts   engine latency of full-text / semantic / hybrid at --sizes
