@@ -6,6 +6,7 @@ import type { KeyStore } from './auth/key-store';
 import { KEY_HEADER, ORG_HEADER, type ServerContext } from './http/context';
 import { parseJsonBody } from './http/body';
 import { RateLimiter } from './http/rate-limit';
+import { pathOf } from './http/serve';
 import { validationError } from './http/validation';
 import { contentRoutes } from './routes/contents';
 import { knowledgeBaseRoutes } from './routes/knowledge-bases';
@@ -29,6 +30,11 @@ function bodyLimit(ctx: ServerContext, path: string): number {
   return path.endsWith('/contents/file') ? ctx.config.limits.maxFileBytes + 1024 * 1024 : ctx.config.limits.maxJsonBodyBytes;
 }
 
+// Request ids: a random per-process prefix and a counter (unique, cheaper than a UUID per request).
+const REQUEST_ID_PREFIX = crypto.randomUUID().slice(0, 8);
+let requestCounter = 0;
+const nextRequestId = () => `${REQUEST_ID_PREFIX}-${(++requestCounter).toString(36)}`;
+
 export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadService) {
   // Per-request facts for the error handler and the access log.
   const info = new WeakMap<Request, { id: string; started: number; org?: string }>();
@@ -37,11 +43,11 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
 
   return new Elysia({ normalize: false })
     .onRequest(({ request, set }) => {
-      const requestId = request.headers.get('x-request-id') || crypto.randomUUID();
+      const requestId = request.headers.get('x-request-id') || nextRequestId();
       const facts: { id: string; started: number; org?: string } = { id: requestId, started: performance.now() };
       info.set(request, facts);
       set.headers['x-request-id'] = requestId;
-      const path = new URL(request.url).pathname;
+      const path = pathOf(request.url);
       if (!path.startsWith(API_PREFIX + '/') && path !== API_PREFIX) return;
       const org = request.headers.get(ORG_HEADER);
       const key = request.headers.get(KEY_HEADER);

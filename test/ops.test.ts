@@ -73,7 +73,9 @@ test('every response carries a request id; a client-sent one is kept', async () 
   expect(res.headers.get('x-request-id')).toBe('trace-123');
   const unauth = await server.api('GET', '/api/v1/knowledge-bases', undefined, null);
   expect(unauth.status).toBe(401);
-  expect(unauth.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  expect(unauth.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
+  const again = await server.api('GET', '/api/v1/knowledge-bases', undefined, null);
+  expect(again.headers.get('x-request-id')).not.toBe(unauth.headers.get('x-request-id'));
 });
 
 test('per-organization rate limit: 429 RATE_LIMITED with Retry-After, other organizations unaffected', async () => {

@@ -86,10 +86,19 @@ export class Metrics {
     gauge('kb_worker_crashes', 'Ingestion workers replaced after a crash since start', [], (g, m) => g.set(m.workerCrashes));
   }
 
+  // Labelled children per (method, route, status), so a request does not hash its label set.
+  private readonly requestSeries = new Map<string, { count: ReturnType<client.Counter<string>['labels']>; latency: ReturnType<client.Histogram<string>['labels']> }>();
+
   observeRequest(method: string, route: string, status: number, seconds: number): void {
-    const labels = { method, route, status: String(status) };
-    this.requests.inc(labels);
-    this.latency.observe(labels, seconds);
+    const key = `${method} ${route} ${status}`;
+    let series = this.requestSeries.get(key);
+    if (!series) {
+      const labels = { method, route, status: String(status) };
+      series = { count: this.requests.labels(labels), latency: this.latency.labels(labels) };
+      this.requestSeries.set(key, series);
+    }
+    series.count.inc();
+    series.latency.observe(seconds);
   }
 
   observeBatch(model: string, chunks: number, seconds: number): void {

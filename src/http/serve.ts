@@ -39,7 +39,7 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
       const url = request.url;
       if (url.includes('wait=') || url.includes('/contents/file')) server.timeout(request, Math.min(255, options.longRequestSeconds));
       const response = await handle(request);
-      const route = routeLabel(new URL(request.url).pathname);
+      const route = routeLabel(pathOf(url));
       const ms = performance.now() - started;
       options.observe?.(request.method, route, response.status, ms / 1000);
       // Access log: never the API key or any content text.
@@ -57,4 +57,12 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
       return response;
     },
   });
+}
+
+/** The path of a request URL ("http://host:port/a/b?x" → "/a/b") without building a URL object. */
+export function pathOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2);
+  if (start < 0) return '/';
+  const q = url.indexOf('?', start);
+  return q < 0 ? url.slice(start) : url.slice(start, q);
 }
