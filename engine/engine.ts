@@ -31,7 +31,7 @@ export interface EngineOptions {
   log?: (level: 'info' | 'warn' | 'error', message: string, details?: Record<string, unknown>) => void;
   /** Called when the log can no longer be written; the owner should stop the process. */
   onFatal?: (err: unknown) => void;
-  /** Knowledge bases with fewer vectors are searched exactly and get no graph in snapshots. */
+  /** Knowledge bases with fewer vectors are searched exactly and keep no HNSW graph (in memory or in snapshots). */
   graphThreshold?: number;
   /** Called after each ingestion batch (for metrics). */
   onBatch?: (batch: { items: number; chunks: number; millis: number; model: string }) => void;
@@ -164,7 +164,7 @@ export class Engine {
     switch (record.t) {
       case 'kb.create':
         if (replaying) observeId(record.kb.id);
-        this.kbs.set(record.kb.id, new KnowledgeBase(record.kb));
+        this.kbs.set(record.kb.id, new KnowledgeBase(record.kb, this.options.graphThreshold));
         break;
       case 'kb.update': {
         const kb = this.kbs.get(record.id);
@@ -285,15 +285,19 @@ export class Engine {
    * Write a snapshot of everything logged so far, built in a worker from the previous snapshot
    * and the closed log segments: writes go on meanwhile (they are held only while the log rolls
    * to a new segment). Concurrent calls share one snapshot.
+   *
+   * `reuseGraphs` (for the last snapshot before exit, when nothing else needs the main thread):
+   * the in-memory HNSW graphs are saved for the worker, which then need not build them again —
+   * saving blocks the main thread for a moment, building takes the worker minutes at 100k vectors.
    */
-  snapshot(): Promise<SnapshotInfo> {
-    this.snapshotting ??= this.takeSnapshot().finally(() => {
+  snapshot(options: { reuseGraphs?: boolean } = {}): Promise<SnapshotInfo> {
+    this.snapshotting ??= this.takeSnapshot(options.reuseGraphs === true).finally(() => {
       this.snapshotting = undefined;
     });
     return this.snapshotting;
   }
 
-  private async takeSnapshot(): Promise<SnapshotInfo> {
+  private async takeSnapshot(reuseGraphs: boolean): Promise<SnapshotInfo> {
     if (this.closed) throw new Error('engine is closed');
     const seq = await this.wal.roll();
     const prev = this.latestSnapshot;
@@ -302,6 +306,15 @@ export class Engine {
     const tmp = join(this.snapshotsDir, `tmp-${seq}-${crypto.randomUUID()}`);
     await mkdir(tmp);
     try {
+      const mainGraphs: { kbId: string; path: string; docs: number[] }[] = [];
+      if (reuseGraphs) {
+        for (const [kbId, kb] of this.kbs) {
+          if (!kb.vectors?.hasGraph) continue;
+          const path = join(tmp, `main-graph-${kbId}.usearch`);
+          kb.vectors.saveGraph(path);
+          mainGraphs.push({ kbId, path, docs: kb.vectors.graphDocs() });
+        }
+      }
       this.snapshotPool ??= new WorkerPool({ size: 1, workerUrl: new URL('./snapshot/worker.ts', import.meta.url), retries: 0 });
       const manifest = await this.snapshotPool.run<SnapshotManifest>({
         prevDir: prev?.dir,
@@ -310,6 +323,7 @@ export class Engine {
         seq,
         outDir: tmp,
         graphThreshold: this.options.graphThreshold ?? DEFAULT_EXACT_THRESHOLD,
+        mainGraphs,
       });
       const dir = join(this.snapshotsDir, snapshotDirName(seq));
       await rename(tmp, dir);

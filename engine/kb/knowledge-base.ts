@@ -75,7 +75,11 @@ export class KnowledgeBase {
   readonly vectors: VectorIndex | undefined;
   private liveChunks = 0;
 
-  constructor(public record: KnowledgeBaseRecord) {
+  /** `exactThreshold`: below this many vectors searches are exact and no HNSW graph is kept. */
+  constructor(
+    public record: KnowledgeBaseRecord,
+    exactThreshold?: number,
+  ) {
     this.bm25 = new InvertedIndex(record.config.bm25);
     const { embedding, hnsw } = record.config;
     if (embedding.dimensions > 0) {
@@ -85,6 +89,7 @@ export class KnowledgeBase {
         connectivity: hnsw.connectivity,
         expansionAdd: hnsw.expansionAdd,
         expansionSearch: hnsw.expansionSearch,
+        exactThreshold,
       });
     }
   }

@@ -22,6 +22,12 @@ export interface BuildRequest {
   outDir: string;
   /** Knowledge bases with fewer vectors get no graph (they are searched exactly). */
   graphThreshold: number;
+  /**
+   * Graphs the engine saved from memory (at shutdown, when its own graphs are complete), with the
+   * documents they hold: used instead of building; differences from the snapshot's records are
+   * reconciled (keys not alive removed, missing vectors added). Deleted once used.
+   */
+  mainGraphs?: { kbId: string; path: string; docs: number[] }[];
 }
 
 async function readFrames(path: string, visit: (kept: KeptRecord) => void, accept: (seq: number) => boolean): Promise<void> {
@@ -86,7 +92,10 @@ export async function buildSnapshot(req: BuildRequest): Promise<SnapshotManifest
       vectors.forEach((v, i) => index.add((k.record as { firstDoc: number }).firstDoc + i, v));
     }
     const prevGraph = prevManifest?.graphs.find((g) => g.kbId === kbId);
-    if (prevGraph && req.prevDir) index.attachGraph(join(req.prevDir, prevGraph.file), prevGraphDocs.get(kbId) ?? []);
+    const mainGraph = req.mainGraphs?.find((g) => g.kbId === kbId);
+    const from = mainGraph ? 'memory' : prevGraph && req.prevDir ? 'previous' : 'new';
+    if (mainGraph) index.attachGraph(mainGraph.path, mainGraph.docs);
+    else if (prevGraph && req.prevDir) index.attachGraph(join(req.prevDir, prevGraph.file), prevGraphDocs.get(kbId) ?? []);
     else index.startGraph();
     // One core is left to the main thread, which keeps serving and committing meanwhile.
     while (!index.buildStep(1000, 256, Math.max(1, availableParallelism() - 1)));
@@ -95,8 +104,10 @@ export async function buildSnapshot(req: BuildRequest): Promise<SnapshotManifest
     index.saveGraph(scratch);
     files.push({ name: file, ...copyFilePaced(scratch, join(req.outDir, file)) });
     rmSync(scratch);
-    graphs.push({ kbId, file, vectors: index.size });
+    graphs.push({ kbId, file, vectors: index.size, from });
   }
+
+  for (const g of req.mainGraphs ?? []) rmSync(g.path, { force: true });
 
   const manifest: SnapshotManifest = {
     format: SNAPSHOT_FORMAT,

@@ -23,7 +23,7 @@ export interface SnapshotManifest {
   createdAt: string;
   files: SnapshotFile[];
   /** HNSW graphs: the file and the document numbers it holds (for re-attaching). */
-  graphs: { kbId: string; file: string; vectors: number }[];
+  graphs: { kbId: string; file: string; vectors: number; /** Where the graph came from: the engine's memory, the previous snapshot, or built anew. */ from?: 'memory' | 'previous' | 'new' }[];
   stats: { knowledgeBases: number; contents: number; chunks: number; records: number };
 }
 

@@ -146,6 +146,17 @@ export class VectorIndex {
     this.pending = this.aliveDocs().filter((d) => !inGraph.has(d));
   }
 
+  /** True when there is a graph (complete or still catching up). */
+  get hasGraph(): boolean {
+    return this.hnsw !== undefined;
+  }
+
+  /** Document numbers in the graph: the live ones not waiting to be added. */
+  graphDocs(): number[] {
+    const pending = new Set(this.pending);
+    return this.aliveDocs().filter((d) => !pending.has(d));
+  }
+
   /** Write the graph to `path` (its keys are document numbers). */
   saveGraph(path: string): void {
     if (!this.hnsw) throw new Error('no graph to save');

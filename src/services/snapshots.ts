@@ -124,7 +124,7 @@ export class SnapshotManager {
     const started = performance.now();
     this.lastAttempt = Date.now();
     try {
-      const snap = await this.engine.snapshot();
+      const snap = await this.engine.snapshot({ reuseGraphs: reason === 'shutdown' });
       this.status.lastSeq = snap.seq;
       this.seqAtLastSnapshot = snap.seq;
       if (this.status.confirmedSeq !== snap.seq) {

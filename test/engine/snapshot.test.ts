@@ -90,6 +90,34 @@ describe('engine snapshots', () => {
     expect(await searches(c, kb.id)).toBe(after);
   }, 60_000);
 
+  test('a snapshot with reuseGraphs takes the in-memory graph (reconciled with the records) instead of building one', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const a = await open(dir);
+    const kb = await a.createKnowledgeBase(ORG, { name: 'm', description: '', type: 'TEXT_HIGH_QUALITY', config: CONFIG });
+    const items = [];
+    for (let i = 0; i < 20; i++) items.push(await a.addContent(ORG, kb.id, { text: `Note ${i} about ${TOPICS[i % 5]}.` }));
+    await settle(a);
+    const vectors = a.knowledgeBase(kb.id)!.vectors!;
+    while (!vectors.graphReady) await Bun.sleep(20);
+    await a.deleteContent(ORG, kb.id, items[3]!.id);
+    const first = await a.snapshot();
+    expect(first.manifest.graphs.map((g) => g.from)).toEqual(['new']);
+    await a.addContent(ORG, kb.id, { text: 'A last note about glaciers and ice.' });
+    await settle(a);
+    while (!vectors.graphReady) await Bun.sleep(20);
+    const last = await a.snapshot({ reuseGraphs: true });
+    expect(last.manifest.graphs).toEqual([{ kbId: kb.id, file: expect.any(String), vectors: vectors.size, from: 'memory' }]);
+    // The snapshot directory holds exactly the manifest's files (the saved graph was cleaned up).
+    expect(readdirSync(last.dir).sort()).toEqual([...last.manifest.files.map((f) => f.name), 'manifest.json'].sort());
+    const before = await searches(a, kb.id);
+    await a.close();
+    const b = await open(dir);
+    expect(b.recovery.snapshot?.seq).toBe(last.seq);
+    expect(b.knowledgeBase(kb.id)!.vectors!.graphReady).toBe(true);
+    expect(await searches(b, kb.id)).toBe(before);
+  }, 60_000);
+
   test('a corrupt newest snapshot is skipped for the previous one and the log after it', async () => {
     const dir = TestServer.tempDir();
     dirs.push(dir);
