@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
+import { followOutput } from '../test/helpers/output';
 import type { CorpusDoc } from './eval-data';
 
 export const REPO_ROOT = resolve(import.meta.dir, '..');
@@ -116,6 +117,18 @@ export function replicaTexts(corpus: readonly CorpusDoc[], count: number): { id:
 
 // --- a deterministic embedder -----------------------------------------------------------------
 
+/** mulberry32: a small deterministic PRNG, uniform in [0, 1). */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 export const HASH_MODEL = 'bench-hash';
 export const HASH_DIMENSIONS = 384;
 
@@ -123,7 +136,8 @@ const STOP = new Set(
   'a an and are as at be by for from has have in is it its of on or that the this to was were which with we our not no but than these those been'.split(' '),
 );
 
-function fnv1a(s: string): number {
+/** FNV-1a, 32-bit. */
+export function fnv1a(s: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);
@@ -209,25 +223,10 @@ export async function startServer(env: Record<string, string>, timeoutMs = 120_0
     stderr: 'pipe',
     cwd: REPO_ROOT,
   });
-  const logs: string[] = [];
   let exitCode: number | undefined;
   void proc.exited.then((code) => (exitCode = code));
-  // Drain both streams for the server's whole life, so it never blocks on a full pipe.
-  const drain = async (stream: ReadableStream<Uint8Array>) => {
-    const decoder = new TextDecoder();
-    let buf = '';
-    for await (const chunk of stream) {
-      buf += decoder.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl).trim();
-        buf = buf.slice(nl + 1);
-        if (line && logs.length < 200) logs.push(line);
-      }
-    }
-  };
-  void drain(proc.stdout);
-  void drain(proc.stderr);
+  // Both streams are drained for the server's whole life, so it never blocks on a full pipe.
+  const logs = followOutput(proc, 200).lines;
   const base = `http://127.0.0.1:${port}`;
   const t0 = performance.now();
   for (;;) {

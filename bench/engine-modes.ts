@@ -36,6 +36,7 @@ import {
   hashEmbed,
   loadCorpus,
   machine,
+  mulberry32,
   parseCounts,
   printTable,
   REPO_ROOT,
@@ -115,14 +116,7 @@ console.log(`  chunked, analyzed and embedded ${work.corpus.length} documents on
 const queryTerms = queries.map((q) => analyze(q.text));
 const queryVectors = queries.map((q) => hashEmbed(q.text));
 
-let seed = 42;
-const random = () => {
-  seed = (seed + 0x6d2b79f5) >>> 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-};
+const random = mulberry32(42);
 const normal = () => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
 
 function noisyCopy(v: Float32Array): Float32Array {

@@ -17,6 +17,7 @@ import { InvertedIndex } from '../engine/bm25/inverted-index';
 import { DEFAULT_BM25, type Bm25Params } from '../engine/bm25/scorer';
 import type { ChunkingOptions } from '../engine/chunking/chunker';
 import { processContent, type ProcessedChunk } from '../engine/ingest/process';
+import { spread, summarize, timeEach, type Latency } from './common';
 import { evaluate, loadSciFact, rankDocuments, scifactDir, type CorpusDoc, type Quality, type Query, type SciFact } from './eval-data';
 
 // Recall@100 depth. The engine fetches this many chunks, as a search with limit 100 would, so with
@@ -73,35 +74,6 @@ const curveSizes = quick ? [2_000, 10_000] : [10_000, 50_000, 200_000];
 
 // --- measuring --------------------------------------------------------------------------------
 
-interface Latency {
-  p50: number;
-  p95: number;
-  p99: number;
-  mean: number;
-  samples: number;
-}
-
-/** Nearest-rank percentiles, in milliseconds. */
-function summarize(samples: readonly number[]): Latency {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
-  const mean = sorted.reduce((s, x) => s + x, 0) / sorted.length;
-  return { p50: at(50), p95: at(95), p99: at(99), mean, samples: sorted.length };
-}
-
-/** Milliseconds of each call, `passes` times over the inputs. */
-function timeCalls<T>(inputs: readonly T[], passes: number, call: (input: T) => unknown): number[] {
-  const samples: number[] = [];
-  for (let p = 0; p < passes; p++) {
-    for (const input of inputs) {
-      const t = performance.now();
-      call(input);
-      samples.push(performance.now() - t);
-    }
-  }
-  return samples;
-}
-
 interface Built<T> {
   value: T;
   ms: number;
@@ -126,12 +98,6 @@ async function measureBuild<T>(build: () => T | Promise<T>): Promise<Built<T>> {
   const ms = performance.now() - t;
   const after = await memory();
   return { value, ms, heapBytes: after.heap - before.heap, rssBytes: after.rss - before.rss };
-}
-
-/** `n` evenly spread elements (all of them when there are fewer). */
-function spread<T>(list: readonly T[], n: number): T[] {
-  if (list.length <= n) return [...list];
-  return Array.from({ length: n }, (_, i) => list[Math.floor((i * list.length) / n)]!);
 }
 
 /** The corpus repeated until `count` items, each copy a separate document with its own id. */
@@ -339,11 +305,11 @@ async function latency(data: SciFact) {
   const { index, chunks, analyzeMs, insertMs } = built.value;
   const search = engineSearch(index);
   const terms = queries.map(analyze);
-  timeCalls(queries, 1, search); // warm-up: JIT, stem memo, scratch arrays
+  timeEach(queries, 1, search); // warm-up: JIT, stem memo, scratch arrays
   const engine = {
-    analyze: summarize(timeCalls(queries, passes, analyze)),
-    search: summarize(timeCalls(terms, passes, (t) => index.search(t, LATENCY_K))),
-    total: summarize(timeCalls(queries, passes, search)),
+    analyze: summarize(timeEach(queries, passes, analyze)),
+    search: summarize(timeEach(terms, passes, (t) => index.search(t, LATENCY_K))),
+    total: summarize(timeEach(queries, passes, search)),
   };
   const memoryPerItem = { heap: built.heapBytes / items.length, rss: built.rssBytes / items.length, index: index.memoryBytes() / items.length };
   printTable(
@@ -366,7 +332,7 @@ async function latency(data: SciFact) {
 
   // The engine on exactly the queries each peer is timed on, so the ratios compare like with like.
   const samples = PEERS.map((peer) => spread(queries, peer.timedQueries));
-  const engineOnSamples = samples.map((sample) => summarize(timeCalls(sample, passes, search)));
+  const engineOnSamples = samples.map((sample) => summarize(timeEach(sample, passes, search)));
 
   const peers = [];
   for (const [i, peer] of PEERS.entries()) {
@@ -421,13 +387,13 @@ async function latency(data: SciFact) {
 async function measurePeer(peer: Peer, items: readonly CorpusDoc[], sample: readonly string[]) {
   const built = await measureBuild(() => peer.build(items));
   const run = (q: string) => built.value(q, LATENCY_K);
-  timeCalls(sample.slice(0, PEER_WARMUP_QUERIES), 1, run);
+  timeEach(sample.slice(0, PEER_WARMUP_QUERIES), 1, run);
   return {
     name: peer.name,
     buildMs: built.ms,
     heapBytesPerItem: built.heapBytes / items.length,
     timedQueries: sample.length,
-    latency: summarize(timeCalls(sample, 1, run)),
+    latency: summarize(timeEach(sample, 1, run)),
   };
 }
 
@@ -436,7 +402,7 @@ async function measureSize(data: SciFact, count: number) {
   const items = replicate(data.corpus, count);
   const built = await measureBuild(() => buildEngine(items, chunking, bm25));
   const search = engineSearch(built.value.index);
-  timeCalls(queries, 1, search);
+  timeEach(queries, 1, search);
   return {
     items: count,
     chunks: built.value.chunks,
@@ -445,7 +411,7 @@ async function measureSize(data: SciFact, count: number) {
     insertMs: built.value.insertMs,
     heapBytesPerItem: built.heapBytes / count,
     indexBytesPerItem: built.value.index.memoryBytes() / count,
-    latency: summarize(timeCalls(queries, passes, search)),
+    latency: summarize(timeEach(queries, passes, search)),
   };
 }
 

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine } from '../engine/engine';
+import { followOutput } from '../test/helpers/output';
 import { loadSciFact } from './eval-data';
 
 const { values } = parseArgs({ args: Bun.argv.slice(2), options: { items: { type: 'string', default: '50000' } } });
@@ -48,23 +49,10 @@ t = performance.now();
 const proc = Bun.spawn(['bun', join(import.meta.dir, '..', 'src/main.ts')], {
   env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' },
   stdout: 'pipe',
-  stderr: 'inherit',
+  stderr: 'pipe',
 });
-let port = 0;
-const decoder = new TextDecoder();
-let buf = "";
-const reader = proc.stdout.getReader();
-while (!port) {
-  const { done, value } = await reader.read();
-  if (done) throw new Error("server exited before listening");
-  buf += decoder.decode(value);
-  const m = /"port":(\d+)/.exec(buf);
-  if (m) port = Number(m[1]);
-}
-// Keep draining the server's log so it never writes into a closed pipe.
-void (async () => {
-  while (!(await reader.read()).done);
-})();
+// The server's log is drained for its whole life, so it never writes into a full pipe.
+const port = await followOutput(proc, 100).port;
 let readyMs = 0;
 for (;;) {
   try {

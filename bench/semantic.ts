@@ -31,6 +31,7 @@ import { decodePayload } from '../engine/wal/codec';
 import { scanFrames } from '../engine/wal/frame';
 import { loadConfig } from '../src/config';
 import { configForType, resolveModel, type KbType } from '../src/services/kb-types';
+import { mulberry32, spread, summarize, timeEach, type Latency } from './common';
 import { evaluate, loadSciFact, rankDocuments, scifactDir, type CorpusDoc, type Quality, type Query, type SciFact } from './eval-data';
 
 const REPO_ROOT = resolve(import.meta.dir, '..');
@@ -88,22 +89,6 @@ const NOISE_NORM = 0.2;
 
 // --- small helpers ----------------------------------------------------------------------------
 
-interface Latency {
-  p50: number;
-  p95: number;
-  p99: number;
-  mean: number;
-  samples: number;
-}
-
-/** Nearest-rank percentiles, in milliseconds. */
-function summarize(samples: readonly number[]): Latency {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
-  const mean = sorted.reduce((s, x) => s + x, 0) / Math.max(1, sorted.length);
-  return { p50: at(50), p95: at(95), p99: at(99), mean, samples: sorted.length };
-}
-
 const ms = (x: number) => (!Number.isFinite(x) ? '-' : x < 1 ? x.toFixed(3) : x < 10 ? x.toFixed(2) : x < 1000 ? x.toFixed(1) : x.toFixed(0));
 const f4 = (x: number) => x.toFixed(4);
 const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
@@ -130,24 +115,7 @@ async function phase<T>(name: string, run: () => T | Promise<T>): Promise<T> {
   return value;
 }
 
-/** `n` evenly spread elements (all of them when there are fewer). */
-function spread<T>(list: readonly T[], n: number): T[] {
-  if (list.length <= n) return [...list];
-  return Array.from({ length: n }, (_, i) => list[Math.floor((i * list.length) / n)]!);
-}
-
-/** Deterministic PRNG (mulberry32) and standard normal samples from it (Box–Muller). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
+/** Standard normal samples (Box–Muller) from a uniform PRNG. */
 function gaussian(random: () => number): () => number {
   return () => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
 }
@@ -682,7 +650,7 @@ async function useLiteVectors(work: Workload): Promise<BaseVectors> {
 
 /** The base vectors first, then noisy copies of them (renormalized) up to `total`. */
 function replicateVectors(base: readonly Float32Array[], total: number): Float32Array[] {
-  const normal = gaussian(rng(42));
+  const normal = gaussian(mulberry32(42));
   const d = base[0]!.length;
   const sigma = NOISE_NORM / Math.sqrt(d);
   const out: Float32Array[] = [];
@@ -704,17 +672,6 @@ function recallAt10(approx: readonly { doc: number }[], exact: readonly { doc: n
   return truth.size === 0 ? 1 : approx.filter((h) => truth.has(h.doc)).length / truth.size;
 }
 
-function timeEach<T>(inputs: readonly T[], passes: number, call: (input: T) => unknown): number[] {
-  const samples: number[] = [];
-  for (let p = 0; p < passes; p++) {
-    for (const input of inputs) {
-      const t = performance.now();
-      call(input);
-      samples.push(performance.now() - t);
-    }
-  }
-  return samples;
-}
 
 interface IndexPoint {
   size: number;

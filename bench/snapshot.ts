@@ -40,6 +40,7 @@ import { verifySnapshot } from '../engine/snapshot/format';
 import type { VectorIndex } from '../engine/vector/vector-index';
 import { decodePayload } from '../engine/wal/codec';
 import { FRAME_HEADER, scanFrames } from '../engine/wal/frame';
+import { fnv1a, mulberry32 } from './common';
 import { loadSciFact } from './eval-data';
 
 const { values: args } = parseArgs({
@@ -64,25 +65,7 @@ const MODEL = 'bench-hash';
 
 // --- the hashing embeddings stub (child process: `bun bench/snapshot.ts --stub`) -----------------
 
-function fnv1a(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function unit(x: Float64Array): void {
   let s = 0;

@@ -18,6 +18,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { followOutput } from '../test/helpers/output';
 
 const { values: args } = parseArgs({
   args: Bun.argv.slice(2),
@@ -105,28 +106,11 @@ async function startServer(env: Record<string, string>): Promise<Server> {
     stdout: 'pipe',
     stderr: 'pipe',
   });
-  const output: string[] = [];
+  // Both pipes are drained for the whole run so the server never blocks on (or fails with EPIPE on) them.
+  const followed = followOutput(proc as never, 2000);
+  const output = followed.lines;
   let port = chosen;
-  // Drain both pipes for the whole run so the server never blocks on (or fails with EPIPE on) them.
-  const drain = async (stream: ReadableStream<Uint8Array>) => {
-    const decoder = new TextDecoder();
-    let buf = '';
-    for await (const part of stream) {
-      buf += decoder.decode(part, { stream: true });
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (output.length < 2000) output.push(line);
-        try {
-          const rec = JSON.parse(line);
-          if (rec.msg === 'listening' && rec.port) port = rec.port;
-        } catch {}
-      }
-    }
-  };
-  void drain(proc.stdout as ReadableStream<Uint8Array>);
-  void drain(proc.stderr as ReadableStream<Uint8Array>);
+  void followed.port.then((p) => (port = p));
   const started = performance.now();
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`server exited (${proc.exitCode}):\n${output.join('\n')}`);

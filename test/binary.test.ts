@@ -17,6 +17,7 @@ import { cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, rmSync, statSync 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Subprocess } from 'bun';
+import { followOutput, portOf } from './helpers/output';
 import { scannedPdf, rotatedJpeg, textPdf, textPng } from './extract/fixtures';
 import { writeTinyModel } from './fixtures/tiny-model';
 
@@ -39,10 +40,12 @@ const isolate = (() => {
 })();
 
 class BinaryServer {
-  readonly output: string[] = [];
   url = '';
   readyMillis = -1;
-  private constructor(readonly proc: Subprocess<'ignore', 'pipe', 'pipe'>) {}
+  private constructor(
+    readonly proc: Subprocess<'ignore', 'pipe', 'pipe'>,
+    readonly output: string[],
+  ) {}
 
   /** Starts `bin` in `cwd` with an empty data directory and waits for /ready. */
   static async start(bin: string, cwd: string, env: Record<string, string> = {}): Promise<BinaryServer> {
@@ -57,36 +60,9 @@ class BinaryServer {
       stdout: 'pipe',
       stderr: 'pipe',
     });
-    const server = new BinaryServer(proc);
-    const port = await new Promise<number>((resolvePort, reject) => {
-      const timer = setTimeout(() => reject(new Error(`binary did not start:\n${server.output.join('\n')}`)), READY_LIMIT_MS);
-      const collect = async (stream: ReadableStream<Uint8Array>) => {
-        const decoder = new TextDecoder();
-        let buf = '';
-        for await (const part of stream) {
-          buf += decoder.decode(part, { stream: true });
-          let nl: number;
-          while ((nl = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, nl);
-            buf = buf.slice(nl + 1);
-            server.output.push(line);
-            try {
-              const rec = JSON.parse(line);
-              if (rec.msg === 'listening' && rec.port) {
-                clearTimeout(timer);
-                resolvePort(rec.port);
-              }
-            } catch {}
-          }
-        }
-      };
-      void collect(proc.stdout);
-      void collect(proc.stderr);
-      void proc.exited.then((code) => {
-        clearTimeout(timer);
-        reject(new Error(`binary exited with ${code}:\n${server.output.join('\n')}`));
-      });
-    });
+    const followed = followOutput(proc, Infinity);
+    const server = new BinaryServer(proc, followed.lines);
+    const port = await portOf(followed, proc.exited, READY_LIMIT_MS, 'binary');
     server.url = `http://127.0.0.1:${port}`;
     while (performance.now() - started < READY_LIMIT_MS * 2) {
       const res = await fetch(`${server.url}/ready`).catch(() => undefined);

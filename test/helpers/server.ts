@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
+import { followOutput, portOf } from './output';
 
 const ROOT = join(import.meta.dir, '..', '..');
 
@@ -55,36 +56,9 @@ export class TestServer {
       stdout: 'pipe',
       stderr: 'pipe',
     });
-    const output: string[] = [];
-    const port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`server did not start:\n${output.join('\n')}`)), 30_000);
-      const collect = async (stream: ReadableStream<Uint8Array>) => {
-        const decoder = new TextDecoder();
-        let buf = '';
-        for await (const part of stream) {
-          buf += decoder.decode(part, { stream: true });
-          let nl: number;
-          while ((nl = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, nl);
-            buf = buf.slice(nl + 1);
-            output.push(line);
-            try {
-              const rec = JSON.parse(line);
-              if (rec.msg === 'listening' && rec.port) {
-                clearTimeout(timer);
-                resolve(rec.port);
-              }
-            } catch {}
-          }
-        }
-      };
-      void collect(proc.stdout);
-      void collect(proc.stderr);
-      void proc.exited.then((code) => {
-        clearTimeout(timer);
-        reject(new Error(`server exited with ${code}:\n${output.join('\n')}`));
-      });
-    });
+    const followed = followOutput(proc, Infinity);
+    const output = followed.lines;
+    const port = await portOf(followed, proc.exited, 30_000);
     const server = new TestServer(proc, `http://127.0.0.1:${port}`, dataDir, output);
     if (options.waitReady !== false) await server.waitReady();
     return server;
