@@ -44,7 +44,7 @@ class PostingList {
     this.length++;
   }
 
-  compact(alive: Uint8Array, docLength: Float64Array): void {
+  compact(alive: Uint8Array, docLength: Uint32Array): void {
     let w = 0;
     this.maxTf = 0;
     this.minDocLength = Infinity;
@@ -128,7 +128,8 @@ export class InvertedIndex {
   private readonly termIds = new Map<string, number>();
   private readonly terms: string[] = [];
   private readonly lists: PostingList[] = [];
-  private docLength = new Float64Array(1024);
+  // Term counts are integers: 4 bytes each keeps the array the scoring loops read small in cache.
+  private docLength = new Uint32Array(1024);
   private docTermIds: (Int32Array | undefined)[] = [];
   private alive = new Uint8Array(1024);
   private liveDocs = 0;
@@ -160,13 +161,13 @@ export class InvertedIndex {
     if (doc < this.alive.length) return;
     let cap = this.alive.length;
     while (cap <= doc) cap *= 2;
-    const grow = <T extends Float64Array | Uint8Array | Int32Array>(a: T, make: (n: number) => T): T => {
+    const grow = <T extends Uint32Array | Uint8Array | Int32Array>(a: T, make: (n: number) => T): T => {
       const b = make(cap);
       b.set(a as never);
       return b;
     };
     this.alive = grow(this.alive, (n) => new Uint8Array(n));
-    this.docLength = grow(this.docLength, (n) => new Float64Array(n));
+    this.docLength = grow(this.docLength, (n) => new Uint32Array(n));
   }
 
   /** Add a document; `doc` must be greater than every id added before. */
