@@ -484,7 +484,7 @@ async function prepare(model: ModelChoice, work: Workload, options: { graph?: bo
     ingestFromCache = true;
   }
 
-  // Searches should see the finished HNSW graph (the engine builds it in 10 ms slices otherwise).
+  // Searches should see the finished HNSW graph (the engine builds it in small slices otherwise).
   let graphBuildMs: number | undefined;
   const vectors = engine.knowledgeBase(kbId)!.vectors;
   if (options.graph !== false && vectors && vectors.graphPending > 0) {

@@ -618,7 +618,7 @@ async function main(): Promise<void> {
       // Items streamed here are numbered far above the base and the tail (their text must be unique).
       let nextItem = 10_000_000;
       const nextText = () => itemText(nextItem++);
-      /** Build the main thread's pending HNSW vectors flat out (the server does it in the background, 10 ms of every 50 ms). */
+      /** Build the main thread's pending HNSW vectors flat out (the server does it in the background: 5 ms of every 25 ms while serving, 20 ms while idle). */
       const catchUp = async (vectors: VectorIndex): Promise<number> => {
         const s = performance.now();
         while (!vectors.buildStep(200, 256)) await Bun.sleep(0);
@@ -635,7 +635,7 @@ async function main(): Promise<void> {
       if (!vectors) throw new Error('knowledge base or its vectors missing after replay');
       pendingAfterReplay = vectors.graphPending;
       mainGraphBuildMs = await catchUp(vectors);
-      say(`  [${elapsed()}] main-thread HNSW graph of ${pendingAfterReplay} vectors built flat out in ${mainGraphBuildMs} ms (the server's background build runs at ~1/5 of that pace)`);
+      say(`  [${elapsed()}] main-thread HNSW graph of ${pendingAfterReplay} vectors built flat out in ${mainGraphBuildMs} ms (the server's background build runs at 1/5 of that pace while serving, 4/5 while idle)`);
       Bun.gc(true);
       let probe = new StallProbe(engine, vectors, ORG, meta.kbId, rate, nextText);
       stallFull = await probe.around('first (full: graph from scratch)', baselineMs, afterMs);

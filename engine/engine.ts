@@ -33,6 +33,8 @@ export interface EngineOptions {
   onFatal?: (err: unknown) => void;
   /** Knowledge bases with fewer vectors are searched exactly and keep no HNSW graph (in memory or in snapshots). */
   graphThreshold?: number;
+  /** True while nothing is asking for the main thread (no request in flight): background graph building then takes most of it. */
+  idle?: () => boolean;
   /** Called after each ingestion batch (for metrics). */
   onBatch?: (batch: { items: number; chunks: number; millis: number; model: string }) => void;
 }
@@ -590,24 +592,26 @@ export class Engine {
   }
 
   /**
-   * Build HNSW graphs in the background: 10 ms of every 50 ms on the main thread, so requests keep
-   * flowing; searches stay exact (and correct) until a graph has caught up.
+   * Build HNSW graphs in the background on the main thread: 5 ms of every 25 ms while requests are
+   * being served, 20 ms of every 25 ms while idle (a request arriving then waits at most one step);
+   * searches stay exact (and correct) until a graph has caught up.
    */
   private scheduleGraphBuild(): void {
     if (this.graphTimer || this.closed) return;
     this.graphTimer = setInterval(() => {
+      const budget = this.options.idle?.() ? 20 : 5;
       let pending = false;
       for (const kb of this.kbs.values()) {
         if (kb.vectors && kb.vectors.graphPending > 0) {
           // Small batches: one USearch batch add runs to its end, so the batch bounds the stall.
-          pending = !kb.vectors.buildStep(10, 8) || pending;
+          pending = !kb.vectors.buildStep(budget, 8) || pending;
         }
       }
       if (!pending) {
         clearInterval(this.graphTimer);
         this.graphTimer = undefined;
       }
-    }, 50);
+    }, 25);
     this.graphTimer.unref?.();
   }
 

@@ -8,7 +8,7 @@ import pkg from '../package.json';
 import { createApp } from './app';
 import { UploadService } from './services/uploads';
 import { Metrics } from './http/metrics';
-import { serve } from './http/serve';
+import { RequestActivity, serve } from './http/serve';
 import { KeyStore, keyFilePath } from './auth/key-store';
 import { loadConfig } from './config';
 import { createLogger } from './logger';
@@ -58,7 +58,9 @@ const app = createApp(
   uploads,
 );
 
+const activity = new RequestActivity();
 const server = serve((request) => app.handle(request), {
+  activity,
   port: config.port,
   hostname: config.host,
   // Bun's own cap is only a backstop, far above the routes' limits, so that oversized bodies reach
@@ -101,6 +103,7 @@ try {
     walSegmentBytes: config.walSegmentBytes,
     log: (level, message, details) => logger[level](details ?? {}, message),
     onFatal: fatal,
+    idle: () => activity.idle(),
     onBatch: ({ model, chunks, millis }) => metrics.observeBatch(model, chunks, millis / 1000),
   });
   notReady.delete('recovering state from the write-ahead log');

@@ -15,6 +15,26 @@ export function routeLabel(path: string): string {
   return segs.join('/');
 }
 
+/** Requests in flight and when the last one ended: background work runs faster while idle. */
+export class RequestActivity {
+  private inFlight = 0;
+  private lastEnd = 0;
+
+  begin(): void {
+    this.inFlight++;
+  }
+
+  end(): void {
+    this.inFlight--;
+    this.lastEnd = performance.now();
+  }
+
+  /** No request in flight, and none ended in the last `quietMs`. */
+  idle(quietMs = 200): boolean {
+    return this.inFlight === 0 && performance.now() - this.lastEnd >= quietMs;
+  }
+}
+
 export interface ServeOptions {
   port: number;
   hostname: string;
@@ -26,6 +46,7 @@ export interface ServeOptions {
   idleTimeoutSeconds: number;
   /** Requests allowed to take long (uploads, `?wait=true`) get this many seconds instead. */
   longRequestSeconds: number;
+  activity?: RequestActivity;
 }
 
 export function serve(handle: (request: Request) => Promise<Response> | Response, options: ServeOptions) {
@@ -38,7 +59,13 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
       const started = performance.now();
       const url = request.url;
       if (url.includes('wait=') || url.includes('/contents/file')) server.timeout(request, Math.min(255, options.longRequestSeconds));
-      const response = await handle(request);
+      options.activity?.begin();
+      let response: Response;
+      try {
+        response = await handle(request);
+      } finally {
+        options.activity?.end();
+      }
       const route = routeLabel(pathOf(url));
       const ms = performance.now() - started;
       options.observe?.(request.method, route, response.status, ms / 1000);
