@@ -307,7 +307,7 @@ try {
     for (;;) {
       const pending = metricSum(await scrapeMetrics(s.base), 'kb_vectors_graph_pending');
       if (pending === 0) break;
-      await Bun.sleep(200);
+      await Bun.sleep(1000); // seldom, like a metrics scraper: an idle server builds faster
       if (performance.now() - tStart > 30 * 60_000) throw new Error('HNSW graph not built after 30 minutes');
     }
     graphSeconds = (performance.now() - indexedAt) / 1000;
