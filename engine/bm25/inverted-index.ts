@@ -279,13 +279,15 @@ export class InvertedIndex {
       // Essential terms, term at a time (highest bound first: the summation order), into the
       // window's accumulator; touched slots are marked in a bitmap.
       for (let i = n - 1; i >= essential; i--) {
-        const { docs, tfs, length } = lists[i]!;
+        const { docs, tfs, length, dead } = lists[i]!;
         const w = weights[i]!;
+        // A list without deleted postings and no filter needs no per-document check.
+        const check = dead > 0 || allowed !== undefined;
         let p = pos[i]!;
         for (; p < length; p++) {
           const d = docs[p]!;
           if (d >= end) break;
-          if (alive[d] === 0 || (allowed !== undefined && allowed[d] !== 1)) continue;
+          if (check && (alive[d] === 0 || (allowed !== undefined && allowed[d] !== 1))) continue;
           const tf = tfs[p]!;
           const slot = d - start;
           if (window[slot] === 0) windowBits[slot >>> 5]! |= 1 << (slot & 31);
