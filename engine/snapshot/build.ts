@@ -30,6 +30,17 @@ export interface BuildRequest {
   mainGraphs?: { kbId: string; path: string; docs: number[] }[];
 }
 
+/**
+ * What compaction and graph building read of a record: texts, metadata and term vectors dropped (the
+ * encoded payload is written out unchanged), so the worker does not hold every decoded record.
+ * An indexed record keeps its chunk count as the length of an empty array.
+ */
+function slim(record: LogRecord): LogRecord {
+  if (record.t === 'content.put') return { ...record, text: '', metadata: {}, pages: undefined };
+  if (record.t === 'content.indexed') return { ...record, chunks: new Array(record.chunks.length) };
+  return record;
+}
+
 async function readFrames(path: string, visit: (kept: KeptRecord) => void, accept: (seq: number) => boolean): Promise<void> {
   const bytes = new Uint8Array(await Bun.file(path).arrayBuffer());
   const scan = scanFrames(bytes);
@@ -37,7 +48,7 @@ async function readFrames(path: string, visit: (kept: KeptRecord) => void, accep
   for (const f of scan.frames) {
     if (!accept(f.seq)) continue;
     const { record, attachment } = decodePayload<LogRecord>(f.payload);
-    visit({ seq: f.seq, record, payload: f.payload, attachment });
+    visit({ seq: f.seq, record: slim(record), payload: f.payload, attachment });
   }
 }
 
