@@ -109,6 +109,9 @@ try {
   notReady.delete('recovering state from the write-ahead log');
   snapshots = new SnapshotManager(engine, store, config.snapshots, logger);
   await snapshots.start();
+  // Replay leaves hundreds of MB of decoded records behind: collect them now, not at the first
+  // allocation under load (RSS at ready was ~1.5× the steady state).
+  Bun.gc(true);
   logger.info({ recovery: engine.recovery }, 'state recovered');
 } catch (err) {
   logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'recovery failed');
