@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { analyze, ANALYZER_VERSION } from './analysis/analyzer';
 import type { Metadata, MetadataFilter } from './filter/metadata';
 import { OriginalsStore } from './files/originals';
-import { fsyncPath } from './fsync';
+import { fsyncPathAsync } from './fsync';
 import { listSnapshotDirs, RECORDS_FILE, snapshotDirName, verifySnapshot, type SnapshotManifest } from './snapshot/format';
 import { DEFAULT_EXACT_THRESHOLD } from './vector/vector-index';
 import { scanFrames } from './wal/frame';
@@ -329,7 +329,7 @@ export class Engine {
       });
       const dir = join(this.snapshotsDir, snapshotDirName(seq));
       await rename(tmp, dir);
-      fsyncPath(this.snapshotsDir);
+      await fsyncPathAsync(this.snapshotsDir);
       this.latestSnapshot = { seq, dir, manifest };
       return this.latestSnapshot;
     } catch (err) {

@@ -1,5 +1,6 @@
 // fsync a file or a directory by path (a directory's fsync makes its entries durable).
 import { closeSync, fdatasyncSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 
 export function fsyncPath(path: string): void {
   const fd = openSync(path, 'r');
@@ -84,4 +85,14 @@ export function copyFilePaced(from: string, to: string): { bytes: number; sha256
     closeSync(src);
   }
   return writer.end();
+}
+
+/** fsync by path on the thread pool (the event loop keeps running; under heavy IO it can take long). */
+export async function fsyncPathAsync(path: string): Promise<void> {
+  const fh = await open(path, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
 }

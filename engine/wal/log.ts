@@ -2,7 +2,7 @@
 // every append issued while an fsync is in flight joins the next batch, so concurrent writers share
 // one fdatasync. A caller's promise resolves only once its record is on disk.
 import { mkdir, open, readdir, rename, rm, truncate, type FileHandle } from 'node:fs/promises';
-import { fsyncPath } from '../fsync';
+import { fsyncPathAsync } from '../fsync';
 import { join } from 'node:path';
 import { encodeFrame, scanFrames } from './frame';
 
@@ -134,8 +134,10 @@ export class WriteAheadLog {
     this.fh = await open(join(this.options.dir, name), 'a');
     this.segmentSize = 0;
     this.segments.push({ name, firstSeq });
-    // The new file's directory entry must be durable before records in it are acknowledged.
-    fsyncPath(this.options.dir);
+    // The new file's directory entry must be durable before records in it are acknowledged (the
+    // flush loop awaits this before writing). Off the event loop: a snapshot writing hundreds of MB
+    // can make it take tens of milliseconds.
+    await fsyncPathAsync(this.options.dir);
   }
 
   /** Append a record; resolves with its sequence number once it is fsynced. */
@@ -226,7 +228,7 @@ export class WriteAheadLog {
       this.segments.shift();
       deleted++;
     }
-    if (deleted > 0) fsyncPath(this.options.dir);
+    if (deleted > 0) await fsyncPathAsync(this.options.dir);
     return deleted;
   }
 
