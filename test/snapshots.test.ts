@@ -35,11 +35,11 @@ async function until<T>(what: string, fn: () => Promise<T | undefined> | T | und
 
 const snapshotsWritten = (s: TestServer) => s.output.filter((l) => l.includes('"msg":"snapshot written"')).map((l) => JSON.parse(l));
 
+/** Wait until a snapshot covering every record logged so far is written (and uploaded, if a store is set). */
 async function waitForSnapshotCovering(s: TestServer) {
   const ready = await s.api('GET', '/ready');
-  const last = ready.body.snapshots?.lastSeq ?? -1;
-  // A write after the last snapshot is the signal; wait until a newer one is written.
-  return until('a snapshot', () => snapshotsWritten(s).find((r) => r.seq > last));
+  const logSeq: number = ready.body.snapshots.logSeq;
+  return until('a snapshot covering the log', () => snapshotsWritten(s).find((r) => r.seq >= logSeq));
 }
 
 async function allSearches(s: TestServer, kb: string) {
