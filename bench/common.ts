@@ -314,3 +314,17 @@ export function sampleWorkload(data: import('./eval-data').SciFact, queryCount: 
   const keep = new Set([...needed, ...others.map((d) => d.id)]);
   return { queries, corpus: data.corpus.filter((d) => keep.has(d.id)) };
 }
+
+/** `phase(name, run)` prints a section header and its duration; `phases` collects the durations (ms). */
+export function phaseTimer() {
+  const phases: Record<string, number> = {};
+  async function phase<T>(name: string, run: () => T | Promise<T>): Promise<T> {
+    console.log(`\n== ${name}`);
+    const t = performance.now();
+    const value = await run();
+    phases[name] = Math.round(performance.now() - t);
+    console.log(`   (${(phases[name] / 1000).toFixed(1)} s)`);
+    return value;
+  }
+  return { phases, phase };
+}

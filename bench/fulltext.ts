@@ -17,7 +17,7 @@ import { InvertedIndex } from '../engine/bm25/inverted-index';
 import { DEFAULT_BM25, type Bm25Params } from '../engine/bm25/scorer';
 import type { ChunkingOptions } from '../engine/chunking/chunker';
 import { processContent, type ProcessedChunk } from '../engine/ingest/process';
-import { spread, summarize, timeEach, type Latency } from './common';
+import { phaseTimer, printTable, spread, summarize, timeEach, type Latency } from './common';
 import { evaluate, loadSciFact, rankDocuments, scifactDir, type CorpusDoc, type Quality, type Query, type SciFact } from './eval-data';
 
 // Recall@100 depth. The engine fetches this many chunks, as a search with limit 100 would, so with
@@ -211,26 +211,7 @@ const f4 = (x: number) => x.toFixed(4);
 const kib = (bytes: number) => (bytes / 1024).toFixed(2);
 const ratio = (x: number) => `${x.toFixed(1)}×`;
 
-function printTable(title: string, header: string[], rows: (string | number)[][]): void {
-  const cells = [header, ...rows.map((r) => r.map(String))];
-  const widths = header.map((_, c) => Math.max(...cells.map((r) => r[c]!.length)));
-  console.log(`\n${title}`);
-  cells.forEach((row, i) => {
-    // First column left-aligned (labels), the rest right-aligned (numbers).
-    console.log('  ' + row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
-    if (i === 0) console.log('  ' + widths.map((w) => '-'.repeat(w)).join('  '));
-  });
-}
-
-const phases: Record<string, number> = {};
-async function phase<T>(name: string, run: () => T | Promise<T>): Promise<T> {
-  console.log(`\n== ${name}`);
-  const t = performance.now();
-  const value = await run();
-  phases[name] = Math.round(performance.now() - t);
-  console.log(`   (${(phases[name] / 1000).toFixed(1)} s)`);
-  return value;
-}
+const { phases, phase } = phaseTimer();
 
 // --- sections ---------------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ import {
   machine,
   metricSum,
   parseCount,
+  phaseTimer,
   pct,
   printTable,
   replicaTexts,
@@ -76,15 +77,7 @@ const CHUNKING = { size: 2000, overlap: 200 };
 const ENGINE_MS = quick ? 2000 : 8000;
 
 const started = performance.now();
-const phases: Record<string, number> = {};
-async function phase<T>(name: string, run: () => Promise<T>): Promise<T> {
-  console.log(`\n== ${name}`);
-  const t = performance.now();
-  const value = await run();
-  phases[name] = Math.round(performance.now() - t);
-  console.log(`   (${(phases[name] / 1000).toFixed(1)} s)`);
-  return value;
-}
+const { phases, phase } = phaseTimer();
 
 // --- corpus -----------------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ import { decodePayload } from '../engine/wal/codec';
 import { scanFrames } from '../engine/wal/frame';
 import { loadConfig } from '../src/config';
 import { configForType, resolveModel, type KbType } from '../src/services/kb-types';
-import { mulberry32, spread, summarize, timeEach, type Latency } from './common';
+import { mulberry32, printTable, spread, summarize, timeEach, type Latency } from './common';
 import { evaluate, loadSciFact, rankDocuments, scifactDir, type CorpusDoc, type Quality, type Query, type SciFact } from './eval-data';
 
 const REPO_ROOT = resolve(import.meta.dir, '..');
@@ -94,16 +94,6 @@ const f4 = (x: number) => x.toFixed(4);
 const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
 const int = (x: number) => Math.round(x).toLocaleString('en-US');
 const secs = (millis: number) => `${(millis / 1000).toFixed(1)} s`;
-
-function printTable(title: string, header: string[], rows: (string | number)[][]): void {
-  const cells = [header, ...rows.map((r) => r.map(String))];
-  const widths = header.map((_, c) => Math.max(...cells.map((r) => (r[c] ?? '').length)));
-  console.log(`\n${title}`);
-  cells.forEach((row, i) => {
-    console.log('  ' + row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
-    if (i === 0) console.log('  ' + widths.map((w) => '-'.repeat(w)).join('  '));
-  });
-}
 
 const phases: Record<string, number> = {};
 async function phase<T>(name: string, run: () => T | Promise<T>): Promise<T> {

@@ -8,6 +8,7 @@ import { analyze, ANALYZER_VERSION } from './analysis/analyzer';
 import type { Metadata, MetadataFilter } from './filter/metadata';
 import { OriginalsStore } from './files/originals';
 import { fsyncPathAsync } from './fsync';
+import type { BuildRequest } from './snapshot/build';
 import { listSnapshotDirs, RECORDS_FILE, snapshotDirName, verifySnapshot, type SnapshotManifest } from './snapshot/format';
 import { DEFAULT_EXACT_THRESHOLD } from './vector/vector-index';
 import { scanFrames } from './wal/frame';
@@ -308,7 +309,7 @@ export class Engine {
     const tmp = join(this.snapshotsDir, `tmp-${seq}-${crypto.randomUUID()}`);
     await mkdir(tmp);
     try {
-      const mainGraphs: { kbId: string; path: string; docs: number[] }[] = [];
+      const mainGraphs: NonNullable<BuildRequest['mainGraphs']> = [];
       if (reuseGraphs) {
         for (const [kbId, kb] of this.kbs) {
           if (!kb.vectors?.hasGraph) continue;

@@ -43,7 +43,7 @@ export class PacedFileWriter {
 
   private flush(): void {
     if (this.pendingBytes === 0) return;
-    const joined = Buffer.concat(this.pending, this.pendingBytes);
+    const joined = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
     let off = 0;
     while (off < joined.byteLength) off += writeSync(this.fd, joined, off);
     this.pending = [];

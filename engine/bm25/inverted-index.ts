@@ -362,7 +362,8 @@ export class InvertedIndex {
       return { term: q.term, tf, docFreq: q.list.docFreq, idf: q.idf, score: tf > 0 ? (q.weight * tf) / (tf + norm) : 0 };
     });
     return {
-      score: this.scoreOf(qterms, doc),
+      // The same sum, in the same order, as scoreOf (terms that do not occur add exactly 0).
+      score: terms.reduceRight((s, t) => s + t.score, 0),
       docLength: this.docLength[doc]!,
       avgDocLength: avg,
       docCount: this.liveDocs,
