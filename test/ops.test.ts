@@ -76,6 +76,19 @@ test('every response carries a request id; a client-sent one is kept', async () 
   expect(unauth.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
   const again = await server.api('GET', '/api/v1/knowledge-bases', undefined, null);
   expect(again.headers.get('x-request-id')).not.toBe(unauth.headers.get('x-request-id'));
+  // Every kind of answer: a route's JSON, a validation error, an unknown route, the health check.
+  const created = await server.api('POST', '/api/v1/knowledge-bases', { name: 'ids' }, undefined, { 'x-request-id': 'trace-456' });
+  expect(created.status).toBe(400);
+  expect(created.headers.get('x-request-id')).toBe('trace-456');
+  for (const path of ['/api/v1/no-such-route', '/health']) {
+    const res = await server.api('GET', path);
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
+  }
+  // A client id that is not a plain token (spaces, or too long for a log line) is replaced.
+  for (const bad of ['has spaces', 'x'.repeat(129)]) {
+    const res = await server.api('GET', '/health', undefined, undefined, { 'x-request-id': bad });
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
+  }
 });
 
 test('per-organization rate limit: 429 RATE_LIMITED with Retry-After, other organizations unaffected', async () => {

@@ -1,6 +1,7 @@
 // The HTTP listener around the Elysia app: one place that sees every response (including those
 // answered before routing, such as 401, 413 and 429) for the access log.
 import type { Logger } from '../logger';
+import { REQUEST_ID_HEADER, requestIdOf } from './request-id';
 
 const KNOWN_TOP = new Set(['health', 'ready', 'metrics', 'docs', 'openapi.json', 'api']);
 
@@ -55,10 +56,13 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
     hostname: options.hostname,
     maxRequestBodySize: options.maxRequestBodySize,
     idleTimeout: Math.min(255, options.idleTimeoutSeconds),
+    // Never Bun's development error pages (stack traces) in answers, whatever NODE_ENV says.
+    development: false,
     async fetch(request, server) {
       const started = performance.now();
       const url = request.url;
       if (url.includes('wait=') || url.includes('/contents/file')) server.timeout(request, Math.min(255, options.longRequestSeconds));
+      const requestId = requestIdOf(request);
       options.activity?.begin();
       let response: Response;
       try {
@@ -66,13 +70,14 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
       } finally {
         options.activity?.end();
       }
+      response.headers.set(REQUEST_ID_HEADER, requestId);
       const route = routeLabel(pathOf(url));
       const ms = performance.now() - started;
       options.observe?.(request.method, route, response.status, ms / 1000);
       // Access log: never the API key or any content text.
-      options.logger.info(
+      if (options.logger.isLevelEnabled('info')) options.logger.info(
         {
-          requestId: response.headers.get('x-request-id') ?? undefined,
+          requestId,
           org: request.headers.get('x-service-organization-id') ?? undefined,
           method: request.method,
           route,
