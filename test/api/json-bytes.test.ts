@@ -1,6 +1,7 @@
 // The answer writer must produce exactly JSON.stringify's bytes (UTF-8), for every string shape.
 import { describe, expect, test } from 'bun:test';
 import { JsonByteWriter, jsonAnswerBytes } from '../../src/http/json-bytes';
+import { mulberry32 } from '../helpers/random';
 
 const writer = new JsonByteWriter(16); // tiny on purpose: every answer grows the buffer
 const same = (value: unknown) => {
@@ -8,16 +9,6 @@ const same = (value: unknown) => {
   expect(ours).toBe(JSON.stringify(value));
 };
 
-// A small deterministic PRNG, so a failure reproduces.
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('JsonByteWriter', () => {
   test('strings: escapes at the edges, next to each other, and in long texts', () => {
@@ -37,7 +28,7 @@ describe('JsonByteWriter', () => {
 
   test('random strings from an alphabet full of escapes', () => {
     const alphabet = ['a', 'b', ' ', '"', '\n', '\\', '\t', '\u0001', 'é', 'β', '—', '😀', '\ud800', '\udfff', '\u2028'];
-    const random = rng(7);
+    const random = mulberry32(7);
     for (let i = 0; i < 2000; i++) {
       const n = Math.floor(random() * (i % 10 === 0 ? 600 : 80));
       let s = '';
