@@ -9,7 +9,7 @@
 //              engine pass, then an HTTP run, five times; the median of the rounds' ratios, so a
 //              drift in the machine's speed (±20% within minutes on a shared VM) hits both sides.
 //
-//   bun bench/http.ts [--chunks 50k] [--duration 3] [--connections 1,16,64] [--quick]
+//   bun bench/http.ts [--chunks 50k] [--duration 2] [--connections 1,16,64] [--quick]
 //                     [--wrk auto|on|off] [--json out.json]
 //
 // Embeddings: the server's models point at an OpenAI-compatible stub started here (POST
@@ -68,7 +68,7 @@ const { values: args } = parseArgs({
 const quick = args.quick;
 const targetChunks = parseCount(args.chunks ?? (quick ? '3k' : '50k'));
 // autocannon counts whole seconds.
-const durationS = Math.max(1, Math.round(Number(args.duration ?? (quick ? 1 : 3))));
+const durationS = Math.max(1, Math.round(Number(args.duration ?? (quick ? 1 : 2))));
 const connectionsList = (args.connections ?? '1,16,64').split(',').map(Number);
 const ingestConnections = Number(args['ingest-connections'] ?? 16);
 const wrkPath = args.wrk === 'off' ? null : Bun.which('wrk');
@@ -244,7 +244,7 @@ const results: Record<string, unknown> = {
     targetChunks,
     items: items.length,
     durationSeconds: durationS,
-    warmup: 'max(300, 40 × c) requests before each run (wrk: 1 s)',
+    warmup: '1 s of load before each run (autocannon and wrk)',
     connections: connectionsList,
     ingestConnections,
     embedding: `OpenAI-compatible stub in the bench process: ${HASH_MODEL}, hashed ${HASH_DIMENSIONS}-d (not a neural model)`,
@@ -373,7 +373,7 @@ try {
     const out: Run[] = [];
     for (const target of targets) {
       for (const c of connectionsList) {
-        await cannon(s, target, c, { amount: Math.max(300, c * 40), record: false });
+        await cannon(s, target, c, { duration: 1, record: false });
         const run = await cannon(s, target, c, {});
         out.push(run);
         console.log(
