@@ -77,7 +77,7 @@ const ORG = 'org_bench';
 const KEY = 'bench-key';
 const CHUNKING = { size: 2000, overlap: 200 };
 // Paired target rounds: an engine pass of at least TARGET_ENGINE_MS, then TARGET_HTTP_S of HTTP load.
-const TARGET_ROUNDS = quick ? 1 : 5;
+const TARGET_ROUNDS = quick ? 1 : 7;
 const TARGET_ENGINE_MS = quick ? 500 : 1500;
 const TARGET_HTTP_S = quick ? 1 : 3;
 
