@@ -6,7 +6,7 @@
 //   restart    spawn → first 200 of /ready on the loaded data directory; memory per chunk (RSS);
 //   target     full-text through HTTP at c = 16 (the restarted server) ÷ the engine alone on one
 //              thread (Engine.open on the same directory, in this process), in paired rounds: an
-//              engine pass, then an HTTP run, five times; the median of the rounds' ratios, so a
+//              engine pass, then an HTTP run, seven times; the median of the rounds' ratios, so a
 //              drift in the machine's speed (±20% within minutes on a shared VM) hits both sides.
 //
 //   bun bench/http.ts [--chunks 50k] [--duration 2] [--connections 1,16,64] [--quick]
