@@ -146,28 +146,49 @@ export class JsonByteWriter {
     }
   }
 
+  private byte(b: number): void {
+    this.reserve(1);
+    this.buf[this.pos++] = b;
+  }
+
   private array(items: readonly unknown[]): void {
-    this.raw('[');
+    this.byte(0x5b); // [
     for (let i = 0; i < items.length; i++) {
-      if (i > 0) this.raw(',');
+      if (i > 0) this.byte(0x2c); // ,
       this.value(items[i]);
     }
-    this.raw(']');
+    this.byte(0x5d); // ]
   }
 
   private object(o: Record<string, unknown>): void {
-    this.raw('{');
+    this.byte(0x7b); // {
     let first = true;
     for (const key of Object.keys(o)) {
       const v = o[key];
       if (v === undefined || typeof v === 'function' || typeof v === 'symbol') continue;
-      if (!first) this.raw(',');
+      if (!first) this.byte(0x2c); // ,
       first = false;
-      this.string(key);
-      this.raw(':');
+      this.key(key);
       this.value(v);
     }
-    this.raw('}');
+    this.byte(0x7d); // }
+  }
+
+  /** `"key":`, from a small cache of the keys answers repeat (field names). */
+  private key(key: string): void {
+    let bytes = keyBytes.get(key);
+    if (bytes === undefined) {
+      const start = this.pos;
+      this.string(key);
+      this.byte(0x3a); // :
+      if (keyBytes.size < KEY_CACHE_SIZE && key.length <= SHORT) keyBytes.set(key, Uint8Array.from(this.buf.subarray(start, this.pos)));
+      return;
+    }
+    this.reserve(bytes.length);
+    const buf = this.buf;
+    let pos = this.pos;
+    for (let i = 0; i < bytes.length; i++) buf[pos++] = bytes[i]!;
+    this.pos = pos;
   }
 }
 
@@ -175,6 +196,10 @@ function isPlainObject(v: object): v is Record<string, unknown> {
   const proto = Object.getPrototypeOf(v);
   return (proto === Object.prototype || proto === null) && typeof (v as { toJSON?: unknown }).toJSON !== 'function';
 }
+
+/** Encoded `"key":` of object keys seen so far (shared by writers; bounded: metadata keys are user data). */
+const keyBytes = new Map<string, Uint8Array>();
+const KEY_CACHE_SIZE = 1024;
 
 const answerWriter = new JsonByteWriter();
 
