@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine } from '../engine/engine';
+import { NO_EMBEDDING, textKbConfig } from '../test/helpers/kb-config';
 import { followOutput } from '../test/helpers/output';
 import { loadSciFact } from './eval-data';
 
@@ -24,14 +25,7 @@ const kb = await engine.createKnowledgeBase(ORG, {
   name: 'restart bench',
   description: '',
   type: 'TEXT_HIGH_QUALITY',
-  config: {
-    type: 'TEXT_HIGH_QUALITY',
-    embedding: { provider: 'none', model: 'none', dimensions: 0, metric: 'cosine', quantization: 'f32' },
-    chunking: { size: 2000, overlap: 200 },
-    bm25: { k1: 0.9, b: 0.4 },
-    hnsw: { connectivity: 16, expansionAdd: 128, expansionSearch: 64 },
-    modalities: ['text'],
-  },
+  config: textKbConfig(NO_EMBEDDING, { bm25: { k1: 0.9, b: 0.4 } }),
 });
 let t = performance.now();
 const batch = 500;

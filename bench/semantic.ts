@@ -33,6 +33,7 @@ import { loadConfig } from '../src/config';
 import { configForType, resolveModel, type KbType } from '../src/services/kb-types';
 import { mulberry32, printTable, spread, summarize, timeEach, type Latency } from './common';
 import { evaluate, loadSciFact, rankDocuments, scifactDir, type CorpusDoc, type Quality, type Query, type SciFact } from './eval-data';
+import { followOutput } from '../test/helpers/output';
 
 const REPO_ROOT = resolve(import.meta.dir, '..');
 const OUT_ROOT = join(REPO_ROOT, '.bench-out', 'semantic');
@@ -821,32 +822,17 @@ async function startServer(dataDir: string): Promise<Server> {
     if (!stopping) console.log(`  server exited on its own with code ${code} (signal ${proc.signalCode ?? 'none'}); log in ${SERVER_LOG}; last lines:\n    ${logs.slice(-10).join('\n    ')}`);
     void logFile.end();
   });
-  let resolvePort: (port: number) => void;
-  const portPromise = new Promise<number>((r) => (resolvePort = r));
-  // Keep draining both streams for the server's whole life, so it never writes into a full or closed pipe.
-  const drain = async (stream: ReadableStream<Uint8Array>, name: string) => {
-    const decoder = new TextDecoder();
-    let buf = '';
-    for await (const chunk of stream) {
-      buf += decoder.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (exitCode === undefined) logFile.write(`${name}: ${line}\n`);
-        try {
-          const entry = JSON.parse(line) as { msg?: string; port?: number; level?: number };
-          if (entry.msg === 'listening' && entry.port) resolvePort!(entry.port);
-          if ((entry.level ?? 0) >= 40 || /model|recovered/.test(entry.msg ?? '')) logs.push(line);
-        } catch {
-          if (line.trim()) logs.push(`${name}: ${line}`);
-        }
-      }
+  // Both streams are drained for the server's whole life, so it never writes into a full or closed pipe.
+  const output = followOutput(proc, 0, (line, name) => {
+    if (exitCode === undefined) logFile.write(`${name}: ${line}\n`);
+    try {
+      const entry = JSON.parse(line) as { msg?: string; level?: number };
+      if ((entry.level ?? 0) >= 40 || /model|recovered/.test(entry.msg ?? '')) logs.push(line);
+    } catch {
+      if (line.trim()) logs.push(`${name}: ${line}`);
     }
-  };
-  void drain(proc.stdout, 'stdout');
-  void drain(proc.stderr, 'stderr');
-  const port = await Promise.race([portPromise, proc.exited.then((code) => Promise.reject(new Error(`server exited (${code}) before listening: ${logs.join('\n')}`)))]);
+  });
+  const port = await Promise.race([output.port, proc.exited.then((code) => Promise.reject(new Error(`server exited (${code}) before listening: ${logs.join('\n')}`)))]);
   return {
     port,
     pid: proc.pid,

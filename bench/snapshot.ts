@@ -35,11 +35,12 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { chunkText } from '../engine/chunking/chunker';
 import { Engine, type RecoveryReport, type SnapshotInfo } from '../engine/engine';
-import type { KnowledgeBaseConfig, LogRecord } from '../engine/records';
+import type { LogRecord } from '../engine/records';
 import { verifySnapshot } from '../engine/snapshot/format';
 import type { VectorIndex } from '../engine/vector/vector-index';
 import { decodePayload } from '../engine/wal/codec';
 import { FRAME_HEADER, scanFrames } from '../engine/wal/frame';
+import { textKbConfig } from '../test/helpers/kb-config';
 import { fnv1a, mulberry32 } from './common';
 import { loadSciFact } from './eval-data';
 
@@ -286,14 +287,7 @@ async function main(): Promise<void> {
   })();
   const stubUrl = `http://127.0.0.1:${stubPort}`;
   const compute = { documentWorkers: 2, settings: { http: { url: stubUrl } } };
-  const kbConfig: Omit<KnowledgeBaseConfig, 'id' | 'createdAt'> = {
-    type: 'TEXT_HIGH_QUALITY',
-    embedding: { provider: 'http', model: MODEL, dimensions: DIMS, metric: 'cosine', quantization: 'f32' },
-    chunking: CHUNKING,
-    bm25: { k1: 1.2, b: 0.75 },
-    hnsw: { connectivity: 16, expansionAdd: 128, expansionSearch: 64 },
-    modalities: ['text'],
-  };
+  const kbConfig = textKbConfig({ provider: 'http', model: MODEL, dimensions: DIMS, metric: 'cosine', quantization: 'f32' }, { chunking: CHUNKING });
 
   /** Add items [from, from + count) with 500 in flight, then wait until they are indexed. */
   async function ingest(engine: Engine, kbId: string, from: number, count: number): Promise<{ ackSeconds: number; indexedSeconds: number }> {

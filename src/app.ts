@@ -8,7 +8,7 @@ import { parseJsonBody } from './http/body';
 import { RateLimiter } from './http/rate-limit';
 import { jsonAnswerBytes } from './http/json-bytes';
 import { pathOf } from './http/serve';
-import { REQUEST_ID_HEADER, requestIdOf } from './http/request-id';
+import { requestIdOf } from './http/request-id';
 import { validationError } from './http/validation';
 import { contentRoutes } from './routes/contents';
 import { knowledgeBaseRoutes } from './routes/knowledge-bases';
@@ -38,27 +38,26 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
   const limiter = new RateLimiter(ctx.config.rateLimit);
 
   return new Elysia({ normalize: false })
+    // The listener (src/http/serve.ts) puts the request id on every answer, these included.
     .onRequest(({ request }) => {
-      // Error answers carry the id themselves: they may leave before the listener adds it.
-      const requestId = requestIdOf(request);
       const path = pathOf(request.url);
       if (!path.startsWith(API_PREFIX + '/') && path !== API_PREFIX) return;
       const org = request.headers.get(ORG_HEADER);
       const key = request.headers.get(KEY_HEADER);
       if (!org || !key) {
-        return json(401, errorBody('UNAUTHORIZED', `Both ${KEY_HEADER} and ${ORG_HEADER} headers are required`), { [REQUEST_ID_HEADER]: requestId });
+        return json(401, errorBody('UNAUTHORIZED', `Both ${KEY_HEADER} and ${ORG_HEADER} headers are required`));
       }
       if (!keys.verify(org, key)) {
-        return json(401, errorBody('UNAUTHORIZED', 'The API key is not valid for this organization'), { [REQUEST_ID_HEADER]: requestId });
+        return json(401, errorBody('UNAUTHORIZED', 'The API key is not valid for this organization'));
       }
       const wait = limiter.take(org);
       if (wait > 0) {
-        return json(429, errorBody('RATE_LIMITED', `Too many requests for this organization; retry in ${wait} s`), { [REQUEST_ID_HEADER]: requestId, 'retry-after': String(wait) });
+        return json(429, errorBody('RATE_LIMITED', `Too many requests for this organization; retry in ${wait} s`), { 'retry-after': String(wait) });
       }
       const length = Number(request.headers.get('content-length') ?? 0);
       const limit = bodyLimit(ctx, path);
       if (length > limit) {
-        return json(413, errorBody('PAYLOAD_TOO_LARGE', `The request body is larger than the limit of ${limit} bytes`), { [REQUEST_ID_HEADER]: requestId, connection: 'close' });
+        return json(413, errorBody('PAYLOAD_TOO_LARGE', `The request body is larger than the limit of ${limit} bytes`), { connection: 'close' });
       }
     })
     .onParse({ as: 'global' }, ({ request, path }) => {
@@ -67,8 +66,8 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       return parseJsonBody(request, bodyLimit(ctx, path));
     })
     .onError(({ code, error, request }) => {
+      // In 500 bodies and logs; the listener puts it in the header.
       const requestId = requestIdOf(request);
-      const headers: Record<string, string> = { [REQUEST_ID_HEADER]: requestId };
       if (error instanceof ApiError) return apiErrorResponse(error, requestId);
       if (error instanceof EmbeddingError) {
         ctx.logger.warn({ requestId, err: error.message }, 'embedding failed');
@@ -83,16 +82,16 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
           return apiErrorResponse(validationError(error as never, where === 'body' ? 'request body' : `${where} parameters`), requestId);
         }
         case 'PARSE':
-          return json(400, errorBody('INVALID_JSON', 'The request body is not valid JSON'), headers);
+          return json(400, errorBody('INVALID_JSON', 'The request body is not valid JSON'));
         case 'NOT_FOUND':
-          return json(404, errorBody('NOT_FOUND', 'No such route'), headers);
+          return json(404, errorBody('NOT_FOUND', 'No such route'));
         case 'INVALID_COOKIE_SIGNATURE':
-          return json(400, errorBody('VALIDATION_ERROR', 'Invalid cookie'), headers);
+          return json(400, errorBody('VALIDATION_ERROR', 'Invalid cookie'));
       }
       const status = (error as { status?: number }).status;
-      if (status === 413) return json(413, errorBody('PAYLOAD_TOO_LARGE', 'The request body is too large'), headers);
+      if (status === 413) return json(413, errorBody('PAYLOAD_TOO_LARGE', 'The request body is too large'));
       ctx.logger.error({ requestId, err: error instanceof Error ? { message: error.message, stack: error.stack } : String(error) }, 'unhandled error');
-      return json(STATUS_OF.INTERNAL, errorBody('INTERNAL', 'Internal server error', undefined, requestId), headers);
+      return json(STATUS_OF.INTERNAL, errorBody('INTERNAL', 'Internal server error', undefined, requestId));
     })
     // Plain-data answers are serialized by our byte writer (src/http/json-bytes.ts) rather than
     // Response.json: same bytes, a fraction of the cost for chunk texts.

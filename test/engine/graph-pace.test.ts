@@ -4,6 +4,7 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { Engine } from '../../engine/engine';
 import { RequestActivity } from '../../src/http/serve';
+import { textKbConfig } from '../helpers/kb-config';
 import { TestServer } from '../helpers/server';
 
 describe('RequestActivity', () => {
@@ -64,15 +65,8 @@ describe('background HNSW pace', () => {
         name: 'pace',
         description: '',
         type: 'TEXT_HIGH_QUALITY',
-        config: {
-          type: 'TEXT_HIGH_QUALITY',
-          embedding: { provider: 'http', model: 'stub', dimensions: 128, metric: 'cosine', quantization: 'f32' },
-          chunking: { size: 2000, overlap: 200 },
-          bm25: { k1: 1.2, b: 0.75 },
-          hnsw: { connectivity: 16, expansionAdd: 128, expansionSearch: 64 },
-          modalities: ['text'],
-        },
-      } as never);
+        config: textKbConfig({ provider: 'http', model: 'stub', dimensions: 128, metric: 'cosine', quantization: 'f32' }),
+      });
       for (let i = 0; i < 3000; i += 250) {
         await Promise.all(Array.from({ length: 250 }, (_, j) => e.addContent('org_pace', kb.id, { text: `item ${i + j} about topic ${(i + j) % 37}` })));
       }

@@ -5,6 +5,7 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine } from '../../engine/engine';
+import { textKbConfig } from '../helpers/kb-config';
 import { TestServer } from '../helpers/server';
 
 const dir = TestServer.tempDir();
@@ -24,14 +25,10 @@ beforeAll(async () => {
     name: 'w',
     description: '',
     type: 'TEXT_HIGH_QUALITY',
-    config: {
-      type: 'TEXT_HIGH_QUALITY',
-      embedding: { provider: 'use-lite', model: 'universal-sentence-encoder-lite', dimensions: 512, metric: 'cosine', quantization: 'f32' },
-      chunking: { size: 1000, overlap: 100 },
-      bm25: { k1: 1.2, b: 0.75 },
-      hnsw: { connectivity: 16, expansionAdd: 64, expansionSearch: 64 },
-      modalities: ['text'],
-    },
+    config: textKbConfig(
+      { provider: 'use-lite', model: 'universal-sentence-encoder-lite', dimensions: 512, metric: 'cosine', quantization: 'f32' },
+      { chunking: { size: 1000, overlap: 100 }, hnsw: { connectivity: 16, expansionAdd: 64, expansionSearch: 64 } },
+    ),
   });
   kbId = kb.id;
 });

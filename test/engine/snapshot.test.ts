@@ -4,18 +4,14 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Engine } from '../../engine/engine';
-import type { KnowledgeBaseConfig } from '../../engine/records';
+import { textKbConfig } from '../helpers/kb-config';
 import { TestServer } from '../helpers/server';
 
 const ORG = 'org_s';
-const CONFIG: Omit<KnowledgeBaseConfig, 'id' | 'createdAt'> = {
-  type: 'TEXT_HIGH_QUALITY',
-  embedding: { provider: 'use-lite', model: 'universal-sentence-encoder-lite', dimensions: 512, metric: 'cosine', quantization: 'f32' },
-  chunking: { size: 200, overlap: 0 },
-  bm25: { k1: 1.2, b: 0.75 },
-  hnsw: { connectivity: 16, expansionAdd: 64, expansionSearch: 64 },
-  modalities: ['text'],
-};
+const CONFIG = textKbConfig(
+  { provider: 'use-lite', model: 'universal-sentence-encoder-lite', dimensions: 512, metric: 'cosine', quantization: 'f32' },
+  { chunking: { size: 200, overlap: 0 }, hnsw: { connectivity: 16, expansionAdd: 64, expansionSearch: 64 } },
+);
 const dirs: string[] = [];
 const engines: Engine[] = [];
 afterEach(async () => {

@@ -9,11 +9,16 @@ export interface FollowedOutput {
   port: Promise<number>;
 }
 
-export function followOutput(proc: { stdout: ReadableStream<Uint8Array>; stderr: ReadableStream<Uint8Array> }, keep = 5000): FollowedOutput {
+export function followOutput(
+  proc: { stdout: ReadableStream<Uint8Array>; stderr: ReadableStream<Uint8Array> },
+  keep = 5000,
+  /** Every line, as it arrives (for callers that log or filter it themselves). */
+  onLine?: (line: string, stream: 'stdout' | 'stderr') => void,
+): FollowedOutput {
   const lines: string[] = [];
   let resolvePort!: (port: number) => void;
   const port = new Promise<number>((resolve) => (resolvePort = resolve));
-  const read = async (stream: ReadableStream<Uint8Array>) => {
+  const read = async (stream: ReadableStream<Uint8Array>, name: 'stdout' | 'stderr') => {
     const decoder = new TextDecoder();
     let buf = '';
     for await (const part of stream) {
@@ -23,6 +28,7 @@ export function followOutput(proc: { stdout: ReadableStream<Uint8Array>; stderr:
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
         if (lines.length < keep) lines.push(line);
+        onLine?.(line, name);
         if (line.includes('"listening"')) {
           try {
             const rec = JSON.parse(line) as { msg?: string; port?: number };
@@ -32,8 +38,8 @@ export function followOutput(proc: { stdout: ReadableStream<Uint8Array>; stderr:
       }
     }
   };
-  void read(proc.stdout);
-  void read(proc.stderr);
+  void read(proc.stdout, 'stdout');
+  void read(proc.stderr, 'stderr');
   return { lines, port };
 }
 
