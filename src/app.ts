@@ -3,7 +3,8 @@ import { Elysia } from 'elysia';
 import { EmbeddingError } from '../engine/embedding/provider';
 import { ApiError, errorBody, STATUS_OF } from './errors';
 import type { KeyStore } from './auth/key-store';
-import { KEY_HEADER, ORG_HEADER, type ServerContext } from './http/context';
+import type { ServerContext } from './http/context';
+import { authenticate, verifiedOrg } from './http/auth';
 import { parseJsonBody } from './http/body';
 import { RateLimiter } from './http/rate-limit';
 import { jsonAnswerBytes } from './http/json-bytes';
@@ -37,19 +38,16 @@ function bodyLimit(ctx: ServerContext, path: string): number {
 export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadService) {
   const limiter = new RateLimiter(ctx.config.rateLimit);
 
-  return new Elysia({ normalize: false })
+  // strictPath: no loose trailing-slash match, so a path that dot segments shortened to "…/" (Bun
+  // resolves "contents/.." to "contents/" and "…/<kb>/contents/.." to "…/<kb>/") is a 404, never the
+  // parent's route. standardHostname: false makes the router find the path the way pathOf does.
+  return new Elysia({ normalize: false, strictPath: true, handler: { standardHostname: false } })
     // The listener (src/http/serve.ts) puts the request id on every answer, these included.
     .onRequest(({ request }) => {
       const path = pathOf(request.url);
       if (!path.startsWith(API_PREFIX + '/') && path !== API_PREFIX) return;
-      const org = request.headers.get(ORG_HEADER);
-      const key = request.headers.get(KEY_HEADER);
-      if (!org || !key) {
-        return json(401, errorBody('UNAUTHORIZED', `Both ${KEY_HEADER} and ${ORG_HEADER} headers are required`));
-      }
-      if (!keys.verify(org, key)) {
-        return json(401, errorBody('UNAUTHORIZED', 'The API key is not valid for this organization'));
-      }
+      const org = authenticate(request, keys);
+      if (org instanceof ApiError) return apiErrorResponse(org);
       const wait = limiter.take(org);
       if (wait > 0) {
         return json(429, errorBody('RATE_LIMITED', `Too many requests for this organization; retry in ${wait} s`), { 'retry-after': String(wait) });
@@ -61,8 +59,9 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       }
     })
     .onParse({ as: 'global' }, ({ request, path }) => {
-      // Uploads are streamed by their route (src/http/multipart.ts): nothing is buffered here.
-      if (path.endsWith('/contents/file')) return {};
+      // Uploads are streamed by their route (src/http/multipart.ts): nothing is buffered here. Nor is
+      // the body of a request nobody authenticated: its route answers 401 (src/http/auth.ts).
+      if (path.endsWith('/contents/file') || verifiedOrg(request) === undefined) return {};
       return parseJsonBody(request, bodyLimit(ctx, path));
     })
     .onError(({ code, error, request }) => {

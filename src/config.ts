@@ -76,8 +76,13 @@ export function loadConfig() {
     shutdownDrainMs: int('SHUTDOWN_DRAIN_MS', 10_000, 0),
     /** Upper bound for `?wait=true`. */
     waitTimeoutMs: int('WAIT_TIMEOUT_MS', 30_000, 1),
-    /** Extraction worker threads and the time limit of one file. */
-    extraction: { workers: int('EXTRACTION_WORKERS', 2, 1), timeoutMs: int('EXTRACTION_TIMEOUT_MS', 120_000, 100) },
+    /** Extraction worker threads, and the time, memory and DOCX XML limits of one file. */
+    extraction: {
+      workers: int('EXTRACTION_WORKERS', 2, 1),
+      timeoutMs: int('EXTRACTION_TIMEOUT_MS', 120_000, 100),
+      memoryBytes: int('EXTRACTION_MEMORY_MB', 1024, 64) * MiB,
+      maxDocxXmlBytes: int('DOCX_MAX_XML_MB', 6, 1) * MiB,
+    },
     /** Document-lane workers: chunking, analysis and embedding (one per core by default). */
     ingestWorkers: int('INGEST_WORKERS', Math.max(1, availableParallelism()), 1),
     /** Query-embedding workers: a lane of their own, so searches never queue behind ingestion. */

@@ -37,7 +37,7 @@ const modelReason = (model: string) => `loading embedding model ${model}`;
 const notReady = new Set<string>(['recovering state from the write-ahead log', ...[...bySpec.values()].map(({ spec }) => modelReason(spec.model))]);
 
 const keys = new KeyStore(keyFilePath(config.dataDir), config.apiKeys);
-const extraction = new ExtractionPool({ size: config.extraction.workers, timeoutMs: config.extraction.timeoutMs });
+const extraction = new ExtractionPool({ size: config.extraction.workers, timeoutMs: config.extraction.timeoutMs, memoryLimitBytes: config.extraction.memoryBytes });
 const uploads = new UploadService(config, extraction);
 // Temporary upload files of a previous run are garbage now.
 await rm(uploads.tmpDir, { recursive: true, force: true });

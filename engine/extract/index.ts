@@ -13,7 +13,7 @@ import { jsonToText } from './extractors/json';
 import { extractPdf } from './extractors/pdf';
 import { markdownText, plainText } from './extractors/plain';
 import { decodeText, hasReadableText } from './text';
-import { DEFAULT_MAX_IMAGE_PIXELS, DEFAULT_MAX_OCR_PAGES, type ExtractOptions, type ExtractResult } from './types';
+import { DEFAULT_MAX_DOCX_XML_BYTES, DEFAULT_MAX_IMAGE_PIXELS, DEFAULT_MAX_OCR_PAGES, type ExtractOptions, type ExtractResult } from './types';
 
 export { ExtractionError, EXTRACTION_ERROR_CODES, type ExtractionErrorCode } from './errors';
 export { detectFileType, type DetectedType, type FileKind } from './detect';
@@ -51,7 +51,7 @@ async function extractByKind(bytes: Uint8Array, type: DetectedType, options: Ext
     case 'json':
       return { ...base, text: jsonToText(decodeText(bytes, encoding), options.maxChars) };
     case 'docx':
-      return { ...base, text: await extractDocx(bytes) };
+      return { ...base, text: await extractDocx(bytes, options.maxDocxXmlBytes ?? DEFAULT_MAX_DOCX_XML_BYTES) };
     case 'image':
       return { ...base, text: await imageText(bytes, type.mediaType, options.maxImagePixels ?? DEFAULT_MAX_IMAGE_PIXELS), ocrPages: 1 };
     case 'pdf': {

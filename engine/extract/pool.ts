@@ -11,11 +11,17 @@ export interface ExtractionPoolOptions {
   size?: number;
   /** Time limit of one request once a worker runs it, in ms (default 120 s: room for 20 OCR pages). */
   timeoutMs?: number;
+  /**
+   * Most the process's memory may grow while one file is read (default 1 GiB); past it the worker
+   * is stopped and the file refused as too large (TOO_LARGE).
+   */
+  memoryLimitBytes?: number;
   /** The worker script (default ./worker.ts); tests substitute their own. */
   workerUrl?: URL;
 }
 
 export const DEFAULT_EXTRACTION_TIMEOUT_MS = 120_000;
+export const DEFAULT_EXTRACTION_MEMORY_BYTES = 1024 * 1024 * 1024;
 
 export class ExtractionPool {
   readonly size: number;
@@ -30,6 +36,7 @@ export class ExtractionPool {
       workerUrl: options.workerUrl ?? new URL(Bun.isStandaloneExecutable ? './engine/extract/worker.ts' : './worker.ts', import.meta.url),
       retries: 0,
       timeoutMs: this.timeoutMs,
+      memoryLimitBytes: options.memoryLimitBytes ?? DEFAULT_EXTRACTION_MEMORY_BYTES,
     });
     this.size = this.pool.size;
   }
@@ -45,6 +52,11 @@ export class ExtractionPool {
   /** Requests stopped for running past the time limit. */
   get timeouts(): number {
     return this.pool.timeouts;
+  }
+
+  /** Requests stopped for needing too much memory. */
+  get memoryStops(): number {
+    return this.pool.memoryStops;
   }
 
   /** Workers that died on a request. */
@@ -71,6 +83,8 @@ export class ExtractionPool {
         }
         case 'timeout':
           throw new ExtractionError('EXTRACTION_FAILED', `Extracting the text took longer than ${Math.round(this.timeoutMs / 10) / 100} s and was stopped.`);
+        case 'memory':
+          throw new ExtractionError('TOO_LARGE', `Reading the file ${err.message}; it is too large or too complex to extract.`);
         case 'crash':
           throw new ExtractionError('EXTRACTION_FAILED', 'The file could not be read: the extractor stopped unexpectedly.');
         case 'closed':

@@ -9,6 +9,11 @@ export interface ExtractOptions {
   maxOcrPages?: number;
   /** Largest image OCR will decode, in pixels (width × height). Default 40 million. */
   maxImagePixels?: number;
+  /**
+   * Most bytes the XML parts of a DOCX may unpack to (default 6 MiB). mammoth builds the whole
+   * document in memory, ~135 bytes of it per byte of XML (measured): 6 MiB stays under 1 GiB.
+   */
+  maxDocxXmlBytes?: number;
 }
 
 export interface ExtractResult {
@@ -26,3 +31,4 @@ export interface ExtractResult {
 
 export const DEFAULT_MAX_OCR_PAGES = 20;
 export const DEFAULT_MAX_IMAGE_PIXELS = 40_000_000;
+export const DEFAULT_MAX_DOCX_XML_BYTES = 6 * 1024 * 1024;

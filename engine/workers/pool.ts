@@ -5,6 +5,10 @@
 // - with `timeoutMs`, a request running longer has its worker terminated (whatever it is doing)
 //   and replaced, and fails with WorkerFailure('timeout'); the clock starts when a worker picks the
 //   request up, not while it waits in the queue.
+// - with `memoryLimitBytes`, the process's resident memory is sampled while requests run; the
+//   oldest request during which it grew by more than the limit has its worker terminated and
+//   fails with WorkerFailure('memory'). Worker threads share the process heap and Bun ignores
+//   Node's `resourceLimits`, so this is how a hostile input kills its worker instead of the server.
 // Idle workers are unref'd so they never keep the process alive.
 
 export type WorkerReply = { jobId: number; ok: true; value: unknown } | { jobId: number; ok: false; error: unknown };
@@ -12,7 +16,7 @@ export type WorkerReply = { jobId: number; ok: true; value: unknown } | { jobId:
 /** Why a request failed: the worker answered with an error, died, ran out of time, or the pool closed. */
 export class WorkerFailure extends Error {
   constructor(
-    readonly kind: 'remote' | 'crash' | 'timeout' | 'closed',
+    readonly kind: 'remote' | 'crash' | 'timeout' | 'memory' | 'closed',
     message: string,
     /** The worker's error payload, for `remote`. */
     readonly payload?: unknown,
@@ -30,6 +34,10 @@ export interface WorkerPoolOptions {
   /** Extra attempts after a crash (default 1). */
   retries?: number;
   timeoutMs?: number;
+  /** Most the process's resident memory may grow while one request runs. */
+  memoryLimitBytes?: number;
+  /** How often memory is sampled while requests run (default 25 ms). */
+  memorySampleMs?: number;
 }
 
 interface Job {
@@ -40,6 +48,8 @@ interface Job {
   resolve: (value: unknown) => void;
   reject: (err: WorkerFailure) => void;
   timer?: ReturnType<typeof setTimeout>;
+  /** Process resident memory when a worker picked the request up. */
+  startRss?: number;
 }
 
 interface Slot {
@@ -57,6 +67,9 @@ export class WorkerPool {
   crashes = 0;
   /** Requests stopped for running past the time limit. */
   timeouts = 0;
+  /** Requests stopped for growing the process's memory past the limit. */
+  memoryStops = 0;
+  private memoryTimer?: ReturnType<typeof setInterval>;
 
   constructor(private readonly options: WorkerPoolOptions) {
     this.size = Math.max(1, Math.floor(options.size));
@@ -106,8 +119,39 @@ export class WorkerPool {
       slot.job = job;
       slot.worker.ref();
       if (this.options.timeoutMs !== undefined) job.timer = setTimeout(() => this.timedOut(i, job), this.options.timeoutMs);
+      if (this.options.memoryLimitBytes !== undefined) this.watchMemory(job);
       slot.worker.postMessage({ jobId: job.id, ...job.message }, job.transfer);
     }
+  }
+
+  private watchMemory(job: Job): void {
+    job.startRss = process.memoryUsage.rss();
+    if (!this.memoryTimer) {
+      this.memoryTimer = setInterval(() => this.checkMemory(), this.options.memorySampleMs ?? 25);
+      this.memoryTimer.unref();
+    }
+  }
+
+  private checkMemory(): void {
+    const running = this.slots.map((s, index) => ({ index, job: s.job })).filter((r) => r.job?.startRss !== undefined);
+    if (running.length === 0) {
+      clearInterval(this.memoryTimer);
+      this.memoryTimer = undefined;
+      return;
+    }
+    const rss = process.memoryUsage.rss();
+    const limit = this.options.memoryLimitBytes!;
+    // Oldest first: the request running longest is the likeliest to have grown the heap.
+    running.sort((a, b) => a.job!.id - b.job!.id);
+    const over = running.find((r) => rss - r.job!.startRss! > limit);
+    if (!over) return;
+    this.memoryStops++;
+    this.release(over.index, true);
+    over.job!.reject(new WorkerFailure('memory', `needed more than ${Math.round(limit / 2 ** 20)} MiB of memory and was stopped`));
+    // The stopped worker's memory is returned over the next moments, not at once: the other
+    // requests' growth counts from now, or they would pay for it.
+    for (const r of running) if (r !== over) r.job!.startRss = rss;
+    this.dispatch();
   }
 
   /** End the slot's job; with `replace`, the slot gets a fresh worker and the old one is stopped. */
@@ -160,6 +204,7 @@ export class WorkerPool {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.memoryTimer);
     for (const job of this.queue.splice(0)) job.reject(new WorkerFailure('closed', 'worker pool closed'));
     for (const slot of this.slots) {
       if (slot.job?.timer) clearTimeout(slot.job.timer);

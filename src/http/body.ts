@@ -25,13 +25,54 @@ export async function readBodyLimited(request: Request, limit: number): Promise<
   return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
 }
 
+/** No request body of this API nests deeper than 3; this bound leaves room and stops the hostile. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `max`. Brackets inside strings do not
+ * count (strings are skipped with native indexOf, so a 10 MiB text costs a few milliseconds).
+ * Checked before parsing: a body nested 100k deep would otherwise reach validation, whose error
+ * path stringifies it recursively (stack overflow, seconds of a blocked event loop).
+ */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // Jump to the closing quote: the next one not escaped by an odd run of backslashes.
+      let end = i;
+      for (;;) {
+        end = text.indexOf('"', end + 1);
+        if (end < 0) return false; // unterminated: not JSON, the parser says so
+        let slash = end - 1;
+        while (text.charCodeAt(slash) === 0x5c) slash--;
+        if ((end - 1 - slash) % 2 === 0) break;
+      }
+      i = end;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/** JSON text → value, refusing hostile nesting before the parser and everything after it sees it. */
+export function parseJsonText(text: string, path = '/'): unknown {
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+    throw new ApiError('VALIDATION_ERROR', `The JSON nests deeper than ${MAX_JSON_DEPTH} levels`, [{ path, message: `nesting deeper than ${MAX_JSON_DEPTH} levels` }]);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ApiError('INVALID_JSON', path === '/' ? 'The request body is not valid JSON' : `${path.slice(1)} is not valid JSON`);
+  }
+}
+
 export async function parseJsonBody(request: Request, limit: number): Promise<unknown> {
   const bytes = await readBodyLimited(request, limit);
   const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
   if (text.trim().length === 0) return {};
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new ApiError('INVALID_JSON', 'The request body is not valid JSON');
-  }
+  return parseJsonText(text);
 }

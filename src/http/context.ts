@@ -21,16 +21,3 @@ export interface ServerContext {
   /** Service version (package.json), shown in the API docs. */
   version: string;
 }
-
-export const ORG_HEADER = 'x-service-organization-id';
-export const KEY_HEADER = 'x-service-api-key';
-
-import { Elysia } from 'elysia';
-
-/**
- * The authenticated organization of a request. Credentials are verified earlier, in the app's
- * onRequest hook (before body parsing, so a bad credential is a 401 whatever the body holds).
- */
-export const orgContext = new Elysia({ name: 'org-context' }).derive({ as: 'global' }, ({ request }) => ({
-  org: request.headers.get(ORG_HEADER) ?? '',
-}));

@@ -28,10 +28,14 @@ export interface UploadLimits {
   allowedFields: readonly string[];
 }
 
-/** The last path component, without control characters, at most 255 characters. */
+/**
+ * The last path component, at most 255 characters, without control characters and without
+ * invisible format characters: a right-to-left override would make "exe.txt" read as "txt.exe",
+ * zero-width ones make two names look alike. Lone surrogates go too.
+ */
 export function sanitizeFileName(name: string | undefined): string {
   const base = (name ?? '').split(/[\\/]/).pop() ?? '';
-  const clean = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255);
+  const clean = base.normalize('NFC').replace(/[\p{Cc}\p{Cf}\p{Cs}]/gu, '').trim().slice(0, 255);
   return clean || 'upload';
 }
 

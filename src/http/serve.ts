@@ -1,7 +1,19 @@
 // The HTTP listener around the Elysia app: one place that sees every response (including those
 // answered before routing, such as 401, 413 and 429) for the access log.
 import type { Logger } from '../logger';
+import { errorBody } from '../errors';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id';
+
+// A Host header as RFC 9110 allows it: a registered name or an IP literal, and an optional port.
+// Anything else (empty, spaces, "/", "@", userinfo) is refused before routing.
+const HOST_SHAPE = /^(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
+
+function badHost(): Response {
+  return new Response(JSON.stringify(errorBody('VALIDATION_ERROR', 'The Host header is malformed', [{ path: '/headers/host', message: 'must be a host name or IP address with an optional port' }])), {
+    status: 400,
+    headers: { 'content-type': 'application/json', connection: 'close' },
+  });
+}
 
 const KNOWN_TOP = new Set(['health', 'ready', 'metrics', 'docs', 'openapi.json', 'api']);
 
@@ -63,12 +75,16 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
       const url = request.url;
       if (url.includes('wait=') || url.includes('/contents/file')) server.timeout(request, Math.min(255, options.longRequestSeconds));
       const requestId = requestIdOf(request);
-      options.activity?.begin();
       let response: Response;
-      try {
-        response = await handle(request);
-      } finally {
-        options.activity?.end();
+      const host = request.headers.get('host');
+      if (host !== null && !HOST_SHAPE.test(host)) response = badHost();
+      else {
+        options.activity?.begin();
+        try {
+          response = await handle(request);
+        } finally {
+          options.activity?.end();
+        }
       }
       response.headers.set(REQUEST_ID_HEADER, requestId);
       const route = routeLabel(pathOf(url));
@@ -91,9 +107,15 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
   });
 }
 
-/** The path of a request URL ("http://host:port/a/b?x" → "/a/b") without building a URL object. */
+/**
+ * The path of a request URL ("http://host:port/a/b?x" → "/a/b") without building a URL object.
+ * This is exactly how Elysia's router finds the path with `handler.standardHostname: false` (the
+ * first "/" from offset 7, just past "http://"), so authentication and routing see one path. Elysia's
+ * default (offset 11) assumes a host of 4+ characters: with "Host: x" it routed "/zz/api/v1/…" as
+ * "/api/v1/…" while a check on the true path saw no API route.
+ */
 export function pathOf(url: string): string {
-  const start = url.indexOf('/', url.indexOf('//') + 2);
+  const start = url.indexOf('/', 7);
   if (start < 0) return '/';
   const q = url.indexOf('?', start);
   return q < 0 ? url.slice(start) : url.slice(start, q);

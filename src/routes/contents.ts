@@ -2,8 +2,9 @@ import { Type } from '@sinclair/typebox';
 import { Elysia, t } from 'elysia';
 import type { Metadata } from '../../engine/filter/metadata';
 import { ApiError, invalid, notFound } from '../errors';
-import { orgContext, type ServerContext } from '../http/context';
-import { checkMetadata, CreatedSchema, ErrorSchema, MetadataSchema, SuccessSchema } from '../schemas/common';
+import type { ServerContext } from '../http/context';
+import { orgContext } from '../http/auth';
+import { checkMetadata, checkNoControl, CreatedSchema, ErrorSchema, MetadataSchema, SuccessSchema } from '../schemas/common';
 import { contentView } from '../services/views';
 import { requireEngine } from './guards';
 
@@ -58,6 +59,7 @@ export function checkText(text: string, maxBytes: number, path = '/text'): void 
   if (Buffer.byteLength(text, 'utf8') > maxBytes) {
     throw new ApiError('PAYLOAD_TOO_LARGE', `${path.slice(1)} is larger than the limit of ${maxBytes} bytes`, [{ path, message: `at most ${maxBytes} bytes` }]);
   }
+  checkNoControl(text, path);
 }
 
 export const contentRoutes = (ctx: ServerContext) =>

@@ -1,7 +1,8 @@
 import { Elysia, t } from 'elysia';
 import { ApiError, notFound } from '../errors';
-import { orgContext, type ServerContext } from "../http/context";
-import { CreatedSchema, DescriptionSchema, ErrorSchema, NameSchema, SuccessSchema, trimmed } from '../schemas/common';
+import type { ServerContext } from '../http/context';
+import { orgContext } from '../http/auth';
+import { CreatedSchema, DescriptionSchema, ErrorSchema, NameSchema, SuccessSchema, storedDescription, storedName } from '../schemas/common';
 import { configForType, KB_TYPES, type KbType } from '../services/kb-types';
 import { configurationView, knowledgeBaseView } from '../services/views';
 import { requireEngine } from './guards';
@@ -36,10 +37,10 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
     .post(
       '/knowledge-bases',
       async ({ org, body, set }) => {
-        const name = trimmed(body.name, '/name', 256);
+        const name = storedName(body.name, '/name', 256);
         const kb = await requireEngine(ctx).createKnowledgeBase(org, {
           name,
-          description: body.description?.trim() ?? '',
+          description: storedDescription(body.description) ?? '',
           type: body.type,
           config: configForType(body.type, ctx.config, ctx.embeddings),
         });
@@ -79,13 +80,13 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
         const engine = requireEngine(ctx);
         const kb = engine.getKnowledgeBase(org, params.id);
         if (!kb) throw notFound('Knowledge base');
-        const name = trimmed(body.name, '/name', 256);
+        const name = storedName(body.name, '/name', 256);
         if (body.type !== kb.type) {
           throw new ApiError('KB_TYPE_IMMUTABLE', `The type of a knowledge base cannot change (it is ${kb.type})`, [
             { path: '/type', message: `must equal the original type ${kb.type}` },
           ]);
         }
-        await engine.updateKnowledgeBase(org, params.id, { name, description: body.description?.trim() });
+        await engine.updateKnowledgeBase(org, params.id, { name, description: storedDescription(body.description) });
         return { success: true as const };
       },
       {

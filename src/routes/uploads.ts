@@ -1,5 +1,6 @@
 import { Elysia, t } from 'elysia';
-import { orgContext, type ServerContext } from '../http/context';
+import type { ServerContext } from '../http/context';
+import { orgContext } from '../http/auth';
 import { CreatedSchema, ErrorSchema } from '../schemas/common';
 import type { UploadService } from '../services/uploads';
 import { parseWait } from './contents';

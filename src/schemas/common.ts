@@ -37,6 +37,19 @@ export const MetadataFilterSchema = t.Record(t.String(), FilterValueSchema, {
   examples: [{ team: 'support', tags: ['faq', 'howto'] }],
 });
 
+// C0 control characters other than tab, line feed, vertical tab, form feed and carriage return:
+// never part of a text a person wrote (NUL in particular breaks many consumers downstream).
+const CONTROL = /[\u0000-\u0008\u000e-\u001f]/;
+
+/** Stored strings (texts, names, metadata) hold no control characters but white space. */
+export function checkNoControl(value: string, path: string): void {
+  const at = value.search(CONTROL);
+  if (at >= 0) {
+    const code = value.charCodeAt(at).toString(16).toUpperCase().padStart(4, '0');
+    throw invalid(path, `must not contain control characters (found U+${code} at character ${at})`);
+  }
+}
+
 function checkKeys(obj: Record<string, unknown>, path: string): void {
   for (const key of Object.keys(obj)) {
     if (key.length < 1 || key.length > MAX_METADATA_KEY_LENGTH) {
@@ -46,7 +59,13 @@ function checkKeys(obj: Record<string, unknown>, path: string): void {
 }
 
 export function checkMetadata(metadata: Metadata | undefined, path = '/metadata'): void {
-  if (metadata) checkKeys(metadata, path);
+  if (!metadata) return;
+  checkKeys(metadata, path);
+  for (const [key, value] of Object.entries(metadata)) {
+    checkNoControl(key, `${path}/${key}`);
+    if (typeof value === 'string') checkNoControl(value, `${path}/${key}`);
+    else if (Array.isArray(value)) value.forEach((v, i) => checkNoControl(v, `${path}/${key}/${i}`));
+  }
 }
 
 export function checkFilter(filter: MetadataFilter | undefined, path = '/metadataFilter'): void {
@@ -58,6 +77,21 @@ export function trimmed(value: string, path: string, max: number): string {
   const v = value.trim();
   if (v.length === 0) throw invalid(path, 'must not be empty or only whitespace');
   if (v.length > max) throw invalid(path, `must be at most ${max} characters`);
+  return v;
+}
+
+/** A stored description: trimmed, no control characters (undefined stays undefined). */
+export function storedDescription(value: string | undefined, path = '/description'): string | undefined {
+  if (value === undefined) return undefined;
+  const v = value.trim();
+  checkNoControl(v, path);
+  return v;
+}
+
+/** A stored name: trimmed, 1..max characters, no control characters. */
+export function storedName(value: string, path: string, max: number): string {
+  const v = trimmed(value, path, max);
+  checkNoControl(v, path);
   return v;
 }
 

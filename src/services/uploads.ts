@@ -11,6 +11,7 @@ import type { Metadata } from '../../engine/filter/metadata';
 import { newId } from '../../engine/ids';
 import { ApiError, invalid, notFound, type ErrorCode } from '../errors';
 import { receiveUpload } from '../http/multipart';
+import { parseJsonText } from '../http/body';
 import type { Config } from '../config';
 import { checkMetadata, MetadataSchema } from '../schemas/common';
 
@@ -47,9 +48,10 @@ function parseMetadata(raw: string | undefined): Metadata | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
   let value: unknown;
   try {
-    value = JSON.parse(raw);
-  } catch {
-    throw invalid('/metadata', 'must be a JSON object');
+    value = parseJsonText(raw, '/metadata');
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 'INVALID_JSON') throw invalid('/metadata', 'must be a JSON object');
+    throw err;
   }
   if (!Value.Check(MetadataSchema, value)) {
     const first = [...Value.Errors(MetadataSchema, value)][0];
@@ -92,6 +94,7 @@ export class UploadService {
             allowImages: kb.config.modalities.includes('image'),
             maxPages: this.config.limits.maxFilePages,
             maxChars: this.config.limits.maxTextBytes,
+            maxDocxXmlBytes: this.config.extraction.maxDocxXmlBytes,
           });
         } catch (err) {
           if (err instanceof ExtractionError) throw new ApiError(CODE[err.code] ?? 'EXTRACTION_FAILED', err.message);

@@ -202,3 +202,35 @@ export function rotatedJpeg(lines: string[]): Uint8Array {
   const length = payload.length + 2;
   return new Uint8Array([0xff, 0xd8, 0xff, 0xe1, length >> 8, length & 0xff, ...payload, ...jpeg.subarray(2)]);
 }
+
+/**
+ * A valid DOCX whose word/document.xml is `xmlBytes` long: very many one- or two-word paragraphs
+ * of varied words, so it packs only ~10-fold (under the zip guard's ratio cap) while a DOM-building
+ * converter would need ~100 bytes of memory per XML byte. The hostile-upload tests send it.
+ */
+export function paragraphBombDocx(xmlBytes: number, seed = 7): Uint8Array {
+  const rels =
+    '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
+    '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>';
+  const types =
+    '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">' +
+    '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>' +
+    '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>';
+  const head = '<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>';
+  const tail = '</w:body></w:document>';
+  const letters = 'abcdefghijklmnopqrstuvwxyz';
+  let state = seed >>> 0 || 1;
+  const next = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0);
+  const parts: string[] = [head];
+  let size = head.length + tail.length;
+  while (size < xmlBytes) {
+    let word = '';
+    const len = 3 + (next() % 6);
+    for (let i = 0; i < len; i++) word += letters[next() % 26];
+    const p = `<w:p><w:r><w:t>${word}</w:t></w:r></w:p>`;
+    parts.push(p);
+    size += p.length;
+  }
+  parts.push(tail);
+  return zipSync({ '[Content_Types].xml': enc(types), '_rels/.rels': enc(rels), 'word/document.xml': enc(parts.join('')) }, { level: 6 });
+}

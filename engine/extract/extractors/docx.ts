@@ -16,8 +16,8 @@ const STYLE_MAP = [
 /** The parts mammoth reads: XML and relationship files (not media). */
 const isConvertedPart = (name: string) => /\.(xml|rels)$/i.test(name);
 
-export async function extractDocx(bytes: Uint8Array): Promise<string> {
-  await guardZip(bytes, DOCX_ZIP_LIMITS, isConvertedPart);
+export async function extractDocx(bytes: Uint8Array, maxXmlBytes: number): Promise<string> {
+  await guardZip(bytes, { ...DOCX_ZIP_LIMITS, maxConvertedBytes: maxXmlBytes }, isConvertedPart);
   const mammoth = (await import('mammoth')).default;
   let html: string;
   try {

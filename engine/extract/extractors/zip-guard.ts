@@ -14,6 +14,8 @@ export interface ZipLimits {
   /** Highest unpacked/packed ratio of one entry larger than `ratioMinSize`. */
   maxRatio: number;
   ratioMinSize: number;
+  /** Most bytes the entries the converter reads may unpack to, by their declared sizes. */
+  maxConvertedBytes: number;
 }
 
 export const DOCX_ZIP_LIMITS: ZipLimits = {
@@ -21,6 +23,7 @@ export const DOCX_ZIP_LIMITS: ZipLimits = {
   maxTotalUncompressed: 256 * 1024 * 1024,
   maxRatio: 200,
   ratioMinSize: 1024 * 1024,
+  maxConvertedBytes: 256 * 1024 * 1024,
 };
 
 const MiB = 1024 * 1024;
@@ -106,6 +109,13 @@ export async function guardZip(bytes: Uint8Array, limits: ZipLimits, verify: (na
       throw new ExtractionError('TOO_LARGE', `The Word document holds more than ${formatCount(limits.maxEntries)} files.`);
     }
     const entries = await readEntries(zip, limits);
+    const converted = entries.filter((e) => !e.fileName.endsWith('/') && verify(e.fileName)).reduce((sum, e) => sum + e.uncompressedSize, 0);
+    if (converted > limits.maxConvertedBytes) {
+      throw new ExtractionError(
+        'TOO_LARGE',
+        `The Word document's text parts unpack to ${formatCount(Math.ceil(converted / MiB))} MiB of XML; at most ${formatCount(Math.floor(limits.maxConvertedBytes / MiB))} MiB can be read.`,
+      );
+    }
     for (const entry of entries) {
       if (entry.fileName.endsWith('/') || !verify(entry.fileName)) continue;
       const n = await drain(zip, entry);
