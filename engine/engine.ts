@@ -9,7 +9,7 @@ import type { Metadata, MetadataFilter } from './filter/metadata';
 import { OriginalsStore } from './files/originals';
 import { fsyncPathAsync } from './fsync';
 import type { BuildRequest } from './snapshot/build';
-import { listSnapshotDirs, RECORDS_FILE, snapshotDirName, verifySnapshot, type SnapshotManifest } from './snapshot/format';
+import { listSnapshotDirs, RECORDS_FILE, removeUnfinishedSnapshots, snapshotDirName, verifySnapshot, type SnapshotManifest } from './snapshot/format';
 import { DEFAULT_EXACT_THRESHOLD } from './vector/vector-index';
 import { scanFrames } from './wal/frame';
 import { WorkerPool } from './workers/pool';
@@ -38,7 +38,39 @@ export interface EngineOptions {
   idle?: () => boolean;
   /** Called after each ingestion batch (for metrics). */
   onBatch?: (batch: { items: number; chunks: number; millis: number; model: string }) => void;
+  /**
+   * Embedding failures (a model endpoint down for a while) are retried: `attempts` in all, waiting
+   * `baseMs`, then twice as long each time up to `maxMs`. Default 8 attempts, 2 s → 60 s (about
+   * 3 minutes in all). Then the item is `failed`, its chunks answer full-text search only.
+   */
+  embeddingRetry?: { attempts: number; baseMs: number; maxMs: number };
+  /** Most knowledge bases and content items one organization may hold (unbounded when absent). */
+  quotas?: Partial<Quotas>;
+  /**
+   * Send no ingestion work to the workers until startIngestion() is called. The server loads the
+   * embedding models first: content re-queued at start-up would otherwise reach the workers
+   * before the model loads and hold them (and /ready) back for whole batches.
+   */
+  holdIngestion?: boolean;
 }
+
+export interface Quotas {
+  knowledgeBases: number;
+  contents: number;
+}
+
+/** A write that would take an organization past one of its quotas. */
+export class QuotaExceededError extends Error {
+  constructor(
+    readonly quota: keyof Quotas,
+    readonly limit: number,
+  ) {
+    super(quota === 'knowledgeBases' ? `the organization already holds its quota of ${limit} knowledge bases` : `the organization already holds its quota of ${limit} content items`);
+    this.name = 'QuotaExceededError';
+  }
+}
+
+export const DEFAULT_EMBEDDING_RETRY = { attempts: 8, baseMs: 2000, maxMs: 60_000 };
 
 /** Point-in-time counts for metrics and health pages. */
 export interface EngineMetrics {
@@ -98,11 +130,16 @@ export class Engine {
   private readonly queue: QueueEntry[] = [];
   private inFlight = 0;
   private readonly waiters = new Map<string, Set<Waiter>>();
+  /** Embedding retries waiting for their backoff to pass. */
+  private readonly retryTimers = new Set<ReturnType<typeof setTimeout>>();
   private closed = false;
+  /** False while ingestion is held (EngineOptions.holdIngestion) until startIngestion(). */
+  private ingesting: boolean;
   recovery!: RecoveryReport;
 
   private constructor(private readonly options: EngineOptions) {
     this.originals = new OriginalsStore(join(options.dataDir, 'files'));
+    this.ingesting = options.holdIngestion !== true;
   }
 
   private log(level: 'info' | 'warn' | 'error', message: string, details?: Record<string, unknown>): void {
@@ -113,6 +150,9 @@ export class Engine {
     const engine = new Engine(options);
     const started = performance.now();
     let records = 0;
+    // A snapshot killed mid-way left its build directory behind; no snapshot runs before open returns.
+    const unfinished = await removeUnfinishedSnapshots(engine.snapshotsDir);
+    if (unfinished.length > 0) engine.log('info', 'removed unfinished snapshot directories', { removed: unfinished });
     const snapshot = await engine.loadNewestSnapshot();
     const fromSnapshotMs = Math.round(performance.now() - started);
     engine.wal = await WriteAheadLog.open(
@@ -214,9 +254,13 @@ export class Engine {
         if (record.analyzer !== ANALYZER_VERSION) break; // stays pending: re-analyzed after start-up
         if (replaying) for (const c of record.chunks) observeId(c.id);
         const kb = this.kbs.get(record.kbId)!;
-        const vectors = kb.vectors && attachment ? kb.vectors.fromBytes(attachment, record.chunks.length) : undefined;
+        const vectors = kb.vectors && attachment && attachment.length > 0 ? kb.vectors.fromBytes(attachment, record.chunks.length) : undefined;
         // Records written before document numbers were logged continue the numbering.
         kb.applyIndexed(item, record.chunks, vectors, record.firstDoc ?? kb.docSpace);
+        if (record.embeddingError !== undefined) {
+          item.status = 'failed';
+          item.error = record.embeddingError;
+        }
         if (!replaying) this.scheduleGraphBuild();
         return item;
       }
@@ -226,6 +270,13 @@ export class Engine {
         item.status = 'failed';
         item.error = record.error;
         return item;
+      }
+      case 'content.retry': {
+        const item = this.kbs.get(record.kbId)?.contents.get(record.id);
+        if (!item || item.current.version !== record.version || item.status !== 'failed') break;
+        item.status = 'pending'; // re-queued by the caller, or at start-up after a crash
+        item.error = undefined;
+        break;
       }
     }
   }
@@ -365,6 +416,18 @@ export class Engine {
     return kb && kb.record.orgId === orgId ? kb : undefined;
   }
 
+  /**
+   * Throws QuotaExceededError when the organization already holds `quota`'s limit. The writes
+   * check it themselves; callers may check early too (before reading an upload).
+   */
+  checkQuota(orgId: string, quota: keyof Quotas): void {
+    const limit = this.options.quotas?.[quota];
+    if (limit === undefined) return;
+    let held = 0;
+    for (const kb of this.kbs.values()) if (kb.record.orgId === orgId) held += quota === 'knowledgeBases' ? 1 : kb.contentCount;
+    if (held >= limit) throw new QuotaExceededError(quota, limit);
+  }
+
   listKnowledgeBases(orgId: string): KnowledgeBaseRecord[] {
     return [...this.kbs.values()]
       .map((kb) => kb.record)
@@ -380,6 +443,8 @@ export class Engine {
     orgId: string,
     input: { name: string; description: string; type: string; config: Omit<KnowledgeBaseConfig, 'id' | 'createdAt'> },
   ): Promise<KnowledgeBaseRecord> {
+    // Checked and applied in one synchronous step (commit applies before it awaits): exact under concurrency.
+    this.checkQuota(orgId, 'knowledgeBases');
     const at = now();
     const kb: KnowledgeBaseRecord = {
       id: newId('kb'),
@@ -425,6 +490,7 @@ export class Engine {
     if (input.id !== undefined && (!isIdOf('ct', input.id) || this.kbs.get(kbId)!.contents.has(input.id))) {
       throw new Error(`invalid or reused content id ${input.id}`);
     }
+    this.checkQuota(orgId, 'contents');
     const id = input.id ?? newId('ct');
     await this.commit({
       t: 'content.put',
@@ -473,6 +539,32 @@ export class Engine {
     return true;
   }
 
+  /**
+   * Index a failed item again (its newest version). False when there is no such item; true when it
+   * was queued, or was not failed (nothing to do).
+   */
+  async reindexContent(orgId: string, kbId: string, contentId: string): Promise<ContentItem | undefined> {
+    const item = this.kbOf(orgId, kbId)?.contents.get(contentId);
+    if (!item) return undefined;
+    if (item.status === 'failed') await this.retryFailed(item);
+    return item;
+  }
+
+  /** Index every failed item of a knowledge base again; the number queued, undefined when no such knowledge base. */
+  async reindexFailed(orgId: string, kbId: string): Promise<number | undefined> {
+    const kb = this.kbOf(orgId, kbId);
+    if (!kb) return undefined;
+    const failed = [...kb.contents.values()].filter((item) => item.status === 'failed');
+    await Promise.all(failed.map((item) => this.retryFailed(item)));
+    return failed.length;
+  }
+
+  private async retryFailed(item: ContentItem): Promise<void> {
+    const version = item.current.version;
+    await this.commit({ t: 'content.retry', kbId: item.kbId, id: item.id, version, at: now() });
+    if (item.status === 'pending' && item.current.version === version) this.enqueue(item.kbId, item.id, version);
+  }
+
   /** Resolve once the item's current version is ready or failed (or deleted), or at the timeout. */
   waitForContent(item: ContentItem, timeoutMs: number): Promise<void> {
     if (item.status === 'ready' || item.status === 'failed') return Promise.resolve();
@@ -510,7 +602,15 @@ export class Engine {
     return this.queue.length + this.inFlight;
   }
 
+  /** Start sending queued content to the workers (once the models are loaded, with holdIngestion). */
+  startIngestion(): void {
+    if (this.ingesting) return;
+    this.ingesting = true;
+    this.pump();
+  }
+
   private pump(): void {
+    if (!this.ingesting) return; // held until startIngestion()
     // One request per worker plus one waiting each: the queue itself is cheap, the workers are not.
     const maxItems = this.options.batchItems ?? 16;
     while (!this.closed && this.inFlight < this.compute.documents.size * 2 && this.queue.length > 0) {
@@ -570,11 +670,29 @@ export class Engine {
     const item = kb.contents.get(job.id);
     // Deleted or updated while in flight: the newer version has its own job.
     if (!item || item.current.version !== job.version || this.closed || this.kbs.get(kb.id) !== kb) return;
-    if (!result.ok) {
+    if (!result.ok && result.chunks === undefined) {
       await this.commit({ t: 'content.failed', kbId: job.kbId, id: job.id, version: job.version, error: result.error, at: now() });
       return;
     }
-    const vectors = kb.vectors && result.vectors ? result.vectors.map((v) => kb.vectors!.quantize(v)) : undefined;
+    if (!result.ok) {
+      // Embedding failed: often a model endpoint that is down for a moment. Try again later; once
+      // the attempts are used up, index the chunks for full-text search and mark the item failed.
+      const retry = this.options.embeddingRetry ?? DEFAULT_EMBEDDING_RETRY;
+      const attempt = job.attempt ?? 1;
+      if (attempt < retry.attempts) {
+        item.status = 'pending';
+        const delay = Math.min(retry.maxMs, retry.baseMs * 2 ** (attempt - 1));
+        this.log('warn', 'embedding failed; retrying', { kbId: job.kbId, id: job.id, attempt, retryInMs: delay, error: result.error });
+        const timer = setTimeout(() => {
+          this.retryTimers.delete(timer);
+          this.queue.push({ ...job, attempt: attempt + 1 });
+          this.pump();
+        }, delay);
+        this.retryTimers.add(timer);
+        return;
+      }
+    }
+    const vectors = kb.vectors && result.ok && result.vectors ? result.vectors.map((v) => kb.vectors!.quantize(v)) : undefined;
     await this.commit(
       {
         t: 'content.indexed',
@@ -584,8 +702,9 @@ export class Engine {
         analyzer: ANALYZER_VERSION,
         // Chunk ids and document numbers are fixed here, just before the record is applied (no
         // await in between), so id order follows document order and replay rebuilds both.
-        chunks: result.chunks.map((c): IndexedChunk => ({ id: newId('ch'), ...c })),
+        chunks: result.chunks!.map((c): IndexedChunk => ({ id: newId('ch'), ...c })),
         firstDoc: kb.docSpace,
+        ...(result.ok ? {} : { embeddingError: `${result.error} (after ${job.attempt ?? 1} attempts; found by full-text search only until re-indexed)` }),
         at: now(),
       },
       vectors ? kb.vectors!.storedBytes(vectors) : undefined,
@@ -691,6 +810,7 @@ export class Engine {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.graphTimer);
+    for (const timer of this.retryTimers) clearTimeout(timer);
     await this.compute.close();
     await this.snapshotPool?.close();
     await this.wal.close();
@@ -701,6 +821,8 @@ interface QueueEntry {
   kbId: string;
   id: string;
   version: number;
+  /** Which attempt at embedding this is (1 when absent). */
+  attempt?: number;
 }
 
 /** The provider spec a knowledge base configuration records. */

@@ -74,6 +74,13 @@ export type LogRecord =
       chunks: IndexedChunk[];
       /** Document number of the first chunk (the rest follow); vectors ride in the attachment. */
       firstDoc: number;
+      /**
+       * Set when embedding kept failing after the retries: the chunks answer full-text search (no
+       * vectors ride along) and the item is `failed` with this error until it is re-indexed.
+       */
+      embeddingError?: string;
       at: string;
     }
-  | { t: 'content.failed'; kbId: string; id: string; version: number; error: string; at: string };
+  | { t: 'content.failed'; kbId: string; id: string; version: number; error: string; at: string }
+  /** A failed item's version is queued for indexing again (the re-index API). */
+  | { t: 'content.retry'; kbId: string; id: string; version: number; at: string };

@@ -1,6 +1,7 @@
 // The HTTP layer: authentication, the error envelope and the route modules, over the engine.
 import { Elysia } from 'elysia';
 import { EmbeddingError } from '../engine/embedding/provider';
+import { QuotaExceededError } from '../engine/engine';
 import { ApiError, errorBody, STATUS_OF } from './errors';
 import type { KeyStore } from './auth/key-store';
 import type { ServerContext } from './http/context';
@@ -68,6 +69,9 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       // In 500 bodies and logs; the listener puts it in the header.
       const requestId = requestIdOf(request);
       if (error instanceof ApiError) return apiErrorResponse(error, requestId);
+      if (error instanceof QuotaExceededError) {
+        return apiErrorResponse(new ApiError('QUOTA_EXCEEDED', `Quota reached: ${error.message}`, [{ path: '/', message: `at most ${error.limit} ${error.quota === 'knowledgeBases' ? 'knowledge bases' : 'content items'} per organization` }]), requestId);
+      }
       if (error instanceof EmbeddingError) {
         ctx.logger.warn({ requestId, err: error.message }, 'embedding failed');
         return apiErrorResponse(new ApiError('EMBEDDING_FAILED', `The embedding model failed: ${error.message}`), requestId);

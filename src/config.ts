@@ -55,9 +55,15 @@ export function loadConfig() {
       maxQueryChars: 4096,
       maxSearchLimit: 100,
       maxPageLimit: 100,
+      /** Characters of each item's text in content lists (the whole text is one GET away). */
+      listTextChars: int('LIST_TEXT_CHARS', 2000, 1),
       /** Pages of an uploaded document (PDF); more → 413. */
       maxFilePages: int('MAX_FILE_PAGES', 2000, 1),
     },
+    /** What one organization may hold; 0 = unbounded. */
+    quotas: { knowledgeBases: int('MAX_KNOWLEDGE_BASES_PER_ORG', 1000, 0), contents: int('MAX_CONTENTS_PER_ORG', 1_000_000, 0) },
+    /** Embedding failures are retried this many times in all, backing off from the base to the cap. */
+    embeddingRetry: { attempts: int('EMBEDDING_RETRY_ATTEMPTS', 8, 1), baseMs: int('EMBEDDING_RETRY_BASE_MS', 2000, 1), maxMs: int('EMBEDDING_RETRY_MAX_MS', 60_000, 1) },
     /** Per-organization token bucket; RATE_LIMIT_RPS=0 turns it off. */
     rateLimit: { rate: num('RATE_LIMIT_RPS', 1000), burst: int('RATE_LIMIT_BURST', 2000, 1) },
     snapshots: {

@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'EMPTY_FILE'
   | 'NO_TEXT_EXTRACTED'
   | 'UNAUTHORIZED'
+  | 'QUOTA_EXCEEDED'
   | 'NOT_FOUND'
   | 'PAYLOAD_TOO_LARGE'
   | 'RATE_LIMITED'
@@ -24,6 +25,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   EMPTY_FILE: 400,
   NO_TEXT_EXTRACTED: 400,
   UNAUTHORIZED: 401,
+  QUOTA_EXCEEDED: 403,
   NOT_FOUND: 404,
   PAYLOAD_TOO_LARGE: 413,
   RATE_LIMITED: 429,

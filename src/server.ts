@@ -105,6 +105,13 @@ try {
     onFatal: fatal,
     idle: () => activity.idle(),
     onBatch: ({ model, chunks, millis }) => metrics.observeBatch(model, chunks, millis / 1000),
+    // Content re-queued by the replay waits until the models are loaded (startIngestion below).
+    holdIngestion: true,
+    embeddingRetry: config.embeddingRetry,
+    quotas: {
+      ...(config.quotas.knowledgeBases > 0 ? { knowledgeBases: config.quotas.knowledgeBases } : {}),
+      ...(config.quotas.contents > 0 ? { contents: config.quotas.contents } : {}),
+    },
   });
   notReady.delete('recovering state from the write-ahead log');
   snapshots = new SnapshotManager(engine, store, config.snapshots, logger);
@@ -132,7 +139,10 @@ await Promise.all(
     }
   }),
 );
-logger.info({}, 'ready');
+// Every worker has loaded its models: re-queued content goes to them now (a model that failed to
+// load fails or retries those items, as it would for new ones).
+engine!.startIngestion();
+logger.info({ requeued: engine!.recovery.requeued }, 'ready');
 
 let stopping = false;
 /** Stop accepting, let in-flight requests finish (bounded), flush the log, exit 0. */

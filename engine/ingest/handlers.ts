@@ -10,7 +10,11 @@ export type WorkerRequest =
   | { type: 'embed'; jobId: number; texts: string[]; kind: EmbedKind; embedding: EmbeddingSpec }
   | { type: 'load'; jobId: number; embedding: EmbeddingSpec };
 
-export type ItemResult = { ok: true; chunks: ProcessedChunk[]; vectors?: Float32Array[] } | { ok: false; error: string };
+/**
+ * A failure with `chunks` failed only at embedding (the model or its endpoint): worth retrying, and
+ * its chunks can answer full-text search meanwhile. Without `chunks`, the text itself failed.
+ */
+export type ItemResult = { ok: true; chunks: ProcessedChunk[]; vectors?: Float32Array[] } | { ok: false; error: string; chunks?: ProcessedChunk[] };
 
 let settings: EmbeddingSettings = {};
 // One provider per model per worker: a model loads once and serves every later request.
@@ -76,7 +80,10 @@ export async function handle(req: WorkerRequest): Promise<{ value: unknown; tran
           }
           for (const v of vectors) transfer.push(v.buffer as ArrayBuffer);
         } catch (err) {
-          for (let i = 0; i < results.length; i++) if (results[i]!.ok) results[i] = { ok: false, error: `embedding failed: ${message(err)}` };
+          for (let i = 0; i < results.length; i++) {
+            const r = results[i]!;
+            if (r.ok) results[i] = { ok: false, error: `embedding failed: ${message(err)}`, chunks: r.chunks };
+          }
         }
       }
       return { value: results, transfer };

@@ -178,8 +178,9 @@ export class KnowledgeBase {
    * ones from it on, with nothing in between (one synchronous step).
    */
   applyIndexed(item: ContentItem, chunks: readonly IndexedChunk[], vectors: readonly StoredVector[] | undefined, firstDoc: number): number[] {
-    if (this.vectors && vectors?.length !== chunks.length) {
-      throw new Error(`indexed record of ${item.id} carries ${vectors?.length ?? 0} vectors for ${chunks.length} chunks`);
+    // No vectors at all is allowed: chunks whose embedding failed answer full-text search only.
+    if (this.vectors && vectors !== undefined && vectors.length !== chunks.length) {
+      throw new Error(`indexed record of ${item.id} carries ${vectors.length} vectors for ${chunks.length} chunks`);
     }
     // Document numbers come from the record, so a compacted log (a snapshot) rebuilds exactly the
     // numbering, and with it the keys of a saved HNSW graph; gaps are left empty.
@@ -192,7 +193,7 @@ export class KnowledgeBase {
       const doc = this.chunks.length;
       this.chunks.push({ id: c.id, content: item, version, start: c.start, end: c.end, page: c.page });
       this.bm25.add(doc, c);
-      if (this.vectors) this.vectors.add(doc, vectors![docs.length]!);
+      if (this.vectors && vectors) this.vectors.add(doc, vectors[docs.length]!);
       this.metadataIndex.add(doc, version.metadata);
       docs.push(doc);
       this.liveChunks++;

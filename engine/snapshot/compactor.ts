@@ -19,6 +19,8 @@ interface ContentEntry {
   latestPut: KeptRecord;
   live?: { put: KeptRecord; indexed: KeptRecord };
   failed?: KeptRecord;
+  /** A re-index of the newest version asked for after it failed. */
+  retry?: KeptRecord;
 }
 
 const key = (kbId: string, id: string) => `${kbId}/${id}`;
@@ -50,6 +52,7 @@ export class Compactor {
         if (entry) {
           entry.latestPut = kept;
           entry.failed = undefined;
+          entry.retry = undefined;
         } else {
           this.contents.set(key(r.kbId, r.id), { kbId: r.kbId, latestPut: kept });
         }
@@ -64,12 +67,25 @@ export class Compactor {
         if (!entry || put?.t !== 'content.put' || put.version !== r.version || r.analyzer !== ANALYZER_VERSION) break;
         entry.live = { put: entry.latestPut, indexed: kept };
         entry.failed = undefined;
+        entry.retry = undefined;
         break;
       }
       case 'content.failed': {
         const entry = this.contents.get(key(r.kbId, r.id));
         const put = entry?.latestPut.record;
-        if (entry && put?.t === 'content.put' && put.version === r.version) entry.failed = kept;
+        if (entry && put?.t === 'content.put' && put.version === r.version) {
+          entry.failed = kept;
+          entry.retry = undefined;
+        }
+        break;
+      }
+      case 'content.retry': {
+        const entry = this.contents.get(key(r.kbId, r.id));
+        const put = entry?.latestPut.record;
+        if (entry && put?.t === 'content.put' && put.version === r.version) {
+          entry.failed = undefined;
+          entry.retry = kept;
+        }
         break;
       }
     }
@@ -86,6 +102,7 @@ export class Compactor {
       if (c.live) out.push(c.live.put, c.live.indexed);
       if (c.latestPut !== c.live?.put) out.push(c.latestPut);
       if (c.failed) out.push(c.failed);
+      if (c.retry) out.push(c.retry);
     }
     return out.sort((a, b) => a.seq - b.seq);
   }

@@ -4,8 +4,8 @@ import type { Metadata } from '../../engine/filter/metadata';
 import { ApiError, invalid, notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
-import { checkMetadata, checkNoControl, CreatedSchema, ErrorSchema, MetadataSchema, SuccessSchema } from '../schemas/common';
-import { contentView } from '../services/views';
+import { checkMetadata, checkNoControl, CreatedSchema, ErrorSchema, ListQuery, MetadataSchema, positiveInt, SuccessSchema } from '../schemas/common';
+import { contentListView, contentView } from '../services/views';
 import { requireEngine } from './guards';
 
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 413: ErrorSchema, 500: ErrorSchema };
@@ -20,7 +20,10 @@ const ContentSchema = t.Object({
   error: t.Optional(t.String()),
   chunkCount: Type.Integer({ minimum: 0 }),
   source: t.Any(),
+  truncated: t.Optional(t.Boolean({ description: 'Lists only: true when contentChunk was cut to LIST_TEXT_CHARS characters (GET the item for all of it).' })),
 });
+
+const ReindexAnswer = t.Object({ success: t.Literal(true), data: t.Object({ id: t.String(), status: t.String() }) });
 
 const TextBody = t.Object(
   {
@@ -30,22 +33,11 @@ const TextBody = t.Object(
   { additionalProperties: false, examples: [{ text: 'Refunds are issued within 14 days.', metadata: { team: 'billing' } }] },
 );
 
-const ListQuery = t.Object({
-  page: t.Optional(t.String({ description: 'Page number, integer ≥ 1 (default 1).' })),
-  limit: t.Optional(t.String({ description: 'Items per page, integer 1–100 (default 20).' })),
-});
 
 const WaitQuery = t.Object({
   wait: t.Optional(t.String({ description: '`true`: answer once the item is ready or failed (bounded by WAIT_TIMEOUT_MS).' })),
 });
 
-function positiveInt(raw: string | undefined, path: string, fallback: number, max?: number): number {
-  if (raw === undefined) return fallback;
-  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) throw invalid(path, 'must be an integer ≥ 1');
-  const n = Number(raw);
-  if (max !== undefined && n > max) throw invalid(path, `must be at most ${max}`);
-  return n;
-}
 
 export function parseWait(raw: string | undefined): boolean {
   if (raw === undefined || raw === 'false' || raw === '0') return false;
@@ -72,11 +64,11 @@ export const contentRoutes = (ctx: ServerContext) =>
         const limit = positiveInt(query.limit, '/limit', 20, ctx.config.limits.maxPageLimit);
         const list = requireEngine(ctx).listContents(org, params.id, (page - 1) * limit, limit);
         if (!list) throw notFound('Knowledge base');
-        return { success: true as const, data: list.items.map(contentView), total: list.total };
+        return { success: true as const, data: list.items.map((item) => contentListView(item, ctx.config.limits.listTextChars)), total: list.total };
       },
       {
         query: ListQuery,
-        detail: { summary: 'List content items, oldest first', tags: ['Contents'] },
+        detail: { summary: 'List content items, oldest first (texts cut to LIST_TEXT_CHARS characters, see truncated)', tags: ['Contents'] },
         response: { 200: t.Object({ success: t.Literal(true), data: t.Array(ContentSchema), total: Type.Integer({ minimum: 0 }) }), ...errors },
       },
     )
@@ -127,6 +119,30 @@ export const contentRoutes = (ctx: ServerContext) =>
         query: WaitQuery,
         detail: { summary: 'Replace the text (and metadata, when given) of a content item', tags: ['Contents'] },
         response: { 200: t.Object({ success: t.Literal(true), data: t.Optional(t.Object({ id: t.String(), status: t.String() })) }), ...errors },
+      },
+    )
+    .post(
+      '/knowledge-bases/:id/contents/:contentId/reindex',
+      async ({ org, params }) => {
+        const item = await requireEngine(ctx).reindexContent(org, params.id, params.contentId);
+        if (!item) throw notFound('Content');
+        return { success: true as const, data: { id: item.id, status: item.status } };
+      },
+      {
+        detail: { summary: 'Index a failed content item again (no-op for other states)', tags: ['Contents'] },
+        response: { 200: ReindexAnswer, ...errors },
+      },
+    )
+    .post(
+      '/knowledge-bases/:id/reindex-failed',
+      async ({ org, params }) => {
+        const queued = await requireEngine(ctx).reindexFailed(org, params.id);
+        if (queued === undefined) throw notFound('Knowledge base');
+        return { success: true as const, data: { queued } };
+      },
+      {
+        detail: { summary: 'Index every failed content item of a knowledge base again', tags: ['Contents'] },
+        response: { 200: t.Object({ success: t.Literal(true), data: t.Object({ queued: Type.Integer({ minimum: 0 }) }) }), ...errors },
       },
     )
     .delete(

@@ -2,10 +2,11 @@ import { Elysia, t } from 'elysia';
 import { ApiError, notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
-import { CreatedSchema, DescriptionSchema, ErrorSchema, NameSchema, SuccessSchema, storedDescription, storedName } from '../schemas/common';
+import { CreatedSchema, DescriptionSchema, ErrorSchema, ListQuery, NameSchema, positiveInt, SuccessSchema, storedDescription, storedName } from '../schemas/common';
 import { configForType, KB_TYPES, type KbType } from '../services/kb-types';
 import { configurationView, knowledgeBaseView } from '../services/views';
 import { requireEngine } from './guards';
+import { Type } from '@sinclair/typebox';
 
 const TypeSchema = t.Union(
   KB_TYPES.map((k) => t.Literal(k)),
@@ -28,11 +29,17 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
     .use(orgContext)
     .get(
       '/knowledge-bases',
-      ({ org }) => ({
-        success: true as const,
-        data: requireEngine(ctx).listKnowledgeBases(org).map(knowledgeBaseView),
-      }),
-      { detail: { summary: 'List knowledge bases of the organization', tags: ['Knowledge bases'] }, response: { 200: t.Object({ success: t.Literal(true), data: t.Array(KnowledgeBaseSchema) }), ...errors } },
+      ({ org, query }) => {
+        const page = positiveInt(query.page, '/page', 1);
+        const limit = positiveInt(query.limit, '/limit', ctx.config.limits.maxPageLimit, ctx.config.limits.maxPageLimit);
+        const all = requireEngine(ctx).listKnowledgeBases(org);
+        return { success: true as const, data: all.slice((page - 1) * limit, page * limit).map(knowledgeBaseView), total: all.length };
+      },
+      {
+        query: ListQuery,
+        detail: { summary: 'List knowledge bases of the organization, oldest first (page, limit ≤ 100, default 100; total counts all)', tags: ['Knowledge bases'] },
+        response: { 200: t.Object({ success: t.Literal(true), data: t.Array(KnowledgeBaseSchema), total: Type.Integer({ minimum: 0 }) }), ...errors },
+      },
     )
     .post(
       '/knowledge-bases',

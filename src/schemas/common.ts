@@ -122,3 +122,18 @@ export const StrictInteger = (options: { minimum?: number; maximum?: number; def
 /** Names: 1–256 characters after trimming (checked by `trimmed`); the schema only bounds input. */
 export const NameSchema = t.String({ maxLength: 1024, description: '1–256 characters after trimming.', examples: ['Support articles'] });
 export const DescriptionSchema = t.String({ maxLength: 4096, description: 'Up to 4,096 characters.' });
+
+/** Page and limit of the list routes (validated by positiveInt: integers, limit within the route's bound). */
+export const ListQuery = t.Object({
+  page: t.Optional(t.String({ description: 'Page number, integer ≥ 1 (default 1).' })),
+  limit: t.Optional(t.String({ description: 'Items per page, integer 1–100 (default 20 for contents, 100 for knowledge bases).' })),
+});
+
+/** A positive integer query parameter (page, limit), or the fallback when absent. */
+export function positiveInt(raw: string | undefined, path: string, fallback: number, max?: number): number {
+  if (raw === undefined) return fallback;
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) throw invalid(path, 'must be an integer ≥ 1');
+  const n = Number(raw);
+  if (max !== undefined && n > max) throw invalid(path, `must be at most ${max}`);
+  return n;
+}

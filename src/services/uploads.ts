@@ -79,6 +79,7 @@ export class UploadService {
   async upload(engine: Engine, org: string, kbId: string, request: Request): Promise<ContentItem> {
     const kb = engine.getKnowledgeBase(org, kbId);
     if (!kb) throw notFound('Knowledge base');
+    engine.checkQuota(org, 'contents'); // before reading and extracting the file
     const { file, fields } = await receiveUpload(request, this.tmpDir, {
       maxFileBytes: this.config.limits.maxFileBytes,
       maxFieldBytes: 64 * 1024,

@@ -38,6 +38,20 @@ export function contentView(item: ContentItem) {
   };
 }
 
+/**
+ * A content item in a list: the text cut to `maxChars` (never inside a surrogate pair), with
+ * `truncated` saying so, so a page of 100 items stays small whatever the items hold.
+ */
+export function contentListView(item: ContentItem, maxChars: number) {
+  const view = contentView(item);
+  const text = view.contentChunk;
+  if (text.length <= maxChars) return { ...view, truncated: false };
+  let end = maxChars;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return { ...view, contentChunk: text.slice(0, end), truncated: true };
+}
+
 export function hitView(hit: ChunkHit) {
   return {
     id: hit.chunkId,

@@ -483,7 +483,9 @@ describe('HTTP embedding provider', () => {
         return Response.json({ object: 'list', model: body.model, data });
       },
     });
-    [failing, working] = await Promise.all([TestServer.start({ env: httpEnv(`http://127.0.0.1:${port}`) }), TestServer.start({ env: httpEnv(`http://127.0.0.1:${fake.port}`) })]);
+    // Embedding retries short, so an unreachable endpoint ends in `failed` within the test.
+    const failingEnv = { ...httpEnv(`http://127.0.0.1:${port}`), EMBEDDING_RETRY_ATTEMPTS: '2', EMBEDDING_RETRY_BASE_MS: '100' };
+    [failing, working] = await Promise.all([TestServer.start({ env: failingEnv }), TestServer.start({ env: httpEnv(`http://127.0.0.1:${fake.port}`) })]);
   });
 
   afterAll(async () => {
@@ -528,7 +530,7 @@ describe('HTTP embedding provider', () => {
     expect((await search(cheap, { query: 'when can I visit the workplace' }, 'semantic', failing)).map((h) => h.contentId)).toEqual([item]);
   });
 
-  test('unreachable endpoint: added content ends failed with a readable error', async () => {
+  test('unreachable endpoint: added content ends failed (after its retries) with a readable error, found by full-text', async () => {
     const id = await createKb(failing, 'Unreachable ingest', 'TEXT_HIGH_QUALITY');
     const created = await failing.api('POST', `${API}/knowledge-bases/${id}/contents`, { text: 'Penguins live in Antarctica.' });
     expect(created.status).toBe(201);
@@ -547,10 +549,11 @@ describe('HTTP embedding provider', () => {
     expect(item.error.length).toBeGreaterThan(0);
     expect(item.error.toLowerCase()).toContain('embed');
     expectNoLeak(JSON.stringify(item));
-    expect(item.chunkCount).toBe(0);
     expect(item.contentChunk).toBe('Penguins live in Antarctica.');
-    // A failed item is not searchable.
-    expect(await search(id, { query: 'penguins' }, 'full-text', failing)).toEqual([]);
+    // Its chunks were indexed for full-text search all the same (no vectors): found by keyword.
+    expect(item.chunkCount).toBe(1);
+    expect(item.error).toContain('full-text');
+    expect((await search(id, { query: 'penguins' }, 'full-text', failing)).map((h) => h.contentId)).toEqual([contentId]);
   });
 
   test('fake OpenAI-format endpoint: content becomes ready and semantic search ranks by its vectors', async () => {
