@@ -3,7 +3,7 @@
 //   graph-<kbId>.usearch HNSW graphs, keyed by document number, of large knowledge bases
 //   manifest.json        format version, seq, and the size and SHA-256 of every file (written last)
 // A snapshot is valid only when its manifest parses and every file matches its checksum.
-import { readdir } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export const SNAPSHOT_FORMAT = 1;
@@ -28,6 +28,8 @@ export interface SnapshotManifest {
 }
 
 const DIR = /^snap-(\d{20})$/;
+/** Where a snapshot is built before it is renamed to its `snap-<seq>` name (Engine.takeSnapshot). */
+const TMP_DIR = /^tmp-/;
 export const snapshotDirName = (seq: number) => `snap-${String(seq).padStart(20, '0')}`;
 export const graphFileName = (kbId: string) => `graph-${kbId}.usearch`;
 
@@ -55,6 +57,23 @@ export async function listSnapshotDirs(root: string): Promise<{ seq: number; dir
     .filter((x) => x.m)
     .map(({ name, m }) => ({ seq: Number(m![1]), dir: join(root, name), name }))
     .sort((a, b) => b.seq - a.seq);
+}
+
+/**
+ * Remove the `tmp-*` build directories of snapshots that never finished (the process died while
+ * writing them; a finished one is renamed to `snap-<seq>`). Only for start-up, before any snapshot
+ * can run. Returns the names removed.
+ */
+export async function removeUnfinishedSnapshots(root: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(root);
+  } catch {
+    return [];
+  }
+  const unfinished = names.filter((name) => TMP_DIR.test(name));
+  for (const name of unfinished) await rm(join(root, name), { recursive: true, force: true });
+  return unfinished;
 }
 
 /** The manifest when the snapshot in `dir` is complete and intact, else the reason it is not. */
