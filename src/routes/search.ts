@@ -21,7 +21,7 @@ export const SearchResponse = t.Object({ success: t.Literal(true), data: t.Array
 
 const baseFields = {
   query: t.String({ minLength: 1, maxLength: 4096, description: 'Non-empty after trimming, at most 4,096 characters.' }),
-  limit: t.Optional(StrictInteger({ minimum: 1, maximum: 100, default: 10, description: 'Maximum number of hits (chunks), 1–100.' })),
+  limit: t.Optional(StrictInteger({ minimum: 1, maximum: 100, description: 'Maximum number of hits (chunks), 1–100 (default 10).' })),
   metadataFilter: t.Optional(MetadataFilterSchema),
 };
 
@@ -39,11 +39,10 @@ const HybridBody = t.Object(
   {
     ...baseFields,
     semanticWeight: t.Optional(
-      Type.Number({ minimum: 0, maximum: 1, default: 0.5, description: '0 = full-text ranking only, 1 = semantic ranking only.' }),
+      Type.Number({ minimum: 0, maximum: 1, description: '0 = full-text ranking only, 1 = semantic ranking only (default 0.5).' }),
     ),
     fusion: t.Optional(
       t.Union([t.Literal('weighted'), t.Literal('rrf')], {
-        default: 'weighted',
         description: '`weighted` (default): w·norm(semantic) + (1−w)·norm(full-text) with min-max normalization; `rrf`: weighted reciprocal rank fusion.',
       }),
     ),

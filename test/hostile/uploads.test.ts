@@ -64,6 +64,8 @@ interface Case {
   maxMs: number;
 }
 
+const signedMiB = (bytes: number) => `${bytes >= 0 ? '+' : '−'}${Math.abs(Math.round(bytes / MiB))}`;
+
 /**
  * Uploads the files at once while sampling RSS and sending other requests; each upload must be
  * 413 PAYLOAD_TOO_LARGE within the time, the state unchanged, the server still answering.
@@ -87,7 +89,7 @@ async function hostileUpload(c: Case): Promise<void> {
   const beats = await beat;
   const line =
     `${c.name}: baseline ${Math.round(mem.baseline / MiB)} MiB, peak ${Math.round(mem.peak / MiB)} MiB (+${Math.round(mem.growth / MiB)} MiB, bound +${Math.round(c.maxGrowth / MiB)} MiB; ` +
-    `+${Math.round((mem.peak - startRss.get(server)!) / MiB)} MiB over the server's ${Math.round(startRss.get(server)! / MiB)} MiB after start-up), ` +
+    `${signedMiB(mem.peak - startRss.get(server)!)} MiB over the server's ${Math.round(startRss.get(server)! / MiB)} MiB after start-up), ` +
     `${answers.map((a) => `${a.res.status} in ${Math.round(a.ms)} ms`).join(', ')}; ${beats.count} other requests meanwhile, slowest ${Math.round(beats.maxMs)} ms`;
   peaks.push(line);
   console.log(`[hostile] ${line}`);
