@@ -58,16 +58,42 @@ export function nestsDeeperThan(text: string, max: number): boolean {
   return false;
 }
 
+/**
+ * Gives every parsed object whose own "toString" is data (`{"toString":1}`) a string conversion.
+ * Such an object cannot become a string (`${value}` throws), and the validator's error message
+ * is built that way, so a wrong-typed field would answer 500 instead of 400. The conversion is an
+ * unlisted symbol: the value still reads, lists and serializes exactly as the client sent it.
+ */
+export function guardStringConversion(value: unknown): void {
+  if (typeof value !== 'object' || value === null) return;
+  if (Array.isArray(value)) {
+    for (const item of value) guardStringConversion(item);
+    return;
+  }
+  if (Object.hasOwn(value, 'toString') && typeof (value as { toString: unknown }).toString !== 'function') {
+    Object.defineProperty(value, Symbol.toPrimitive, { value: objectText, enumerable: false });
+  }
+  for (const key in value) guardStringConversion((value as Record<string, unknown>)[key]);
+}
+
+function objectText(): string {
+  return '[object Object]';
+}
+
 /** JSON text → value, refusing hostile nesting before the parser and everything after it sees it. */
 export function parseJsonText(text: string, path = '/'): unknown {
   if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
     throw new ApiError('VALIDATION_ERROR', `The JSON nests deeper than ${MAX_JSON_DEPTH} levels`, [{ path, message: `nesting deeper than ${MAX_JSON_DEPTH} levels` }]);
   }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     throw new ApiError('INVALID_JSON', path === '/' ? 'The request body is not valid JSON' : `${path.slice(1)} is not valid JSON`);
   }
+  // Only text naming the key (plainly or through an escape) can hold such an object.
+  if (text.includes('toString') || text.includes('\\u')) guardStringConversion(value);
+  return value;
 }
 
 export async function parseJsonBody(request: Request, limit: number): Promise<unknown> {
