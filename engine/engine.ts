@@ -13,6 +13,7 @@ import { listSnapshotDirs, RECORDS_FILE, removeUnfinishedSnapshots, snapshotDirN
 import { DEFAULT_EXACT_THRESHOLD } from './vector/vector-index';
 import { scanFrames } from './wal/frame';
 import { WorkerPool } from './workers/pool';
+import { workerUrl } from './workers/entry-points';
 import { isIdOf, newId, observeId } from './ids';
 import { EmbeddingError, type EmbeddingSpec } from './embedding/provider';
 import { Compute, type ComputeOptions } from './ingest/compute';
@@ -369,7 +370,7 @@ export class Engine {
           mainGraphs.push({ kbId, path, docs: kb.vectors.graphDocs() });
         }
       }
-      this.snapshotPool ??= new WorkerPool({ size: 1, workerUrl: new URL('./snapshot/worker.ts', import.meta.url), retries: 0 });
+      this.snapshotPool ??= new WorkerPool({ size: 1, workerUrl: workerUrl('snapshot'), retries: 0 });
       const manifest = await this.snapshotPool.run<SnapshotManifest>({
         prevDir: prev?.dir,
         prevSeq: prev?.seq,

@@ -24,8 +24,8 @@
 //   point of the binary;
 // - transformers.js loads onnxruntime-node through createRequire → a static require, whose
 //   binding loads from kb-search-lib/; sharp (images only; this service embeds text) is left out.
-// Our own code knows the layout in three places: the worker URLs in engine/ingest/compute.ts and
-// engine/extract/pool.ts, and the OCR data folder in engine/extract/extractors/ocr.ts.
+// Our own code knows the layout in two places: the worker entry points (engine/workers/entry-points.ts,
+// which this build also reads) and the OCR data folder in engine/extract/extractors/ocr.ts.
 // Every rewrite checks that its pattern matched, so a dependency update that moves things fails
 // the build here instead of the binary at run time (test/binary.test.ts runs the binary).
 
@@ -34,6 +34,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { cp, mkdir, rm, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { WORKER_ENTRY_POINTS } from '../engine/workers/entry-points';
 
 const ROOT = resolve(import.meta.dir, '..');
 const NM = join(ROOT, 'node_modules');
@@ -218,7 +219,7 @@ export async function build(outdir = join(ROOT, 'dist')): Promise<BuildResult> {
   try {
     const assets = await stageAssets(stage);
     result = await Bun.build({
-      entrypoints: [join(ROOT, 'src/main.ts'), join(ROOT, 'engine/ingest/worker.ts'), join(ROOT, 'engine/extract/worker.ts'), need(TESSERACT_WORKER)],
+      entrypoints: [join(ROOT, 'src/main.ts'), ...Object.values(WORKER_ENTRY_POINTS).map((path) => need(join(ROOT, path))), need(TESSERACT_WORKER)],
       // Entry points keep their path under ROOT inside the binary (engine/ingest/worker.ts →
       // /$bunfs/root/engine/ingest/worker.js), which is where the source looks for them.
       root: ROOT,

@@ -11,15 +11,19 @@
 // uploads; OCR of a PNG, a rotated JPEG (@napi-rs/canvas) and a scanned PDF in a
 // TEXT_AND_MEDIA_HIGH_QUALITY knowledge base (tesseract's worker, wasm and data, embedded); a
 // transformers.js model through ONNX Runtime from kb-search-lib/; and, without kb-search-lib/,
-// that same model failing with an error that names the missing folder while the rest serves.
+// that same model failing with an error that names the missing folder while the rest serves; and
+// snapshots (the snapshot worker): an interval snapshot and one at shutdown, each uploaded to S3
+// (s3rver), a restart from the local snapshot and one from S3 on an empty data directory, both
+// answering every search exactly as before.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Subprocess } from 'bun';
 import { followOutput, portOf } from './helpers/output';
 import { scannedPdf, rotatedJpeg, textPdf, textPng } from './extract/fixtures';
 import { writeTinyModel } from './fixtures/tiny-model';
+import { startS3, type TestS3 } from './helpers/s3';
 
 const ROOT = resolve(import.meta.dir, '..');
 const ORG = 'org_bin';
@@ -49,7 +53,7 @@ class BinaryServer {
 
   /** Starts `bin` in `cwd` with an empty data directory and waits for /ready. */
   static async start(bin: string, cwd: string, env: Record<string, string> = {}): Promise<BinaryServer> {
-    const dataDir = mkdtempSync(join(work, 'data-'));
+    const dataDir = env.DATA_DIR ?? mkdtempSync(join(work, 'data-'));
     const cmd = isolate ? ['unshare', '-rm', 'sh', '-c', 'mount -t tmpfs tmpfs "$0" && exec "$@"', ROOT, bin] : [bin];
     const started = performance.now();
     const proc = Bun.spawn(cmd, {
@@ -106,6 +110,11 @@ class BinaryServer {
   async stop(): Promise<void> {
     this.proc.kill('SIGTERM');
     await this.proc.exited;
+  }
+
+  /** Parsed JSON log lines with this message. */
+  logged(msg: string): any[] {
+    return this.output.filter((l) => l.includes(`"msg":"${msg}"`)).map((l) => JSON.parse(l));
   }
 }
 
@@ -245,4 +254,97 @@ describe('transformers.js models', () => {
       await lone.stop();
     }
   }, 60_000);
+});
+
+describe('snapshots from the binary (the snapshot worker), with S3', () => {
+  let s3: TestS3;
+  beforeAll(async () => {
+    s3 = await startS3();
+  });
+  afterAll(async () => {
+    await s3?.stop();
+  });
+
+  /** Every search mode over a few queries: what a restart must answer identically. */
+  async function everySearch(srv: BinaryServer, kb: string): Promise<unknown[]> {
+    const out: unknown[] = [];
+    for (const query of ['lighthouse keeper', 'glacier melt', 'orchard harvest']) {
+      for (const mode of ['full-text', 'semantic', 'hybrid']) {
+        const res = await srv.api('POST', `/knowledge-bases/${kb}/search/${mode}`, { query, limit: 5 });
+        expect(res.status).toBe(200);
+        out.push({ query, mode, hits: res.body.data });
+      }
+    }
+    return out;
+  }
+
+  async function until<T>(what: string, srv: BinaryServer, fn: () => T | undefined, timeoutMs = 60_000): Promise<T> {
+    const started = Date.now();
+    for (;;) {
+      const v = fn();
+      if (v !== undefined) return v;
+      if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}:\n${srv.output.slice(-30).join('\n')}`);
+      await Bun.sleep(50);
+    }
+  }
+
+  test('interval and shutdown snapshots are written and uploaded; restarts from disk and from S3 answer identically', async () => {
+    const dataDir = mkdtempSync(join(work, 'data-snap-'));
+    const base = { ...s3.env, DATA_DIR: dataDir, INGEST_WORKERS: '1' };
+    const texts = ['The lighthouse keeper trims the wick at dusk.', 'Glacier melt feeds the valley river in spring.', 'The orchard harvest begins with the early apples.'];
+
+    // 1. Interval snapshots: due 0.6 s after a write, checked every 100 ms.
+    const first = await BinaryServer.start(binary, appDir, { ...base, SNAPSHOT_INTERVAL_MIN: '0.01', SNAPSHOT_CHECK_MS: '100' });
+    let kb: string;
+    let intervalSeq: number;
+    try {
+      kb = await first.createKb('TEXT_COST_EFFECTIVE');
+      for (const text of texts) expect((await first.api('POST', `/knowledge-bases/${kb}/contents?wait=true`, { text })).body.data.status).toBe('ready');
+      const logSeq: number = ((await (await fetch(`${first.url}/ready`)).json()) as any).snapshots.logSeq;
+      const interval = await until('an interval snapshot covering the writes', first, () => first.logged('snapshot written').find((r) => r.reason === 'interval' && r.seq >= logSeq));
+      expect(interval.store).toStartWith('s3://');
+      intervalSeq = interval.seq;
+    } finally {
+      await first.stop();
+    }
+    expect(first.logged('snapshot failed')).toEqual([]);
+
+    // 2. Restart from it (interval snapshots not due for 15 minutes), one more write, then SIGTERM:
+    //    the shutdown snapshot covers that write.
+    const second = await BinaryServer.start(binary, appDir, base);
+    let before: unknown[];
+    try {
+      expect(second.logged('state recovered')[0]?.recovery?.snapshot?.seq).toBeGreaterThanOrEqual(intervalSeq);
+      expect((await second.api('POST', `/knowledge-bases/${kb}/contents?wait=true`, { text: 'A second lighthouse stands on the northern cape.' })).body.data.status).toBe('ready');
+      before = await everySearch(second, kb);
+    } finally {
+      await second.stop();
+    }
+    expect(second.logged('snapshot failed')).toEqual([]);
+    const shutdown = second.logged('snapshot written').find((r) => r.reason === 'shutdown');
+    expect(shutdown).toBeDefined();
+    expect(shutdown.store).toStartWith('s3://');
+    const newest = readdirSync(join(dataDir, 'snapshots')).filter((n) => n.startsWith('snap-')).sort().at(-1)!;
+    const manifest = JSON.parse(readFileSync(join(dataDir, 'snapshots', newest, 'manifest.json'), 'utf8'));
+    expect(manifest.seq).toBe(shutdown.seq);
+    expect(manifest.stats.contents).toBe(4);
+
+    // 3. Restart on the same data directory: from the shutdown snapshot.
+    const third = await BinaryServer.start(binary, appDir, base);
+    try {
+      expect(third.logged('state recovered')[0]?.recovery?.snapshot?.seq).toBe(shutdown.seq);
+      expect(await everySearch(third, kb)).toEqual(before);
+    } finally {
+      await third.stop();
+    }
+
+    // 4. A new machine: an empty data directory, the snapshot restored from S3.
+    const fresh = await BinaryServer.start(binary, appDir, { ...base, DATA_DIR: mkdtempSync(join(work, 'data-fresh-')) });
+    try {
+      expect(fresh.logged('restored snapshot from the store').map((r) => r.seq)).toEqual([shutdown.seq]);
+      expect(await everySearch(fresh, kb)).toEqual(before);
+    } finally {
+      await fresh.stop();
+    }
+  }, 240_000);
 });

@@ -2,6 +2,7 @@
 // (the same file would crash or hang a worker again), and its failures turned into
 // ExtractionError (EXTRACTION_FAILED) with messages fit for the uploader.
 import { WorkerPool, WorkerFailure } from '../workers/pool';
+import { workerUrl } from '../workers/entry-points';
 import { ExtractionError } from './errors';
 import type { SerializedError } from './protocol';
 import type { ExtractOptions, ExtractResult } from './types';
@@ -32,8 +33,7 @@ export class ExtractionPool {
     this.timeoutMs = Math.max(1, options.timeoutMs ?? DEFAULT_EXTRACTION_TIMEOUT_MS);
     this.pool = new WorkerPool({
       size: options.size ?? 2,
-      // In the compiled binary (scripts/build.ts) import.meta.url is the binary's root, and the worker an entry point at its project path.
-      workerUrl: options.workerUrl ?? new URL(Bun.isStandaloneExecutable ? './engine/extract/worker.ts' : './worker.ts', import.meta.url),
+      workerUrl: options.workerUrl ?? workerUrl('extract'),
       retries: 0,
       timeoutMs: this.timeoutMs,
       memoryLimitBytes: options.memoryLimitBytes ?? DEFAULT_EXTRACTION_MEMORY_BYTES,

@@ -6,6 +6,7 @@ import type { EmbeddingSettings } from '../embedding/factory';
 import { EmbeddingError, specKey, type EmbeddingSpec } from '../embedding/provider';
 import type { ItemResult } from './handlers';
 import { WorkerPool } from '../workers/pool';
+import { workerUrl } from '../workers/entry-points';
 import type { ProcessJob } from './process';
 
 export interface ComputeOptions {
@@ -26,8 +27,7 @@ export class Compute {
   readonly batchSize: number;
 
   constructor(options: ComputeOptions) {
-    // In the compiled binary (scripts/build.ts) import.meta.url is the binary's root, and the worker an entry point at its project path.
-    const url = options.workerUrl ?? new URL(Bun.isStandaloneExecutable ? './engine/ingest/worker.ts' : './worker.ts', import.meta.url);
+    const url = options.workerUrl ?? workerUrl('ingest');
     const settings = options.settings ?? {};
     this.documents = new WorkerPool({ size: options.documentWorkers, workerUrl: url, init: settings });
     this.queries = new WorkerPool({ size: options.queryWorkers ?? 1, workerUrl: url, init: settings });
