@@ -20,7 +20,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { analyze } from '../engine/analysis/analyzer';
+import { analyze, searchFullText, searchHybrid, searchSemantic } from '../engine';
 import { processContent, type ProcessedChunk } from '../engine/ingest/process';
 import { KnowledgeBase } from '../engine/kb/knowledge-base';
 import type { EmbeddingConfig, IndexedChunk, KnowledgeBaseRecord } from '../engine/records';
@@ -189,9 +189,9 @@ function quality(): Record<string, Quality> | undefined {
   const toIds = (hits: readonly { score: number; metadata: Record<string, unknown> }[]) => rankDocuments(hits, (h) => String(h.metadata.sciId)).map((d) => d.id);
   const index = new Map(queries.map((q, i) => [q.id, i]));
   const modes: Record<string, (i: number) => string[]> = {
-    'full-text': (i) => toIds(kb.searchFullText(queryTerms[i]!, QUALITY_DEPTH)),
-    semantic: (i) => toIds(kb.searchSemantic(queryVectors[i]!, QUALITY_DEPTH)),
-    hybrid: (i) => toIds(kb.searchHybrid(queryTerms[i]!, queryVectors[i]!, QUALITY_DEPTH, { semanticWeight: 0.5, fusion: 'weighted' })),
+    'full-text': (i) => toIds(searchFullText(kb, queryTerms[i]!, QUALITY_DEPTH)),
+    semantic: (i) => toIds(searchSemantic(kb, queryVectors[i]!, QUALITY_DEPTH)),
+    hybrid: (i) => toIds(searchHybrid(kb, queryTerms[i]!, queryVectors[i]!, QUALITY_DEPTH, { semanticWeight: 0.5, fusion: 'weighted' })),
   };
   const out: Record<string, Quality> = {};
   for (const [mode, rank] of Object.entries(modes)) out[mode] = evaluate(data, (q) => rank(index.get(q.id)!), queries);
@@ -268,9 +268,9 @@ async function latencyCurve(): Promise<Point[]> {
     const chunks = kb.chunkCount;
 
     const ids = queries.map((_, i) => i);
-    const ft = (i: number) => kb.searchFullText(queryTerms[i]!, K);
-    const sem = (i: number) => kb.searchSemantic(queryVectors[i]!, K);
-    const hyb = (i: number) => kb.searchHybrid(queryTerms[i]!, queryVectors[i]!, K, { semanticWeight: 0.5, fusion: 'weighted' });
+    const ft = (i: number) => searchFullText(kb, queryTerms[i]!, K);
+    const sem = (i: number) => searchSemantic(kb, queryVectors[i]!, K);
+    const hyb = (i: number) => searchHybrid(kb, queryTerms[i]!, queryVectors[i]!, K, { semanticWeight: 0.5, fusion: 'weighted' });
     const sample = spread(ids, BRUTE_QUERIES);
     const bf = (i: number) => brute.search(queryVectors[i]!, K);
     // Warm-up (JIT, stem memo, scratch arrays), then timed passes.
@@ -285,7 +285,7 @@ async function latencyCurve(): Promise<Point[]> {
     let recall = 0;
     for (const i of sample) {
       const truth = new Set(brute.search(queryVectors[i]!, K).map((h) => h.doc));
-      recall += kb.searchSemantic(queryVectors[i]!, K).filter((h) => truth.has(h.doc)).length / Math.max(1, truth.size);
+      recall += searchSemantic(kb, queryVectors[i]!, K).filter((h) => truth.has(h.doc)).length / Math.max(1, truth.size);
     }
     const sum = (s: number[]) => s.reduce((a, b) => a + b, 0);
     const point: Point = {

@@ -5,7 +5,7 @@
 //   ingestion  acknowledgements/s of POST …/contents (no wait) and chunks indexed/s (/metrics);
 //   restart    spawn → first 200 of /ready on the loaded data directory; memory per chunk (RSS);
 //   target     full-text through HTTP at c = 16 (the restarted server) ÷ the engine alone on one
-//              thread (Engine.open on the same directory, in this process), in paired rounds: an
+//              thread (openEngine on the same directory, in this process), in paired rounds: an
 //              engine pass, then an HTTP run, seven times; the median of the rounds' ratios, so a
 //              drift in the machine's speed (±20% within minutes on a shared VM) hits both sides.
 //
@@ -26,7 +26,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { analyze } from '../engine/analysis/analyzer';
 import { chunkText } from '../engine/chunking/chunker';
-import { Engine } from '../engine/engine';
+import { openEngine } from '../snapshots';
 import {
   cpuSecondsOf,
   fmtCount,
@@ -425,7 +425,7 @@ try {
   // on the same directory, each loaded from the snapshot and log.
   const paired = await phase(`target: full-text c=16 through HTTP vs the engine alone, ${TARGET_ROUNDS} paired round(s)`, async () => {
     const s2 = server!;
-    const engine = await Engine.open({
+    const { engine } = await openEngine({
       dataDir,
       compute: { documentWorkers: 1, queryWorkers: 1, settings: { modelDir: join(dataDir, 'models'), allowRemoteModels: false, threads: 1, http: { url: stub.url, timeoutMs: 30_000, retries: 0 } } },
       log: () => {},

@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Engine } from '../engine/engine';
+import { Engine } from '../engine';
 import { NO_EMBEDDING, textKbConfig } from '../test/helpers/kb-config';
 import { followOutput } from '../test/helpers/output';
 import { loadSciFact } from './eval-data';

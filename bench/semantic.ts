@@ -20,15 +20,15 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { EmbeddingSpec } from '../engine/embedding/provider';
-import { Engine } from '../engine/engine';
+import type { Engine } from '../engine';
+import { openEngine } from '../snapshots';
 import { MetadataIndex, type Metadata } from '../engine/filter/metadata';
 import { Compute } from '../engine/ingest/compute';
 import { KnowledgeBase, type ChunkHit } from '../engine/kb/knowledge-base';
 import type { EmbeddingConfig, IndexedChunk, KnowledgeBaseConfig, KnowledgeBaseRecord, LogRecord } from '../engine/records';
 import { DEFAULT_EXACT_THRESHOLD, VectorIndex, type Quantization } from '../engine/vector/vector-index';
 import type { Scored } from '../engine/topk';
-import { decodePayload } from '../engine/wal/codec';
-import { scanFrames } from '../engine/wal/frame';
+import { decodePayload, scanFrames } from '../engine';
 import { loadConfig } from '../src/config';
 import { configForType, resolveModel, type KbType } from '../src/services/kb-types';
 import { mulberry32, printTable, spread, summarize, timeEach, type Latency } from './common';
@@ -404,7 +404,7 @@ async function prepare(model: ModelChoice, work: Workload, options: { graph?: bo
   }
   const existed = existsSync(join(dir, 'wal'));
   mkdirSync(dir, { recursive: true });
-  const open = () => Engine.open({ dataDir: dir, compute: { documentWorkers: DOCUMENT_WORKERS, settings: computeSettings() }, log: engineLog });
+  const open = async () => (await openEngine({ dataDir: dir, compute: { documentWorkers: DOCUMENT_WORKERS, settings: computeSettings() }, log: engineLog })).engine;
   let engine: Engine;
   try {
     engine = await open();

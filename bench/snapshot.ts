@@ -2,7 +2,7 @@
 //   1. restart   time from spawning the real server (`bun src/main.ts`) to the first 200 of /ready,
 //                plus the engine's own `recovery` report: (a) by log replay only, (b) from a
 //                snapshot (log truncated), (c) from a snapshot plus a log tail; each run N times;
-//   2. stall     in process: a steady open-loop stream of addContent calls while `engine.snapshot()`
+//   2. stall     in process: a steady open-loop stream of addContent calls while `snapshotsOf(engine).snapshot()`
 //                runs: (i) the first snapshot of a log-only directory (HNSW graph from scratch),
 //                (ii) an incremental one (previous snapshot + log tail, graph continued);
 //                acknowledgement latency before / during / after, the main thread's event-loop
@@ -34,15 +34,20 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { chunkText } from '../engine/chunking/chunker';
-import { Engine, type RecoveryReport, type SnapshotInfo } from '../engine/engine';
-import type { LogRecord } from '../engine/records';
-import { verifySnapshot } from '../engine/snapshot/format';
-import type { VectorIndex } from '../engine/vector/vector-index';
-import { decodePayload } from '../engine/wal/codec';
-import { FRAME_HEADER, scanFrames } from '../engine/wal/frame';
+import { decodePayload, FRAME_HEADER, scanFrames, type Engine, type EngineOptions, type LogRecord, type RecoveryReport, type VectorIndex } from '../engine';
+import { openEngine, verifySnapshot, type SnapshotInfo, type Snapshotter } from '../snapshots';
 import { textKbConfig } from '../test/helpers/kb-config';
 import { fnv1a, mulberry32 } from './common';
 import { loadSciFact } from './eval-data';
+
+/** Engines opened here, with their snapshots (snapshots/snapshotter.ts). */
+const snapshotters = new Map<Engine, Snapshotter>();
+async function openBenchEngine(options: EngineOptions): Promise<Engine> {
+  const { engine, snapshots } = await openEngine(options);
+  snapshotters.set(engine, snapshots);
+  return engine;
+}
+const snapshotsOf = (engine: Engine) => snapshotters.get(engine)!;
 
 const { values: args } = parseArgs({
   args: Bun.argv.slice(2),
@@ -342,7 +347,7 @@ async function main(): Promise<void> {
       let expected = 0;
       while (expected < targetChunks) expected += chunkText(itemText(items++), CHUNKING).length;
       say(`building ${baseDir}: ${items} items (~${expected} chunks) through the engine…`);
-      const engine = await Engine.open({ dataDir: baseDir, compute, log });
+      const engine = await openBenchEngine({ dataDir: baseDir, compute, log });
       const kb = await engine.createKnowledgeBase(ORG, { name: 'snapshot bench', description: '', type: 'TEXT_HIGH_QUALITY', config: kbConfig });
       const times = await ingest(engine, kb.id, 0, items);
       await failedItems(engine, 'building the data directory');
@@ -553,10 +558,10 @@ async function main(): Promise<void> {
     } else {
       copyDir(baseDir, snapDir);
       say(`\n1b. ${parts.has('restart') ? 'restart from' : 'preparing'} a snapshot (copy at ${snapDir})`);
-      let engine = await Engine.open({ dataDir: snapDir, compute, log });
+      let engine = await openBenchEngine({ dataDir: snapDir, compute, log });
       const inProcessReplay = engine.recovery;
       let s = performance.now();
-      const idleSnap = await engine.snapshot();
+      const idleSnap = await snapshotsOf(engine).snapshot();
       const idleSnapshotMs = Math.round(performance.now() - s);
       const logSegmentsRemoved = await engine.truncateLog(idleSnap.seq);
       const logBytesAfterTruncate = await engine.logBytes();
@@ -574,7 +579,7 @@ async function main(): Promise<void> {
       if (parts.has('restart')) snapshotRuns = await restarts('snapshot', snapDir);
 
       if (parts.has('restart')) say(`\n1c. restart from a snapshot plus a log tail of ${tailItems} items`);
-      engine = await Engine.open({ dataDir: snapDir, compute, log });
+      engine = await openBenchEngine({ dataDir: snapDir, compute, log });
       const inProcessSnapshotOpen = engine.recovery;
       const chunksBeforeTail = engine.stats().chunks;
       const tailTimes = await ingest(engine, meta.kbId, meta.items, tailItems);
@@ -624,7 +629,7 @@ async function main(): Promise<void> {
       copyDir(baseDir, stallDir);
       say(`\n2. writes at ${rate}/s during snapshots (in process)`);
       say(`  first snapshot: copy of the log-only directory at ${stallDir}`);
-      let engine = await Engine.open({ dataDir: stallDir, compute, log });
+      let engine = await openBenchEngine({ dataDir: stallDir, compute, log });
       let vectors = engine.knowledgeBase(meta.kbId)?.vectors;
       if (!vectors) throw new Error('knowledge base or its vectors missing after replay');
       pendingAfterReplay = vectors.graphPending;
@@ -646,7 +651,7 @@ async function main(): Promise<void> {
         copyDir(snapDir, incDir);
         rmSync(join(incDir, 'snap-meta.json'), { force: true });
         say(`  incremental snapshot: copy of the snapshot + ${tailItems}-item tail directory at ${incDir}`);
-        engine = await Engine.open({ dataDir: incDir, compute, log });
+        engine = await openBenchEngine({ dataDir: incDir, compute, log });
         vectors = engine.knowledgeBase(meta.kbId)?.vectors;
         if (!vectors) throw new Error('knowledge base or its vectors missing after opening from the snapshot');
         pendingAfterSnapshotOpen = vectors.graphPending;
@@ -879,7 +884,7 @@ async function main(): Promise<void> {
 
 /**
  * An open-loop write stream, an event-loop monitor and a timer on the engine's background graph
- * steps, around one `engine.snapshot()` call.
+ * steps, around one `snapshotsOf(engine).snapshot()` call.
  */
 class StallProbe {
   errors: string[] = [];
@@ -949,7 +954,7 @@ class StallProbe {
       const rssBefore = process.memoryUsage().rss;
       const loadBefore = r2(loadavg()[0]!);
       const snapStart = performance.now();
-      const snap = await engine.snapshot();
+      const snap = await snapshotsOf(engine).snapshot();
       const snapEnd = performance.now();
       await Bun.sleep(afterMs);
       const rssAfter = process.memoryUsage().rss;

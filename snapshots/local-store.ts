@@ -1,7 +1,7 @@
 // The embedded default: snapshots stay in DATA_DIR/snapshots, where the engine writes them.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { listSnapshotDirs, snapshotDirName } from '../engine/snapshot/format';
+import { listSnapshotDirs, snapshotDirName } from './format';
 import type { SnapshotStore, StoredSnapshot } from './store';
 
 export class LocalSnapshotStore implements SnapshotStore {

@@ -3,7 +3,7 @@
 // Objects up to `partSize` go up in one PUT (read into memory first); larger ones as multipart.
 import { Client } from 'minio';
 import { join } from 'node:path';
-import { MANIFEST_FILE, snapshotDirName, type SnapshotManifest } from '../engine/snapshot/format';
+import { MANIFEST_FILE, snapshotDirName, type SnapshotManifest } from './format';
 import type { SnapshotStore, StoredSnapshot } from './store';
 
 export interface S3StoreOptions {

@@ -1,7 +1,7 @@
 // Where snapshots are kept besides the data directory. A store holds complete snapshots only:
 // `upload` writes the manifest last, and `list` returns only snapshots whose manifest is there,
 // so a reader never sees a partial upload. Checksums are verified by whoever restores.
-import type { SnapshotManifest } from '../engine/snapshot/format';
+import type { SnapshotManifest } from './format';
 
 export interface StoredSnapshot {
   seq: number;

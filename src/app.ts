@@ -1,7 +1,6 @@
 // The HTTP layer: authentication, the error envelope and the route modules, over the engine.
 import { Elysia } from 'elysia';
-import { EmbeddingError } from '../engine/embedding/provider';
-import { QuotaExceededError } from '../engine/engine';
+import { EmbeddingError, QuotaExceededError } from '../engine';
 import { ApiError, errorBody, STATUS_OF } from './errors';
 import type { KeyStore } from './auth/key-store';
 import type { ServerContext } from './http/context';

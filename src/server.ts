@@ -1,9 +1,7 @@
 // The server: listen at once (so /health and /ready answer during recovery), replay the
 // log, load the embedding models, then serve the API.
-import { Engine, toSpec } from '../engine/engine';
-import { specKey } from '../engine/embedding/provider';
+import { toSpec, specKey, ExtractionPool, type Engine } from '../engine';
 import { rm } from 'node:fs/promises';
-import { ExtractionPool } from '../engine/extract';
 import pkg from '../package.json';
 import { createApp } from './app';
 import { UploadService } from './services/uploads';
@@ -13,10 +11,7 @@ import { KeyStore, keyFilePath } from './auth/key-store';
 import { loadConfig } from './config';
 import { createLogger } from './logger';
 import { KB_TYPES, typeEmbeddings } from './services/kb-types';
-import { restoreFromStore, SnapshotManager } from './services/snapshots';
-import { LocalSnapshotStore } from '../snapshots/local-store';
-import { S3SnapshotStore } from '../snapshots/s3-store';
-import type { SnapshotStore } from '../snapshots/store';
+import { LocalSnapshotStore, openEngine, restoreFromStore, S3SnapshotStore, SnapshotManager, type SnapshotStore } from '../snapshots';
 import { join } from 'node:path';
 
 const config = loadConfig();
@@ -86,7 +81,7 @@ try {
     await store.ensureBucket().catch((err) => logger.warn({ store: store.name, err: String(err) }, 'snapshot store unreachable'));
     await restoreFromStore(store, snapshotsDir, logger).catch((err) => logger.error({ store: store.name, err: String(err) }, 'could not restore from the snapshot store'));
   }
-  engine = await Engine.open({
+  const opened = await openEngine({
     dataDir: config.dataDir,
     compute: {
       documentWorkers: config.ingestWorkers,
@@ -113,8 +108,9 @@ try {
       ...(config.quotas.contents > 0 ? { contents: config.quotas.contents } : {}),
     },
   });
+  engine = opened.engine;
   notReady.delete('recovering state from the write-ahead log');
-  snapshots = new SnapshotManager(engine, store, config.snapshots, logger);
+  snapshots = new SnapshotManager(engine, opened.snapshots, store, config.snapshots, logger);
   await snapshots.start();
   // Replay leaves hundreds of MB of decoded records behind: collect them now, not at the first
   // allocation under load (RSS at ready was ~1.5× the steady state).

@@ -1,7 +1,6 @@
 // One knowledge base in memory: its content items, the chunks that answer searches, and the
 // indexes over those chunks. Chunks are addressed by dense document numbers shared by every index.
 import { InvertedIndex } from "../bm25/inverted-index";
-import { candidatePool, reciprocalRankFusion, weightedFusion } from "../hybrid/fusion";
 import { VectorIndex } from "../vector/vector-index";
 import { MetadataIndex, type Metadata, type MetadataFilter } from '../filter/metadata';
 import type { ContentSource, ContentStatus, IndexedChunk, KnowledgeBaseRecord } from '../records';
@@ -9,15 +8,9 @@ import type { Scored } from "../topk";
 
 export type StoredVector = Float32Array | Int8Array;
 
-export interface HybridOptions {
-  semanticWeight: number;
-  fusion: "weighted" | "rrf";
-}
-
-export interface HybridHit extends ChunkHit {
-  fullTextScore: number;
-  /** Absent when no query vector was computed (semanticWeight 0). */
-  semanticScore?: number;
+export interface AllowedDocs {
+  mask: Uint8Array;
+  docs: number[];
 }
 
 export interface ContentVersion {
@@ -115,8 +108,6 @@ export class KnowledgeBase {
     if (existing) {
       existing.current = version;
       existing.updatedAt = at;
-      existing.status = 'pending';
-      existing.error = undefined;
       return existing;
     }
     const item: ContentItem = { id, kbId: this.id, createdAt, updatedAt: at, current: version, status: 'pending' };
@@ -199,8 +190,6 @@ export class KnowledgeBase {
       this.liveChunks++;
     }
     item.live = { version, docs };
-    item.status = 'ready';
-    item.error = undefined;
     return docs;
   }
 
@@ -211,14 +200,59 @@ export class KnowledgeBase {
     this.order.length = 0;
   }
 
-  // --- search ---------------------------------------------------------------------------------
+  // --- vectors --------------------------------------------------------------------------------
 
-  searchFullText(terms: readonly string[], limit: number, filter?: MetadataFilter): ChunkHit[] {
-    return this.hits(this.bm25.search(terms, limit, this.allowedSet(filter)?.mask));
+  get hasVectors(): boolean {
+    return this.vectors !== undefined;
   }
 
+  /** Vectors stored so far (0 without embeddings). */
+  get vectorCount(): number {
+    return this.vectors?.size ?? 0;
+  }
+
+  /** Model vectors in the form this knowledge base stores (f32 or i8). */
+  storedVectors(vectors: readonly Float32Array[]): StoredVector[] | undefined {
+    return this.vectors && vectors.map((v) => this.vectors!.quantize(v));
+  }
+
+  /** Stored vectors as the bytes a log record carries, and back. */
+  vectorBytes(vectors: StoredVector[]): Uint8Array {
+    return this.vectors!.storedBytes(vectors as never);
+  }
+
+  vectorsFromBytes(bytes: Uint8Array, count: number): StoredVector[] | undefined {
+    return this.vectors?.fromBytes(bytes, count);
+  }
+
+  // --- the HNSW graph ----------------------------------------------------------------------------
+
+  /** Vectors waiting to be inserted into the graph. */
+  get graphPending(): number {
+    return this.vectors?.graphPending ?? 0;
+  }
+
+  /** Insert pending vectors for up to `budgetMs` in batches of `batch`; true once none are left. */
+  buildGraphStep(budgetMs: number, batch: number): boolean {
+    return !this.vectors || this.vectors.graphPending === 0 || this.vectors.buildStep(budgetMs, batch);
+  }
+
+  /** Save the graph to `path` when there is one; the documents it holds, else undefined. */
+  saveGraph(path: string): number[] | undefined {
+    if (!this.vectors?.hasGraph) return undefined;
+    this.vectors.saveGraph(path);
+    return this.vectors.graphDocs();
+  }
+
+  /** Use a saved graph holding exactly the vectors stored now. */
+  attachGraph(path: string): void {
+    this.vectors?.attachGraph(path, this.vectors.aliveDocs());
+  }
+
+  // --- what searches read (engine/search/ plans them) ----------------------------------------------
+
   /** Allowed documents of a filter: as a mask for scoring loops and as a list for exact vector search. */
-  private allowedSet(filter: MetadataFilter | undefined): { mask: Uint8Array; docs: number[] } | undefined {
+  allowedSet(filter: MetadataFilter | undefined): AllowedDocs | undefined {
     if (!filter || Object.keys(filter).length === 0) return undefined;
     const docs = this.metadataIndex.matching(filter);
     const mask = new Uint8Array(this.chunks.length);
@@ -226,41 +260,24 @@ export class KnowledgeBase {
     return { mask, docs };
   }
 
-  searchSemantic(query: Float32Array, limit: number, filter?: MetadataFilter): ChunkHit[] {
-    if (!this.vectors) return [];
-    const allowed = this.allowedSet(filter);
-    return this.hits(this.vectors.search(query, limit, allowed?.mask, allowed?.docs));
+  /** The `k` best documents by BM25 among the allowed ones. */
+  fullTextTop(terms: readonly string[], k: number, allowed?: AllowedDocs): Scored[] {
+    return this.bm25.search(terms, k, allowed?.mask);
   }
 
-  /**
-   * Both legs over-fetch candidates (filtered inside each leg), every candidate is scored by both
-   * legs exactly, then the pure fusion functions rank them. Normalization runs over the whole
-   * candidate pool, so a candidate no query term matches counts as the full-text minimum (0).
-   * `query` is undefined when no vector was computed (a pure full-text blend): the semantic leg
-   * then neither runs nor reports scores.
-   */
-  searchHybrid(terms: readonly string[], query: Float32Array | undefined, limit: number, options: HybridOptions, filter?: MetadataFilter): HybridHit[] {
-    const allowed = this.allowedSet(filter);
-    const depth = Math.min(1000, Math.max(4 * limit, 100));
-    const w = options.semanticWeight;
-    const vectors = query ? this.vectors : undefined;
-    const semScores = (docs: number[]) => (vectors && query ? vectors.scoreDocs(query, docs) : docs.map(() => 0));
-    const ft = w < 1 || options.fusion === 'rrf' ? this.bm25.search(terms, depth, allowed?.mask) : [];
-    const sem = vectors && query && (w > 0 || options.fusion === 'rrf') ? vectors.search(query, depth, allowed?.mask, allowed?.docs) : [];
-    let ranked: { doc: number; score: number }[];
-    if (options.fusion === 'rrf') {
-      ranked = reciprocalRankFusion(ft.map((h) => h.doc), sem.map((h) => h.doc), w, limit);
-    } else {
-      const pool = candidatePool(ft.map((h) => h.doc), sem.map((h) => h.doc), w);
-      const ftScores = this.bm25.scoreDocs(terms, pool);
-      const semantic = semScores(pool);
-      ranked = weightedFusion(pool.map((doc, i) => ({ doc, fullText: ftScores[i]!, semantic: semantic[i]! })), w, limit);
-    }
-    const hits = this.hits(ranked);
-    const docs = hits.map((h) => h.doc);
-    const ftExact = this.bm25.scoreDocs(terms, docs);
-    const semExact = semScores(docs);
-    return hits.map((hit, i) => ({ ...hit, fullTextScore: ftExact[i]!, ...(vectors ? { semanticScore: semExact[i]! } : {}) }));
+  /** The `k` nearest documents by cosine among the allowed ones (none without embeddings). */
+  semanticTop(query: Float32Array, k: number, allowed?: AllowedDocs): Scored[] {
+    return this.vectors ? this.vectors.search(query, k, allowed?.mask, allowed?.docs) : [];
+  }
+
+  /** Exact BM25 scores of given documents, equal to what fullTextTop gives them. */
+  fullTextScores(terms: readonly string[], docs: readonly number[]): number[] {
+    return this.bm25.scoreDocs(terms, docs);
+  }
+
+  /** Exact cosine similarities of given documents (0 without embeddings). */
+  semanticScores(query: Float32Array, docs: readonly number[]): number[] {
+    return this.vectors ? this.vectors.scoreDocs(query, docs) : docs.map(() => 0);
   }
 
   hits(scored: readonly Scored[]): ChunkHit[] {

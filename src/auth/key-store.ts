@@ -4,8 +4,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { newId } from '../../engine/ids';
-import { encodeFrame, scanFrames } from '../../engine/wal/frame';
+import { newId, encodeFrame, scanFrames } from '../../engine';
 
 export type KeyRecord =
   | { t: 'org.create'; id: string; name: string; at: string }

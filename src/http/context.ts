@@ -1,10 +1,9 @@
 // What route modules need from the server, passed explicitly (no globals).
-import type { Engine } from '../../engine/engine';
-import type { EmbeddingConfig } from '../../engine/records';
+import type { Engine, EmbeddingConfig } from '../../engine';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import type { Metrics } from './metrics';
-import type { SnapshotStatus } from '../services/snapshots';
+import type { SnapshotStatus } from '../../snapshots';
 import type { KbType } from '../services/kb-types';
 
 export interface ServerContext {

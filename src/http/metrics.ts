@@ -2,8 +2,8 @@
 // contents by status, chunks and vectors per knowledge base type, embedding batch latency, log
 // size, worker crashes, plus the process defaults.
 import client from 'prom-client';
-import type { Engine } from '../../engine/engine';
-import type { SnapshotStatus } from '../services/snapshots';
+import type { Engine } from '../../engine';
+import type { SnapshotStatus } from '../../snapshots';
 
 export class Metrics {
   readonly registry = new client.Registry();

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Elysia, t } from 'elysia';
-import type { Metadata } from '../../engine/filter/metadata';
+import type { Metadata } from '../../engine';
 import { ApiError, invalid, notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';

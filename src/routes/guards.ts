@@ -1,4 +1,4 @@
-import type { Engine } from '../../engine/engine';
+import type { Engine } from '../../engine';
 import { ApiError } from '../errors';
 import type { ServerContext } from '../http/context';
 

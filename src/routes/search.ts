@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Elysia, t } from 'elysia';
-import type { MetadataFilter } from '../../engine/filter/metadata';
+import type { MetadataFilter } from '../../engine';
 import { notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';

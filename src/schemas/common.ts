@@ -3,7 +3,7 @@
 import { Type } from '@sinclair/typebox';
 import { t } from 'elysia';
 import { invalid } from '../errors';
-import type { Metadata, MetadataFilter } from '../../engine/filter/metadata';
+import type { Metadata, MetadataFilter } from '../../engine';
 
 export const MAX_METADATA_KEYS = 64;
 export const MAX_METADATA_KEY_LENGTH = 64;

@@ -3,8 +3,7 @@
 // created with even if the server's choice changes later.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { EmbeddingSpec } from '../../engine/embedding/provider';
-import type { EmbeddingConfig, KnowledgeBaseConfig } from '../../engine/records';
+import type { EmbeddingSpec, EmbeddingConfig, KnowledgeBaseConfig } from '../../engine';
 import type { Config } from '../config';
 
 export const KB_TYPES = ['TEXT_COST_EFFECTIVE', 'TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY'] as const;

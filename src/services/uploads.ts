@@ -4,11 +4,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Engine } from '../../engine/engine';
-import { ExtractionError, type ExtractionPool } from '../../engine/extract';
-import type { ContentItem } from '../../engine/kb/knowledge-base';
-import type { Metadata } from '../../engine/filter/metadata';
-import { newId } from '../../engine/ids';
+import { type Engine, ExtractionError, type ExtractionPool, type ContentItem, type Metadata, newId } from '../../engine';
 import { ApiError, invalid, notFound, type ErrorCode } from '../errors';
 import { receiveUpload } from '../http/multipart';
 import { parseJsonText } from '../http/body';
@@ -106,20 +102,14 @@ export class UploadService {
       if (Buffer.byteLength(extracted.text, 'utf8') > this.config.limits.maxTextBytes) {
         throw new ApiError('PAYLOAD_TOO_LARGE', `The text extracted from the file is larger than the limit of ${this.config.limits.maxTextBytes} bytes`);
       }
-      const id = newId('ct');
-      // The original is durable under the item's id before the item is logged.
-      await engine.originals.adopt(file.path, kbId, id);
-      const item = await engine.addContent(org, kbId, {
-        id,
+      // The file is kept as the item's original (moved, so nothing is left to remove below).
+      const item = await engine.addFileContent(org, kbId, file.path, {
         text: extracted.text,
         metadata,
         source: { kind: 'file', fileName: file.fileName, mediaType: extracted.mediaType, size: file.size, ...(extracted.pageCount ? { pages: extracted.pageCount } : {}) },
         pages: extracted.pages,
       });
-      if (!item) {
-        await engine.originals.remove(kbId, id);
-        throw notFound('Knowledge base'); // deleted while the file was being read
-      }
+      if (!item) throw notFound('Knowledge base'); // deleted while the file was being read
       return item;
     } finally {
       await rm(file.path, { force: true });

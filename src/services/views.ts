@@ -1,6 +1,5 @@
 // Engine records → the API's resource shapes.
-import type { ChunkHit, ContentItem } from '../../engine/kb/knowledge-base';
-import type { KnowledgeBaseRecord } from '../../engine/records';
+import type { ChunkHit, ContentItem, KnowledgeBaseRecord } from '../../engine';
 
 export function knowledgeBaseView(kb: KnowledgeBaseRecord) {
   return {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { candidatePool, minMax, reciprocalRankFusion, weightedFusion, type Candidate } from '../../engine/hybrid/fusion';
+import { candidatePool, minMax, reciprocalRankFusion, weightedFusion, type Candidate } from '../../engine/search/fusion';
 
 describe('minMax', () => {
   test('scales to 0..1', () => {

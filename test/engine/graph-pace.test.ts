@@ -2,7 +2,7 @@
 // RequestActivity, the server's idea of idle, follows requests in flight.
 import { afterEach, describe, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
-import { Engine } from '../../engine/engine';
+import { Engine } from '../../engine';
 import { RequestActivity } from '../../src/http/serve';
 import { textKbConfig } from '../helpers/kb-config';
 import { TestServer } from '../helpers/server';

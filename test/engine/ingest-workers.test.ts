@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Engine } from '../../engine/engine';
+import { Engine } from '../../engine';
 import { textKbConfig } from '../helpers/kb-config';
 import { TestServer } from '../helpers/server';
 

@@ -3,7 +3,8 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Engine } from '../../engine/engine';
+import type { Engine, EngineOptions } from '../../engine';
+import { openEngine, type Snapshotter } from '../../snapshots';
 import { textKbConfig } from '../helpers/kb-config';
 import { TestServer } from '../helpers/server';
 
@@ -14,16 +15,22 @@ const CONFIG = textKbConfig(
 );
 const dirs: string[] = [];
 const engines: Engine[] = [];
+const snapshotters = new Map<Engine, Snapshotter>();
 afterEach(async () => {
   for (const e of engines.splice(0)) await e.close().catch(() => {});
+  snapshotters.clear();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function open(dataDir: string) {
-  const e = await Engine.open({ dataDir, compute: { documentWorkers: 2 }, graphThreshold: 8, log: () => {} });
-  engines.push(e);
-  return e;
+async function open(dataDir: string, options: Partial<EngineOptions> = {}) {
+  const { engine, snapshots } = await openEngine({ dataDir, compute: { documentWorkers: 2 }, graphThreshold: 8, log: () => {}, ...options });
+  engines.push(engine);
+  snapshotters.set(engine, snapshots);
+  return engine;
 }
+
+/** The engine's snapshots (snapshots/snapshotter.ts). */
+const snaps = (e: Engine) => snapshotters.get(e)!;
 
 async function settle(e: Engine) {
   while (e.stats().queueDepth > 0) await Bun.sleep(20);
@@ -54,7 +61,7 @@ describe('engine snapshots', () => {
     await a.updateContent(ORG, kb.id, items[0]!.id, { text: 'Rewritten note about volcanoes.' });
     await a.deleteContent(ORG, kb.id, items[1]!.id);
     await settle(a);
-    const first = await a.snapshot();
+    const first = await snaps(a).snapshot();
     expect(first.manifest.stats.contents).toBe(29);
     expect(first.manifest.graphs.map((g) => g.kbId)).toEqual([kb.id]);
     expect(first.manifest.stats.records).toBeLessThan(first.seq);
@@ -75,9 +82,9 @@ describe('engine snapshots', () => {
     expect(b.knowledgeBase(kb.id)!.vectors!.graphReady || b.knowledgeBase(kb.id)!.vectors!.graphPending > 0).toBe(true);
 
     // A second snapshot continues the first; the log it covers can go.
-    const second = await b.snapshot();
+    const second = await snaps(b).snapshot();
     expect(second.seq).toBeGreaterThan(first.seq);
-    expect(await b.truncateLog(second.seq)).toBeGreaterThan(0);
+    expect(await snaps(b).truncateLog(second.seq)).toBeGreaterThan(0);
     const after = await searches(b, kb.id);
     await b.close();
     const c = await open(dir);
@@ -97,12 +104,12 @@ describe('engine snapshots', () => {
     const vectors = a.knowledgeBase(kb.id)!.vectors!;
     while (!vectors.graphReady) await Bun.sleep(20);
     await a.deleteContent(ORG, kb.id, items[3]!.id);
-    const first = await a.snapshot();
+    const first = await snaps(a).snapshot();
     expect(first.manifest.graphs.map((g) => g.from)).toEqual(['new']);
     await a.addContent(ORG, kb.id, { text: 'A last note about glaciers and ice.' });
     await settle(a);
     while (!vectors.graphReady) await Bun.sleep(20);
-    const last = await a.snapshot({ reuseGraphs: true });
+    const last = await snaps(a).snapshot({ reuseGraphs: true });
     expect(last.manifest.graphs).toEqual([{ kbId: kb.id, file: expect.any(String), vectors: vectors.size, from: 'memory' }]);
     // The snapshot directory holds exactly the manifest's files (the saved graph was cleaned up).
     expect(readdirSync(last.dir).sort()).toEqual([...last.manifest.files.map((f) => f.name), 'manifest.json'].sort());
@@ -121,10 +128,10 @@ describe('engine snapshots', () => {
     const kb = await a.createKnowledgeBase(ORG, { name: 'c', description: '', type: 'TEXT_HIGH_QUALITY', config: CONFIG });
     await a.addContent(ORG, kb.id, { text: 'First note about herons.' });
     await settle(a);
-    const older = await a.snapshot();
+    const older = await snaps(a).snapshot();
     await a.addContent(ORG, kb.id, { text: 'Second note about pelicans.' });
     await settle(a);
-    const newer = await a.snapshot();
+    const newer = await snaps(a).snapshot();
     await a.close();
     // Flip one byte: same size, wrong checksum.
     const path = join(newer.dir, 'records.log');
@@ -133,8 +140,7 @@ describe('engine snapshots', () => {
     writeFileSync(path, bytes);
 
     const logs: string[] = [];
-    const b = await Engine.open({ dataDir: dir, compute: { documentWorkers: 1 }, log: (_l, m, d) => logs.push(`${m} ${JSON.stringify(d)}`) });
-    engines.push(b);
+    const b = await open(dir, { compute: { documentWorkers: 1 }, graphThreshold: undefined, log: (_l, m, d) => logs.push(`${m} ${JSON.stringify(d)}`) });
     expect(b.recovery.snapshot?.seq).toBe(older.seq);
     expect(logs.some((l) => l.includes('snapshot skipped') && l.includes('checksum'))).toBe(true);
     expect(b.searchFullText(ORG, kb.id, { query: 'pelicans', limit: 5 })!.length).toBe(1);
@@ -149,10 +155,10 @@ describe('engine snapshots', () => {
       const kb = await a.createKnowledgeBase(ORG, { name: 'g', description: '', type: 'TEXT_HIGH_QUALITY', config: CONFIG });
       for (let i = 0; i < 12; i++) await a.addContent(ORG, kb.id, { text: `Note ${i} about ${TOPICS[i % 5]}.` });
       await settle(a);
-      const older = await a.snapshot();
+      const older = await snaps(a).snapshot();
       await a.addContent(ORG, kb.id, { text: 'One more note about coral reefs.' });
       await settle(a);
-      const newer = await a.snapshot();
+      const newer = await snaps(a).snapshot();
       expect(newer.manifest.graphs.length).toBe(1);
       const before = await searches(a, kb.id);
       await a.close();
@@ -166,8 +172,7 @@ describe('engine snapshots', () => {
         writeFileSync(path, readFileSync(path).subarray(0, -10));
       }
       const logs: string[] = [];
-      const b = await Engine.open({ dataDir: dir, compute: { documentWorkers: 1 }, graphThreshold: 8, log: (_l, m, d) => logs.push(`${m} ${JSON.stringify(d)}`) });
-      engines.push(b);
+      const b = await open(dir, { compute: { documentWorkers: 1 }, log: (_l, m, d) => logs.push(`${m} ${JSON.stringify(d)}`) });
       expect(b.recovery.snapshot?.seq).toBe(older.seq);
       expect(logs.filter((l) => l.includes('snapshot skipped')).join()).toContain(damage === 'graph byte' ? 'fails its checksum' : 'bytes, expected');
       expect(await searches(b, kb.id)).toBe(before);
@@ -179,10 +184,10 @@ describe('engine snapshots', () => {
     dirs.push(dir);
     const a = await open(dir);
     await a.createKnowledgeBase(ORG, { name: 'x', description: '', type: 'TEXT_HIGH_QUALITY', config: CONFIG });
-    const s1 = await a.snapshot();
-    const s2 = await a.snapshot();
+    const s1 = await snaps(a).snapshot();
+    const s2 = await snaps(a).snapshot();
     expect(s2.seq).toBe(s1.seq);
-    const names = readdirSync(a.snapshotsDir);
+    const names = readdirSync(snaps(a).dir);
     expect(names.every((n) => n.startsWith('snap-'))).toBe(true);
     expect(existsSync(join(s1.dir, 'manifest.json'))).toBe(true);
   });

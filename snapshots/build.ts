@@ -1,23 +1,18 @@
-// Builds a snapshot off the main thread: the previous snapshot's records plus the closed log
-// segments up to `seq`, compacted; an HNSW graph per large knowledge base, continued from the
+// Builds a snapshot off the main thread: the previous snapshot's records plus the sealed log
+// records after it up to `seq`, compacted; an HNSW graph per large knowledge base, continued from the
 // previous snapshot's graph (only vectors added since are inserted); a manifest written last.
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { rmSync } from 'node:fs';
-import { copyFilePaced, fsyncPath as fsyncFile, PacedFileWriter } from '../fsync';
-import type { KnowledgeBaseRecord, LogRecord } from '../records';
-import { VectorIndex } from '../vector/vector-index';
-import { decodePayload } from '../wal/codec';
-import { encodeFrame, scanFrames } from '../wal/frame';
+import { copyFilePaced, decodePayload, encodeFrame, fsyncPath as fsyncFile, PacedFileWriter, readLogRange, scanFrames, VectorIndex, type KnowledgeBaseRecord, type LogEntry, type LogRange, type LogRecord } from '../engine';
 import { Compactor, type KeptRecord } from './compactor';
 import { graphFileName, MANIFEST_FILE, RECORDS_FILE, SNAPSHOT_FORMAT, type SnapshotManifest } from './format';
 
 export interface BuildRequest {
   /** The snapshot this one continues (already verified by the caller). */
   prevDir?: string;
-  prevSeq?: number;
-  /** Closed log segments holding the records after the previous snapshot. */
-  segments: string[];
+  /** The log records after the previous snapshot, up to `seq`. */
+  log: LogRange;
   seq: number;
   outDir: string;
   /** Knowledge bases with fewer vectors get no graph (they are searched exactly). */
@@ -41,15 +36,15 @@ function slim(record: LogRecord): LogRecord {
   return record;
 }
 
-async function readFrames(path: string, visit: (kept: KeptRecord) => void, accept: (seq: number) => boolean): Promise<void> {
-  const bytes = new Uint8Array(await Bun.file(path).arrayBuffer());
-  const scan = scanFrames(bytes);
-  if (!scan.ok && path.endsWith(RECORDS_FILE)) throw new Error(`${path}: ${scan.reason}`);
-  for (const f of scan.frames) {
-    if (!accept(f.seq)) continue;
-    const { record, attachment } = decodePayload<LogRecord>(f.payload);
-    visit({ seq: f.seq, record: slim(record), payload: f.payload, attachment });
-  }
+function keptOf(entry: LogEntry): KeptRecord {
+  const { record, attachment } = decodePayload<LogRecord>(entry.payload);
+  return { seq: entry.seq, record: slim(record), payload: entry.payload, attachment };
+}
+
+async function readSnapshotRecords(path: string, visit: (kept: KeptRecord) => void): Promise<void> {
+  const scan = scanFrames(new Uint8Array(await Bun.file(path).arrayBuffer()));
+  if (!scan.ok) throw new Error(`${path}: ${scan.reason}`);
+  for (const f of scan.frames) visit(keptOf(f));
 }
 
 /** Document numbers with vectors per knowledge base, from kept records. */
@@ -70,11 +65,10 @@ export async function buildSnapshot(req: BuildRequest): Promise<SnapshotManifest
   let prevGraphDocs = new Map<string, number[]>();
   if (req.prevDir) {
     prevManifest = JSON.parse(await Bun.file(join(req.prevDir, MANIFEST_FILE)).text()) as SnapshotManifest;
-    await readFrames(join(req.prevDir, RECORDS_FILE), (k) => compactor.add(k), () => true);
+    await readSnapshotRecords(join(req.prevDir, RECORDS_FILE), (k) => compactor.add(k));
     prevGraphDocs = vectorDocs(compactor.kept());
   }
-  const after = req.prevSeq ?? 0;
-  for (const segment of req.segments) await readFrames(segment, (k) => compactor.add(k), (seq) => seq > after && seq <= req.seq);
+  await readLogRange(req.log, (entry) => compactor.add(keptOf(entry)));
 
   const kept = compactor.kept();
   // The compacted log: the same frames as the write-ahead log, original sequence numbers kept.

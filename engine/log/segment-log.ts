@@ -1,15 +1,11 @@
-// The write-ahead log: numbered segment files of checksummed frames. Appends are group-committed:
+// The write-ahead log on local disk (RecordLog, log.ts): numbered segment files of checksummed frames. Appends are group-committed:
 // every append issued while an fsync is in flight joins the next batch, so concurrent writers share
 // one fdatasync. A caller's promise resolves only once its record is on disk.
 import { mkdir, open, readdir, rename, rm, truncate, type FileHandle } from 'node:fs/promises';
 import { fsyncPathAsync } from '../fsync';
 import { join } from 'node:path';
 import { encodeFrame, scanFrames } from './frame';
-
-export interface LogEntry {
-  seq: number;
-  payload: Uint8Array;
-}
+import type { LogEntry, LogRange, RecordLog } from './log';
 
 export interface WalOptions {
   dir: string;
@@ -31,7 +27,7 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
-export class WriteAheadLog {
+export class SegmentLog implements RecordLog {
   private fh: FileHandle | undefined;
   private segmentSize = 0;
   private lastSeq = 0;
@@ -56,8 +52,8 @@ export class WriteAheadLog {
    * Open the log in `dir`, handing every intact record to `replay` in order. A torn or corrupt
    * tail is reported and cut off; the log then continues after the last intact record.
    */
-  static async open(options: WalOptions, replay: (entry: LogEntry) => void): Promise<WriteAheadLog> {
-    const wal = new WriteAheadLog(options);
+  static async open(options: WalOptions, replay: (entry: LogEntry) => void): Promise<SegmentLog> {
+    const wal = new SegmentLog(options);
     await mkdir(options.dir, { recursive: true });
     const names = (await readdir(options.dir)).filter((n) => SEGMENT.test(n)).sort();
     wal.segments = names.map((name) => ({ name, firstSeq: Number(SEGMENT.exec(name)![1]) }));
@@ -210,20 +206,30 @@ export class WriteAheadLog {
     });
   }
 
-  /** Paths of closed segments holding records up to `throughSeq` (in order). */
-  segmentsThrough(throughSeq: number): string[] {
-    const out: string[] = [];
+  /** Closed segments holding records in (afterSeq, throughSeq], in order. */
+  range(afterSeq: number, throughSeq: number): LogRange {
+    const files: string[] = [];
     for (let i = 0; i < this.segments.length - 1; i++) {
       if (this.segments[i]!.firstSeq > throughSeq) break;
-      out.push(join(this.options.dir, this.segments[i]!.name));
+      // A segment ends where the next begins.
+      if (this.segments[i + 1]!.firstSeq - 1 <= afterSeq) continue;
+      files.push(join(this.options.dir, this.segments[i]!.name));
     }
-    return out;
+    return { kind: 'segments', files, afterSeq, throughSeq };
   }
 
-  /** Delete closed segments whose records are all at or below `seq` (a snapshot covers them). */
-  async deleteThrough(seq: number): Promise<number> {
+  async read(afterSeq: number, visit: (entry: LogEntry) => void): Promise<void> {
+    await this.sync();
+    for (const seg of this.segments) {
+      const scan = scanFrames(new Uint8Array(await Bun.file(join(this.options.dir, seg.name)).arrayBuffer()));
+      for (const f of scan.frames) if (f.seq > afterSeq) visit({ seq: f.seq, payload: f.payload });
+    }
+  }
+
+  /** Delete closed segments whose records are all below `seq` (a snapshot covers them). */
+  async truncateBefore(seq: number): Promise<number> {
     let deleted = 0;
-    while (this.segments.length > 1 && this.segments[1]!.firstSeq - 1 <= seq) {
+    while (this.segments.length > 1 && this.segments[1]!.firstSeq <= seq) {
       await rm(join(this.options.dir, this.segments[0]!.name), { force: true });
       this.segments.shift();
       deleted++;
@@ -233,12 +239,12 @@ export class WriteAheadLog {
   }
 
   /** Wait until everything appended so far is durable. */
-  async flush(): Promise<void> {
+  async sync(): Promise<void> {
     while (this.flushing) await this.flushing;
   }
 
   async close(): Promise<void> {
-    await this.flush();
+    await this.sync();
     await this.fh?.close();
     this.fh = undefined;
   }

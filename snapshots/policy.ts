@@ -4,13 +4,18 @@
 // truncated only up to a snapshot that is both confirmed in the store and still kept locally, so
 // a restart can always fall back one snapshot. Store failures never stop the service: they are
 // retried with exponential backoff and reported in logs, /ready and metrics.
-import { mkdir, rename, rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import type { Engine } from '../../engine/engine';
-import { fsyncPath } from '../../engine/fsync';
-import { listSnapshotDirs, snapshotDirName, verifySnapshot } from '../../engine/snapshot/format';
-import type { SnapshotStore } from '../../snapshots/store';
-import type { Logger } from '../logger';
+import { rm } from 'node:fs/promises';
+import type { Engine } from '../engine';
+import { listSnapshotDirs } from './format';
+import type { Snapshotter } from './snapshotter';
+import type { SnapshotStore } from './store';
+
+/** Structured logging as pino does it (object first, message second). */
+export interface SnapshotLogger {
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+  error(details: object, message: string): void;
+}
 
 export interface SnapshotPolicy {
   intervalMs: number;
@@ -34,34 +39,6 @@ export interface SnapshotStatus {
   nextRetryAt?: string;
 }
 
-/**
- * On an empty data directory, fetch the newest intact snapshot from the store (falling back to
- * older ones when a download fails its checksums). Returns its sequence number, if any.
- */
-export async function restoreFromStore(store: SnapshotStore, snapshotsDir: string, logger: Logger): Promise<number | undefined> {
-  if (store.isLocal) return undefined;
-  for (const local of await listSnapshotDirs(snapshotsDir)) {
-    if ((await verifySnapshot(local.dir)).ok) return undefined; // a local snapshot is newer or as good
-  }
-  for (const { seq } of await store.list()) {
-    const tmp = join(snapshotsDir, `download-${seq}-${crypto.randomUUID()}`);
-    await mkdir(tmp, { recursive: true });
-    try {
-      await store.download(seq, tmp);
-      const check = await verifySnapshot(tmp);
-      if (!check.ok) throw new Error(check.reason);
-      await rename(tmp, join(snapshotsDir, snapshotDirName(seq)));
-      fsyncPath(snapshotsDir);
-      logger.info({ store: store.name, seq }, 'restored snapshot from the store');
-      return seq;
-    } catch (err) {
-      await rm(tmp, { recursive: true, force: true });
-      logger.warn({ store: store.name, seq, err: err instanceof Error ? err.message : String(err) }, 'snapshot in the store unusable; trying an older one');
-    }
-  }
-  return undefined;
-}
-
 export class SnapshotManager {
   readonly status: SnapshotStatus;
   private timer: ReturnType<typeof setInterval> | undefined;
@@ -72,12 +49,13 @@ export class SnapshotManager {
 
   constructor(
     private readonly engine: Engine,
+    private readonly snapshots: Snapshotter,
     private readonly store: SnapshotStore,
     private readonly policy: SnapshotPolicy,
-    private readonly logger: Logger,
+    private readonly logger: SnapshotLogger,
   ) {
     this.status = { store: store.name, failures: 0, consecutiveFailures: 0 };
-    const latest = engine.latestSnapshot;
+    const latest = snapshots.latest;
     if (latest) {
       this.status.lastSeq = latest.seq;
       this.seqAtLastSnapshot = latest.seq;
@@ -87,7 +65,7 @@ export class SnapshotManager {
 
   /** Find out whether the newest local snapshot is already in the store, then check periodically. */
   async start(): Promise<void> {
-    const latest = this.engine.latestSnapshot;
+    const latest = this.snapshots.latest;
     if (latest && !this.store.isLocal) {
       try {
         if ((await this.store.list()).some((s) => s.seq === latest.seq)) this.status.confirmedSeq = latest.seq;
@@ -124,7 +102,7 @@ export class SnapshotManager {
     const started = performance.now();
     this.lastAttempt = Date.now();
     try {
-      const snap = await this.engine.snapshot({ reuseGraphs: reason === 'shutdown' });
+      const snap = await this.snapshots.snapshot({ reuseGraphs: reason === 'shutdown' });
       this.status.lastSeq = snap.seq;
       this.seqAtLastSnapshot = snap.seq;
       if (this.status.confirmedSeq !== snap.seq) {
@@ -152,7 +130,7 @@ export class SnapshotManager {
 
   /** Keep the newest `keep` snapshots locally and in the store; drop the log the oldest kept one covers. */
   private async prune(): Promise<number> {
-    const local = await listSnapshotDirs(this.engine.snapshotsDir);
+    const local = await listSnapshotDirs(this.snapshots.dir);
     const keptLocal = local.slice(0, this.policy.keep);
     for (const old of local.slice(this.policy.keep)) await rm(old.dir, { recursive: true, force: true });
     if (!this.store.isLocal) {
@@ -162,7 +140,7 @@ export class SnapshotManager {
     const oldestKept = keptLocal.at(-1)?.seq;
     const confirmed = this.store.isLocal ? oldestKept : this.status.confirmedSeq;
     if (oldestKept === undefined || confirmed === undefined) return 0;
-    return this.engine.truncateLog(Math.min(oldestKept, confirmed));
+    return this.snapshots.truncateLog(Math.min(oldestKept, confirmed));
   }
 
   /** Final snapshot on graceful shutdown (bounded by `timeoutMs`). */

@@ -1,8 +1,10 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { encodeFrame, scanFrames } from '../../engine/wal/frame';
-import { WriteAheadLog, type LogEntry } from '../../engine/wal/log';
+import { encodeFrame, scanFrames } from '../../engine/log/frame';
+import type { LogEntry } from '../../engine/log/log';
+import { readLogRange } from '../../engine/log/range';
+import { SegmentLog } from '../../engine/log/segment-log';
 import { TestServer } from '../helpers/server';
 
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -19,7 +21,7 @@ afterEach(() => {
 
 async function openCollect(dir: string, warnings: unknown[] = [], segmentBytes?: number, afterSeq?: number) {
   const entries: LogEntry[] = [];
-  const wal = await WriteAheadLog.open({ dir, segmentBytes, afterSeq, warn: (m, d) => warnings.push({ m, ...d }) }, (e) =>
+  const wal = await SegmentLog.open({ dir, segmentBytes, afterSeq, warn: (m, d) => warnings.push({ m, ...d }) }, (e) =>
     entries.push({ seq: e.seq, payload: e.payload.slice() }),
   );
   return { wal, entries, texts: () => entries.map((e) => dec(e.payload)) };
@@ -50,7 +52,7 @@ describe('frames', () => {
   });
 });
 
-describe('WriteAheadLog', () => {
+describe('SegmentLog', () => {
   test('replays appended records in order after reopening', async () => {
     const dir = tempDir();
     const first = await openCollect(dir);
@@ -127,7 +129,7 @@ describe('WriteAheadLog', () => {
 });
 
 describe('segments for snapshots', () => {
-  test('roll closes a segment at a known sequence; deleteThrough removes covered segments; afterSeq skips them on replay', async () => {
+  test('roll closes a segment at a known sequence; range and read give its records; truncateBefore removes covered segments; afterSeq skips them on replay', async () => {
     const dir = tempDir();
     const first = await openCollect(dir);
     for (let i = 1; i <= 5; i++) await first.wal.append(enc(`a${i}`));
@@ -136,14 +138,23 @@ describe('segments for snapshots', () => {
     // Appends continue in the new segment while the old one is read by a snapshotter.
     const [six] = await Promise.all([first.wal.append(enc('b6')), first.wal.append(enc('b7'))]);
     expect(six).toBe(6);
-    expect(first.wal.segmentsThrough(cut).length).toBe(1);
-    const closed = first.wal.segmentsThrough(cut)[0]!;
+    expect(first.wal.range(0, cut).files.length).toBe(1);
+    const closed = first.wal.range(0, cut).files[0]!;
     const frames = scanFrames(new Uint8Array(readFileSync(closed))).frames.map((f) => f.seq);
     expect(frames).toEqual([1, 2, 3, 4, 5]);
+    const ranged: number[] = [];
+    await readLogRange(first.wal.range(2, 4), (e) => ranged.push(e.seq));
+    expect(ranged).toEqual([3, 4]);
+    // A range after the sealed segment's records holds no file.
+    expect(first.wal.range(5, 5).files).toEqual([]);
+    const all: number[] = [];
+    await first.wal.read(3, (e) => all.push(e.seq));
+    expect(all).toEqual([4, 5, 6, 7]);
     // A roll with nothing new written does not make an empty segment.
     await first.wal.roll();
     await first.wal.roll();
-    expect(await first.wal.deleteThrough(5)).toBe(1);
+    expect(await first.wal.truncateBefore(5)).toBe(0);
+    expect(await first.wal.truncateBefore(6)).toBe(1);
     expect(existsSync(closed)).toBe(false);
     await first.wal.close();
 

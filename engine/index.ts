@@ -1,0 +1,37 @@
+// The engine's one public face: what the server (src/), snapshots (snapshots/) and benchmarks
+// use. Nothing outside engine/ imports an engine module directly (test/engine/public-face.test.ts).
+
+// The engine and what it is opened with and reports.
+export { Engine } from './engine';
+export type { EngineOptions, NewContent, RecoveryReport, SearchRequest, StartingPoint } from './options';
+export { QuotaExceededError, type Quotas } from './state/quotas';
+export type { EngineMetrics } from './state/metrics';
+export { DEFAULT_EMBEDDING_RETRY, toSpec } from './ingest/queue';
+
+// The data it holds and answers with.
+export type { ChunkHit, ContentItem, KnowledgeBase } from './kb/knowledge-base';
+export type { HybridHit, HybridOptions } from './search/hybrid';
+export type { ContentSource, ContentStatus, EmbeddingConfig, IndexedChunk, KnowledgeBaseConfig, KnowledgeBaseRecord, LogRecord } from './records';
+export type { Metadata, MetadataFilter, MetadataValue } from './filter/metadata';
+export { newId, isIdOf } from './ids';
+
+// Embedding models and file extraction.
+export { EmbeddingError, specKey, type EmbeddingSpec } from './embedding/provider';
+export { ExtractionError, ExtractionPool, shutdownOcr, type ExtractionPoolOptions } from './extract';
+
+// What snapshots are made of: the state machine, the log's records and frames, graphs, workers.
+export { applyRecord, statusAfterIndexed, type StateTarget } from './state/machine';
+export type { LogEntry, LogRange } from './log/log';
+export { readLogRange } from './log/range';
+export { decodePayload, encodePayload } from './log/codec';
+export { encodeFrame, scanFrames, FRAME_HEADER } from './log/frame';
+export { VectorIndex } from './vector/vector-index';
+export { WorkerPool } from './workers/pool';
+export { workerUrl, WORKER_ENTRY_POINTS, type WorkerKind } from './workers/entry-points';
+export { copyFilePaced, fsyncPath, fsyncPathAsync, PacedFileWriter } from './fsync';
+
+// Search planning, for benchmarks that time one knowledge base's search without the façade.
+export { searchFullText } from './search/full-text';
+export { searchSemantic } from './search/semantic';
+export { searchHybrid, needsQueryVector } from './search/hybrid';
+export { analyze } from './analysis/analyzer';

@@ -1,0 +1,201 @@
+// The ingestion queue: content versions waiting to be chunked and embedded, sent to the document
+// workers in batches, their results committed to the log as `content.indexed` (or `failed`)
+// records. Embedding failures are retried with backoff; then the chunks are indexed for full-text
+// search only and the item is failed.
+import { ANALYZER_VERSION } from '../analysis/analyzer';
+import type { EmbeddingSpec } from '../embedding/provider';
+import { EmbeddingError } from '../embedding/provider';
+import { newId } from '../ids';
+import type { ContentItem, KnowledgeBase } from '../kb/knowledge-base';
+import type { IndexedChunk, KnowledgeBaseConfig, LogRecord } from '../records';
+import { markPending, markProcessing } from '../state/content-status';
+import type { Compute } from './compute';
+import type { ItemResult } from './handlers';
+
+export const DEFAULT_EMBEDDING_RETRY = { attempts: 8, baseMs: 2000, maxMs: 60_000 };
+
+interface QueueEntry {
+  kbId: string;
+  id: string;
+  version: number;
+  /** Which attempt at embedding this is (1 when absent). */
+  attempt?: number;
+}
+
+export interface IngestionQueueOptions {
+  knowledgeBases: Map<string, KnowledgeBase>;
+  compute: Compute;
+  /** Log a record (applied at once, resolved when durable). */
+  commit: (record: LogRecord, attachment?: Uint8Array) => Promise<void>;
+  /** Most content items in one worker request (default 16). */
+  batchItems?: number;
+  embeddingRetry?: { attempts: number; baseMs: number; maxMs: number };
+  onBatch?: (batch: { items: number; chunks: number; millis: number; model: string }) => void;
+  log: (level: 'info' | 'warn' | 'error', message: string, details?: Record<string, unknown>) => void;
+  /** Send nothing to the workers until start() (the models load first). */
+  held?: boolean;
+}
+
+const now = () => new Date().toISOString();
+
+/** The provider spec a knowledge base configuration records. */
+export function toSpec(embedding: KnowledgeBaseConfig['embedding']): EmbeddingSpec {
+  if (embedding.provider === 'none') throw new EmbeddingError('this knowledge base has no embedding model');
+  const { metric: _metric, quantization: _quantization, ...spec } = embedding;
+  return spec as EmbeddingSpec;
+}
+
+export class IngestionQueue {
+  private readonly queue: QueueEntry[] = [];
+  private inFlight = 0;
+  private readonly retryTimers = new Set<ReturnType<typeof setTimeout>>();
+  private running: boolean;
+  private closed = false;
+
+  constructor(private readonly options: IngestionQueueOptions) {
+    this.running = options.held !== true;
+  }
+
+  /** Items waiting or being indexed. */
+  get depth(): number {
+    return this.queue.length + this.inFlight;
+  }
+
+  enqueue(kbId: string, id: string, version: number): void {
+    this.queue.push({ kbId, id, version });
+    this.pump();
+  }
+
+  /** At start-up: whatever was pending or in flight at the last stop is indexed again. Returns how many. */
+  requeueUnfinished(): number {
+    let requeued = 0;
+    for (const kb of this.options.knowledgeBases.values()) {
+      for (const item of kb.contents.values()) {
+        if (item.status !== 'pending' && item.status !== 'processing') continue;
+        markPending(item);
+        this.queue.push({ kbId: kb.id, id: item.id, version: item.current.version });
+        requeued++;
+      }
+    }
+    this.pump();
+    return requeued;
+  }
+
+  /** Start sending queued content to the workers (once the models are loaded, when held). */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.pump();
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const timer of this.retryTimers) clearTimeout(timer);
+  }
+
+  private pump(): void {
+    if (!this.running) return;
+    // One request per worker plus one waiting each: the queue itself is cheap, the workers are not.
+    const maxItems = this.options.batchItems ?? 16;
+    const { compute, knowledgeBases } = this.options;
+    while (!this.closed && this.inFlight < compute.documents.size * 2 && this.queue.length > 0) {
+      // A batch: consecutive items of one knowledge base (one model), up to maxItems or about
+      // 16 chunks of text, so short items share embedding calls and long ones go alone.
+      const batch: { job: QueueEntry; item: ContentItem }[] = [];
+      let kb: KnowledgeBase | undefined;
+      let chars = 0;
+      while (this.queue.length > 0 && batch.length < maxItems) {
+        const next = this.queue[0]!;
+        if (kb && next.kbId !== kb.id) break;
+        const nextKb = knowledgeBases.get(next.kbId);
+        const item = nextKb?.contents.get(next.id);
+        this.queue.shift();
+        if (!nextKb || !item || item.current.version !== next.version) continue; // deleted or superseded
+        kb = nextKb;
+        batch.push({ job: next, item });
+        chars += item.current.text.length;
+        if (chars >= 16 * kb.record.config.chunking.size) break;
+      }
+      if (!kb || batch.length === 0) continue;
+      this.runBatch(kb, batch);
+    }
+  }
+
+  private runBatch(kb: KnowledgeBase, batch: { job: QueueEntry; item: ContentItem }[]): void {
+    this.inFlight++;
+    const versions = batch.map(({ item }) => {
+      markProcessing(item);
+      return item.current;
+    });
+    const { chunking, embedding } = kb.record.config;
+    const started = performance.now();
+    this.options.compute
+      .process(
+        versions.map((v) => ({ text: v.text, chunking, pages: v.pages })),
+        embedding.dimensions > 0 ? toSpec(embedding) : undefined,
+      )
+      .catch((err: Error): ItemResult[] => batch.map(() => ({ ok: false, error: err.message })))
+      .then((results) => {
+        this.options.onBatch?.({
+          items: results.length,
+          chunks: results.reduce((n, r) => n + (r.ok ? r.chunks.length : 0), 0),
+          millis: performance.now() - started,
+          model: embedding.model,
+        });
+        return Promise.all(results.map((r, i) => this.commitResult(kb, batch[i]!.job, r)));
+      })
+      .catch((err) => this.options.log('error', 'could not record an ingestion result', { error: String(err) }))
+      .finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+  }
+
+  private async commitResult(kb: KnowledgeBase, job: QueueEntry, result: ItemResult): Promise<void> {
+    const item = kb.contents.get(job.id);
+    // Deleted or updated while in flight: the newer version has its own job.
+    if (!item || item.current.version !== job.version || this.closed || this.options.knowledgeBases.get(kb.id) !== kb) return;
+    if (!result.ok && result.chunks === undefined) {
+      await this.options.commit({ t: 'content.failed', kbId: job.kbId, id: job.id, version: job.version, error: result.error, at: now() });
+      return;
+    }
+    if (!result.ok && this.retryLater(item, job, result.error)) return;
+    const vectors = result.ok && result.vectors ? kb.storedVectors(result.vectors) : undefined;
+    await this.options.commit(
+      {
+        t: 'content.indexed',
+        kbId: job.kbId,
+        id: job.id,
+        version: job.version,
+        analyzer: ANALYZER_VERSION,
+        // Chunk ids and document numbers are fixed here, just before the record is applied (no
+        // await in between), so id order follows document order and replay rebuilds both.
+        chunks: result.chunks!.map((c): IndexedChunk => ({ id: newId('ch'), ...c })),
+        firstDoc: kb.docSpace,
+        ...(result.ok ? {} : { embeddingError: `${result.error} (after ${job.attempt ?? 1} attempts; found by full-text search only until re-indexed)` }),
+        at: now(),
+      },
+      vectors ? kb.vectorBytes(vectors) : undefined,
+    );
+  }
+
+  /**
+   * Embedding failed: often a model endpoint that is down for a moment. Queue another attempt after
+   * a backoff; false once the attempts are used up (the chunks are then indexed for full-text only).
+   */
+  private retryLater(item: ContentItem, job: QueueEntry, error: string): boolean {
+    const retry = this.options.embeddingRetry ?? DEFAULT_EMBEDDING_RETRY;
+    const attempt = job.attempt ?? 1;
+    if (attempt >= retry.attempts) return false;
+    markPending(item);
+    const delay = Math.min(retry.maxMs, retry.baseMs * 2 ** (attempt - 1));
+    this.options.log('warn', 'embedding failed; retrying', { kbId: job.kbId, id: job.id, attempt, retryInMs: delay, error });
+    const timer = setTimeout(() => {
+      this.retryTimers.delete(timer);
+      this.queue.push({ ...job, attempt: attempt + 1 });
+      this.pump();
+    }, delay);
+    this.retryTimers.add(timer);
+    return true;
+  }
+}

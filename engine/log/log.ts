@@ -1,0 +1,38 @@
+// The log every state change goes through, as the engine sees it: numbered, durable, in order.
+// Today's one implementation keeps segment files on local disk (segment-log.ts); a replicated one
+// can take its place without the engine, the state machine or snapshots knowing the difference.
+// Nothing outside engine/log/ knows how records are stored.
+
+export interface LogEntry {
+  seq: number;
+  payload: Uint8Array;
+}
+
+/**
+ * Records (after, through] of a log, described so that another thread can read them itself
+ * (readLogRange): a snapshot is built in a worker without copying the log through the main thread.
+ */
+export type LogRange = { kind: 'segments'; files: string[]; afterSeq: number; throughSeq: number };
+
+export interface RecordLog {
+  /** Sequence number of the newest record appended. */
+  readonly lastSequence: number;
+  /** Append a record; resolves with its sequence number once it is durable. */
+  append(payload: Uint8Array): Promise<number>;
+  /** Wait until everything appended so far is durable. */
+  sync(): Promise<void>;
+  /** Every record after `afterSeq`, in order. */
+  read(afterSeq: number, visit: (entry: LogEntry) => void): Promise<void>;
+  /**
+   * Seal what has been written: later appends go to a new part. Resolves with the sequence number
+   * of the last sealed record; records up to it can be read through range() while writes go on.
+   */
+  roll(): Promise<number>;
+  /** Records (afterSeq, throughSeq], both at most the last roll() result. */
+  range(afterSeq: number, throughSeq: number): LogRange;
+  /** Discard records below `seq` (a snapshot covers them); whole parts only. Resolves with the parts removed. */
+  truncateBefore(seq: number): Promise<number>;
+  /** Bytes the log occupies (for metrics and snapshot policy). */
+  sizeBytes(): Promise<number>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,78 @@
+// What an engine is opened with, and the shapes its methods take and report.
+import type { ComputeOptions } from './ingest/compute';
+import type { Metadata, MetadataFilter } from './filter/metadata';
+import type { ContentSource, LogRecord } from './records';
+import type { Quotas } from './state/quotas';
+
+/** Where an engine's state begins before its log is replayed: a snapshot (see snapshots/). */
+export interface StartingPoint {
+  /** Every log record up to this sequence number is in the starting state. */
+  seq: number;
+  /** How many records replay hands over. */
+  records: number;
+  /** Hands every record of the starting state to `apply`, in order. */
+  replay(apply: (record: LogRecord, attachment: Uint8Array) => void): void;
+  /** Saved HNSW graphs, each holding exactly the vectors of its knowledge base after replay. */
+  graphs: { kbId: string; path: string }[];
+}
+
+export interface EngineOptions {
+  dataDir: string;
+  /** The state to begin from (the log is then replayed after its `seq`); empty when absent. */
+  startFrom?: () => Promise<StartingPoint | undefined>;
+  /** Worker threads (documents and query lanes) and embedding settings. */
+  compute?: Partial<ComputeOptions>;
+  /** Most content items in one worker request (small items share embedding batches). */
+  batchItems?: number;
+  walSegmentBytes?: number;
+  log?: (level: 'info' | 'warn' | 'error', message: string, details?: Record<string, unknown>) => void;
+  /** Called when the log can no longer be written; the owner should stop the process. */
+  onFatal?: (err: unknown) => void;
+  /** Knowledge bases with fewer vectors are searched exactly and keep no HNSW graph (in memory or in snapshots). */
+  graphThreshold?: number;
+  /** True while nothing is asking for the main thread (no request in flight): background graph building then takes most of it. */
+  idle?: () => boolean;
+  /** Called after each ingestion batch (for metrics). */
+  onBatch?: (batch: { items: number; chunks: number; millis: number; model: string }) => void;
+  /**
+   * Embedding failures (a model endpoint down for a while) are retried: `attempts` in all, waiting
+   * `baseMs`, then twice as long each time up to `maxMs`. Default 8 attempts, 2 s → 60 s (about
+   * 3 minutes in all). Then the item is `failed`, its chunks answer full-text search only.
+   */
+  embeddingRetry?: { attempts: number; baseMs: number; maxMs: number };
+  /** Most knowledge bases and content items one organization may hold (unbounded when absent). */
+  quotas?: Partial<Quotas>;
+  /**
+   * Send no ingestion work to the workers until startIngestion() is called. The server loads the
+   * embedding models first: content re-queued at start-up would otherwise reach the workers
+   * before the model loads and hold them (and /ready) back for whole batches.
+   */
+  holdIngestion?: boolean;
+}
+
+export interface RecoveryReport {
+  /** The snapshot start-up began from, if any. */
+  snapshot?: { seq: number; records: number; millis: number };
+  /** Log records replayed after the snapshot. */
+  records: number;
+  knowledgeBases: number;
+  contents: number;
+  chunks: number;
+  requeued: number;
+  millis: number;
+}
+
+export interface NewContent {
+  /** A caller-made id (`ct_…`, from newId), when files must be stored under it before the record is logged. */
+  id?: string;
+  text: string;
+  metadata?: Metadata;
+  source?: ContentSource;
+  pages?: number[];
+}
+
+export interface SearchRequest {
+  query: string;
+  limit: number;
+  filter?: MetadataFilter;
+}

@@ -1,0 +1,102 @@
+// The state in memory that searches read: knowledge bases with their content items and indexes.
+// It changes only through the state machine (applyRecord), which decides whether a record applies;
+// this target carries it out, with the side effects memory needs (stored originals removed,
+// vectors handed to the background graph builder).
+import { OriginalsStore } from '../files/originals';
+import { observeId } from '../ids';
+import { KnowledgeBase } from '../kb/knowledge-base';
+import type { LogRecord } from '../records';
+import { markFailed, markPending, markReady } from './content-status';
+import { applyRecord, type StateTarget } from './machine';
+
+type RecordOf<T extends LogRecord['t']> = Extract<LogRecord, { t: T }>;
+
+export interface LiveStateOptions {
+  originals: OriginalsStore;
+  /** Knowledge bases with fewer vectors are searched exactly and keep no HNSW graph. */
+  graphThreshold?: number;
+  /** Background clean-up (file removal): failures are reported, never fatal. */
+  discard: (task: Promise<void>) => void;
+  /** Vectors were added: the background graph builder has work. */
+  onVectorsAdded: () => void;
+}
+
+export class LiveState implements StateTarget {
+  readonly kbs = new Map<string, KnowledgeBase>();
+
+  constructor(private readonly options: LiveStateOptions) {}
+
+  /** Apply a record (see machine.ts); whether it applied. */
+  apply(record: LogRecord, attachment?: Uint8Array): boolean {
+    return applyRecord(this, record, attachment);
+  }
+
+  hasKnowledgeBase(kbId: string): boolean {
+    return this.kbs.has(kbId);
+  }
+
+  contentState(kbId: string, id: string) {
+    const item = this.kbs.get(kbId)?.contents.get(id);
+    return item && { version: item.current.version, status: item.status };
+  }
+
+  createKnowledgeBase(record: RecordOf<'kb.create'>): void {
+    observeId(record.kb.id);
+    this.kbs.set(record.kb.id, new KnowledgeBase(record.kb, this.options.graphThreshold));
+  }
+
+  updateKnowledgeBase(record: RecordOf<'kb.update'>): void {
+    const kb = this.kbs.get(record.id)!;
+    kb.record = { ...kb.record, name: record.name, description: record.description, updatedAt: record.at };
+  }
+
+  deleteKnowledgeBase(record: RecordOf<'kb.delete'>): void {
+    this.kbs.get(record.id)!.clear();
+    this.kbs.delete(record.id);
+    this.options.discard(this.options.originals.removeKnowledgeBase(record.id));
+  }
+
+  putContent(record: RecordOf<'content.put'>): void {
+    const kb = this.kbs.get(record.kbId)!;
+    observeId(record.id);
+    // Text replacing an uploaded file: the original no longer describes the item.
+    if (kb.contents.get(record.id)?.current.source.kind === 'file' && record.source.kind !== 'file') {
+      this.options.discard(this.options.originals.remove(record.kbId, record.id));
+    }
+    const item = kb.putContent(
+      record.id,
+      { version: record.version, text: record.text, metadata: record.metadata, source: record.source, pages: record.pages },
+      record.at,
+      record.createdAt,
+    );
+    markPending(item);
+  }
+
+  deleteContent(record: RecordOf<'content.delete'>): void {
+    const kb = this.kbs.get(record.kbId)!;
+    const item = kb.contents.get(record.id)!;
+    kb.deleteContent(record.id);
+    if (item.current.source.kind === 'file') this.options.discard(this.options.originals.remove(record.kbId, record.id));
+  }
+
+  indexContent(record: RecordOf<'content.indexed'>, attachment: Uint8Array | undefined): void {
+    const kb = this.kbs.get(record.kbId)!;
+    const item = kb.contents.get(record.id)!;
+    for (const c of record.chunks) observeId(c.id);
+    const vectors = attachment && attachment.length > 0 ? kb.vectorsFromBytes(attachment, record.chunks.length) : undefined;
+    // Records written before document numbers were logged continue the numbering.
+    kb.applyIndexed(item, record.chunks, vectors, record.firstDoc ?? kb.docSpace);
+    if (record.embeddingError === undefined) markReady(item);
+    else markFailed(item, record.embeddingError);
+    if (vectors) this.options.onVectorsAdded();
+  }
+
+  failContent(record: RecordOf<'content.failed'>): void {
+    markFailed(this.kbs.get(record.kbId)!.contents.get(record.id)!, record.error);
+  }
+
+  retryContent(record: RecordOf<'content.retry'>): void {
+    // Re-queued by the caller, or at start-up after a crash.
+    markPending(this.kbs.get(record.kbId)!.contents.get(record.id)!);
+  }
+}

@@ -1,0 +1,80 @@
+// The state machine: the one place that decides what a log record means. Replay at start-up, live
+// writes, and snapshot compaction all feed records through applyRecord, each with its own target:
+// the live state (indexes in memory, engine/state/live-state.ts) or the compactor (which keeps the
+// records that still matter, snapshots/compactor.ts). A record that no longer applies (its
+// knowledge base deleted, its version superseded, its analyzer outdated) is a no-op for every
+// target alike, so every replica of the log rebuilds the same state.
+import { ANALYZER_VERSION } from '../analysis/analyzer';
+import type { ContentStatus, LogRecord } from '../records';
+
+type RecordOf<T extends LogRecord['t']> = Extract<LogRecord, { t: T }>;
+
+/** What a target holds and what it does with each record the machine lets through. */
+export interface StateTarget {
+  hasKnowledgeBase(kbId: string): boolean;
+  /** The item's newest version and its status; undefined when there is no such item. */
+  contentState(kbId: string, id: string): { version: number; status: ContentStatus } | undefined;
+
+  createKnowledgeBase(record: RecordOf<'kb.create'>): void;
+  updateKnowledgeBase(record: RecordOf<'kb.update'>): void;
+  deleteKnowledgeBase(record: RecordOf<'kb.delete'>): void;
+  /** A new item, or a new version of one (status pending). */
+  putContent(record: RecordOf<'content.put'>): void;
+  deleteContent(record: RecordOf<'content.delete'>): void;
+  /** Chunks (and vectors, in `attachment`) of the item's newest version: ready, or failed with `embeddingError`. */
+  indexContent(record: RecordOf<'content.indexed'>, attachment: Uint8Array | undefined): void;
+  /** The newest version could not be indexed. */
+  failContent(record: RecordOf<'content.failed'>): void;
+  /** A failed newest version goes back to pending, to be indexed again. */
+  retryContent(record: RecordOf<'content.retry'>): void;
+}
+
+/** Apply one record to `target`. Returns whether it applied (false: a no-op, see above). */
+export function applyRecord(target: StateTarget, record: LogRecord, attachment?: Uint8Array): boolean {
+  switch (record.t) {
+    case 'kb.create':
+      target.createKnowledgeBase(record);
+      return true;
+    case 'kb.update':
+      if (!target.hasKnowledgeBase(record.id)) return false;
+      target.updateKnowledgeBase(record);
+      return true;
+    case 'kb.delete':
+      if (!target.hasKnowledgeBase(record.id)) return false;
+      target.deleteKnowledgeBase(record);
+      return true;
+    case 'content.put':
+      if (!target.hasKnowledgeBase(record.kbId)) return false;
+      target.putContent(record);
+      return true;
+    case 'content.delete':
+      if (!target.contentState(record.kbId, record.id)) return false;
+      target.deleteContent(record);
+      return true;
+    case 'content.indexed': {
+      // A result for a version since replaced is stale (the newer one follows); one made by an
+      // older analyzer leaves the item pending, to be analyzed again after start-up.
+      const item = target.contentState(record.kbId, record.id);
+      if (!item || item.version !== record.version || record.analyzer !== ANALYZER_VERSION) return false;
+      target.indexContent(record, attachment);
+      return true;
+    }
+    case 'content.failed': {
+      const item = target.contentState(record.kbId, record.id);
+      if (!item || item.version !== record.version) return false;
+      target.failContent(record);
+      return true;
+    }
+    case 'content.retry': {
+      const item = target.contentState(record.kbId, record.id);
+      if (!item || item.version !== record.version || item.status !== 'failed') return false;
+      target.retryContent(record);
+      return true;
+    }
+  }
+}
+
+/** The status an indexed record leaves its item in. */
+export function statusAfterIndexed(record: RecordOf<'content.indexed'>): ContentStatus {
+  return record.embeddingError === undefined ? 'ready' : 'failed';
+}

@@ -1,0 +1,26 @@
+// Per-organization quotas on what the state holds.
+import type { KnowledgeBase } from '../kb/knowledge-base';
+
+export interface Quotas {
+  knowledgeBases: number;
+  contents: number;
+}
+
+/** A write that would take an organization past one of its quotas. */
+export class QuotaExceededError extends Error {
+  constructor(
+    readonly quota: keyof Quotas,
+    readonly limit: number,
+  ) {
+    super(quota === 'knowledgeBases' ? `the organization already holds its quota of ${limit} knowledge bases` : `the organization already holds its quota of ${limit} content items`);
+    this.name = 'QuotaExceededError';
+  }
+}
+
+/** Throws QuotaExceededError when the organization already holds `limit` (no limit: never). */
+export function checkQuota(kbs: Iterable<KnowledgeBase>, orgId: string, quota: keyof Quotas, limit: number | undefined): void {
+  if (limit === undefined) return;
+  let held = 0;
+  for (const kb of kbs) if (kb.record.orgId === orgId) held += quota === 'knowledgeBases' ? 1 : kb.contentCount;
+  if (held >= limit) throw new QuotaExceededError(quota, limit);
+}

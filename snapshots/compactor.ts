@@ -1,0 +1,125 @@
+// Log compaction: fold records into the smallest set that rebuilds the same state — the latest
+// knowledge base records, and per content item the version whose chunks answer searches (its put
+// and indexed records), the newest put when it is newer, and a failure or re-index request of the
+// newest version. Deleted items and superseded versions disappear. Which records apply is decided
+// by the engine's state machine (applyRecord), the same that builds the state in memory; indexed
+// records carry their document numbers, so replaying the result numbers documents identically.
+import { applyRecord, statusAfterIndexed, type ContentStatus, type LogRecord, type StateTarget } from '../engine';
+
+export interface KeptRecord {
+  seq: number;
+  record: LogRecord;
+  /** The record's encoded payload (record and attachment), re-emitted unchanged. */
+  payload: Uint8Array;
+  attachment: Uint8Array;
+}
+
+interface ContentEntry {
+  kbId: string;
+  status: ContentStatus;
+  version: number;
+  latestPut: KeptRecord;
+  live?: { put: KeptRecord; indexed: KeptRecord };
+  failed?: KeptRecord;
+  /** A re-index of the newest version asked for after it failed. */
+  retry?: KeptRecord;
+}
+
+const key = (kbId: string, id: string) => `${kbId}/${id}`;
+
+export class Compactor implements StateTarget {
+  private readonly kbs = new Map<string, { create: KeptRecord; update?: KeptRecord }>();
+  private readonly contents = new Map<string, ContentEntry>();
+  /** The record being added (the target methods receive only its decoded part). */
+  private current!: KeptRecord;
+  records = 0;
+
+  add(kept: KeptRecord): void {
+    this.records++;
+    this.current = kept;
+    applyRecord(this, kept.record, kept.attachment);
+  }
+
+  hasKnowledgeBase(kbId: string): boolean {
+    return this.kbs.has(kbId);
+  }
+
+  contentState(kbId: string, id: string) {
+    const entry = this.contents.get(key(kbId, id));
+    return entry && { version: entry.version, status: entry.status };
+  }
+
+  createKnowledgeBase(record: Extract<LogRecord, { t: 'kb.create' }>): void {
+    this.kbs.set(record.kb.id, { create: this.current });
+  }
+
+  updateKnowledgeBase(record: Extract<LogRecord, { t: 'kb.update' }>): void {
+    this.kbs.get(record.id)!.update = this.current;
+  }
+
+  deleteKnowledgeBase(record: Extract<LogRecord, { t: 'kb.delete' }>): void {
+    this.kbs.delete(record.id);
+    for (const [k, c] of this.contents) if (c.kbId === record.id) this.contents.delete(k);
+  }
+
+  putContent(record: Extract<LogRecord, { t: 'content.put' }>): void {
+    const entry = this.contents.get(key(record.kbId, record.id));
+    if (entry) {
+      entry.latestPut = this.current;
+      entry.version = record.version;
+      entry.status = 'pending';
+      entry.failed = undefined;
+      entry.retry = undefined;
+    } else {
+      this.contents.set(key(record.kbId, record.id), { kbId: record.kbId, status: 'pending', version: record.version, latestPut: this.current });
+    }
+  }
+
+  deleteContent(record: Extract<LogRecord, { t: 'content.delete' }>): void {
+    this.contents.delete(key(record.kbId, record.id));
+  }
+
+  indexContent(record: Extract<LogRecord, { t: 'content.indexed' }>): void {
+    const entry = this.contents.get(key(record.kbId, record.id))!;
+    entry.live = { put: entry.latestPut, indexed: this.current };
+    entry.status = statusAfterIndexed(record);
+    entry.failed = undefined;
+    entry.retry = undefined;
+  }
+
+  failContent(record: Extract<LogRecord, { t: 'content.failed' }>): void {
+    const entry = this.contents.get(key(record.kbId, record.id))!;
+    entry.status = 'failed';
+    entry.failed = this.current;
+    entry.retry = undefined;
+  }
+
+  retryContent(record: Extract<LogRecord, { t: 'content.retry' }>): void {
+    const entry = this.contents.get(key(record.kbId, record.id))!;
+    entry.status = 'pending';
+    entry.failed = undefined;
+    entry.retry = this.current;
+  }
+
+  /** The kept records in log order. */
+  kept(): KeptRecord[] {
+    const out: KeptRecord[] = [];
+    for (const kb of this.kbs.values()) {
+      out.push(kb.create);
+      if (kb.update) out.push(kb.update);
+    }
+    for (const c of this.contents.values()) {
+      if (c.live) out.push(c.live.put, c.live.indexed);
+      if (c.latestPut !== c.live?.put) out.push(c.latestPut);
+      if (c.failed) out.push(c.failed);
+      if (c.retry) out.push(c.retry);
+    }
+    return out.sort((a, b) => a.seq - b.seq);
+  }
+
+  get stats(): { knowledgeBases: number; contents: number; chunks: number } {
+    let chunks = 0;
+    for (const c of this.contents.values()) if (c.live?.indexed.record.t === 'content.indexed') chunks += c.live.indexed.record.chunks.length;
+    return { knowledgeBases: this.kbs.size, contents: this.contents.size, chunks };
+  }
+}

@@ -1,0 +1,36 @@
+// A new machine starts from the newest snapshot in the store (S3/MinIO), then its own empty log.
+import { mkdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fsyncPath } from '../engine';
+import { listSnapshotDirs, snapshotDirName, verifySnapshot } from './format';
+import type { SnapshotLogger } from './policy';
+import type { SnapshotStore } from './store';
+
+/**
+ * On an empty data directory, fetch the newest intact snapshot from the store (falling back to
+ * older ones when a download fails its checksums). Returns its sequence number, if any.
+ */
+export async function restoreFromStore(store: SnapshotStore, snapshotsDir: string, logger: SnapshotLogger): Promise<number | undefined> {
+  if (store.isLocal) return undefined;
+  for (const local of await listSnapshotDirs(snapshotsDir)) {
+    if ((await verifySnapshot(local.dir)).ok) return undefined; // a local snapshot is newer or as good
+  }
+  for (const { seq } of await store.list()) {
+    const tmp = join(snapshotsDir, `download-${seq}-${crypto.randomUUID()}`);
+    await mkdir(tmp, { recursive: true });
+    try {
+      await store.download(seq, tmp);
+      const check = await verifySnapshot(tmp);
+      if (!check.ok) throw new Error(check.reason);
+      await rename(tmp, join(snapshotsDir, snapshotDirName(seq)));
+      fsyncPath(snapshotsDir);
+      logger.info({ store: store.name, seq }, 'restored snapshot from the store');
+      return seq;
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true });
+      logger.warn({ store: store.name, seq, err: err instanceof Error ? err.message : String(err) }, 'snapshot in the store unusable; trying an older one');
+    }
+  }
+  return undefined;
+}
+

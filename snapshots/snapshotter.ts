@@ -1,0 +1,137 @@
+// Snapshots on local disk (DATA_DIR/snapshots): an engine opens from the newest intact one plus the
+// log after it (openEngine), and the Snapshotter writes new ones while writes go on. The engine
+// knows nothing of this folder: it starts from a StartingPoint, and offers what a snapshot needs
+// (seal the log, read a range of it in a worker, save its graphs, truncate the log).
+import { mkdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { decodePayload, Engine, fsyncPathAsync, scanFrames, WorkerPool, workerUrl, type EngineOptions, type LogRecord, type StartingPoint } from '../engine';
+import type { BuildRequest } from './build';
+import { listSnapshotDirs, RECORDS_FILE, removeUnfinishedSnapshots, snapshotDirName, verifySnapshot, type SnapshotManifest } from './format';
+
+export interface SnapshotInfo {
+  seq: number;
+  dir: string;
+  manifest: SnapshotManifest;
+}
+
+type Warn = (message: string, details: Record<string, unknown>) => void;
+
+/**
+ * The newest intact snapshot under `root` as an engine's starting point. A snapshot that fails its
+ * checks is reported and skipped for the one before it; build directories of snapshots that never
+ * finished are removed first (no snapshot runs before the engine is open).
+ */
+export async function newestSnapshot(root: string, warn: Warn, info: Warn = () => {}): Promise<(StartingPoint & { snapshot: SnapshotInfo }) | undefined> {
+  const unfinished = await removeUnfinishedSnapshots(root);
+  if (unfinished.length > 0) info('removed unfinished snapshot directories', { removed: unfinished });
+  for (const candidate of await listSnapshotDirs(root)) {
+    const check = await verifySnapshot(candidate.dir, { framed: [RECORDS_FILE] });
+    // records.log: its size was checked; every frame's CRC32 is checked before anything is applied.
+    const scan = check.ok ? scanFrames(new Uint8Array(await Bun.file(join(candidate.dir, RECORDS_FILE)).arrayBuffer())) : undefined;
+    if (!check.ok || !scan?.ok) {
+      warn('snapshot skipped', { snapshot: candidate.name, reason: check.ok ? `${RECORDS_FILE} fails its frame checksums (${scan?.ok === false ? scan.reason : 'unreadable'})` : check.reason });
+      continue;
+    }
+    const { manifest } = check;
+    return {
+      seq: manifest.seq,
+      records: manifest.stats.records,
+      replay(apply) {
+        for (const frame of scan.frames) {
+          const { record, attachment } = decodePayload<LogRecord>(frame.payload);
+          apply(record, attachment);
+        }
+      },
+      // Each graph holds exactly the vectors of the snapshot's records.
+      graphs: manifest.graphs.map((g) => ({ kbId: g.kbId, path: join(candidate.dir, g.file) })),
+      snapshot: { seq: manifest.seq, dir: candidate.dir, manifest },
+    };
+  }
+  return undefined;
+}
+
+/** Open an engine on its data directory: from the newest local snapshot, then the log after it. */
+export async function openEngine(options: EngineOptions): Promise<{ engine: Engine; snapshots: Snapshotter }> {
+  const root = join(options.dataDir, 'snapshots');
+  const say = (level: 'info' | 'warn') => (message: string, details: Record<string, unknown>) =>
+    (options.log ?? ((l, m, d) => console[l](m, d ?? '')))(level, message, details);
+  let latest: SnapshotInfo | undefined;
+  const engine = await Engine.open({
+    ...options,
+    startFrom: async () => {
+      const start = await newestSnapshot(root, say('warn'), say('info'));
+      latest = start?.snapshot;
+      return start;
+    },
+  });
+  return { engine, snapshots: new Snapshotter(engine, root, latest) };
+}
+
+export class Snapshotter {
+  private pool: WorkerPool | undefined;
+  private running: Promise<SnapshotInfo> | undefined;
+
+  constructor(
+    private readonly engine: Engine,
+    /** Where snapshots are kept on local disk: DATA_DIR/snapshots. */
+    readonly dir: string,
+    /** The newest complete snapshot on local disk. */
+    public latest: SnapshotInfo | undefined,
+  ) {
+    engine.onClose(() => this.close());
+  }
+
+  /**
+   * Write a snapshot of everything logged so far, built in a worker from the previous snapshot
+   * and the sealed log: writes go on meanwhile (they are held only while the log rolls to a new
+   * segment). Concurrent calls share one snapshot.
+   *
+   * `reuseGraphs` (for the last snapshot before exit, when nothing else needs the main thread):
+   * the in-memory HNSW graphs are saved for the worker, which then need not build them again —
+   * saving blocks the main thread for a moment, building takes the worker minutes at 100k vectors.
+   */
+  snapshot(options: { reuseGraphs?: boolean } = {}): Promise<SnapshotInfo> {
+    this.running ??= this.take(options.reuseGraphs === true).finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async take(reuseGraphs: boolean): Promise<SnapshotInfo> {
+    const seq = await this.engine.sealLog();
+    const prev = this.latest;
+    if (prev && prev.seq >= seq) return prev;
+    await mkdir(this.dir, { recursive: true });
+    const tmp = join(this.dir, `tmp-${seq}-${crypto.randomUUID()}`);
+    await mkdir(tmp);
+    try {
+      const request: BuildRequest = {
+        prevDir: prev?.dir,
+        log: this.engine.logRange(prev?.seq ?? 0, seq),
+        seq,
+        outDir: tmp,
+        graphThreshold: this.engine.graphThreshold,
+        mainGraphs: reuseGraphs ? this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`)) : [],
+      };
+      this.pool ??= new WorkerPool({ size: 1, workerUrl: workerUrl('snapshot'), retries: 0 });
+      const manifest = await this.pool.run<SnapshotManifest>(request);
+      const dir = join(this.dir, snapshotDirName(seq));
+      await rename(tmp, dir);
+      await fsyncPathAsync(this.dir);
+      this.latest = { seq, dir, manifest };
+      return this.latest;
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  /** Remove log records the snapshot at `seq` covers; resolves with the log parts removed. */
+  truncateLog(seq: number): Promise<number> {
+    return this.engine.truncateLog(seq);
+  }
+
+  async close(): Promise<void> {
+    await this.pool?.close();
+  }
+}
