@@ -25,7 +25,7 @@ import { processContent, type ProcessedChunk } from '../engine/ingest/process';
 import { KnowledgeBase } from '../engine/kb/knowledge-base';
 import type { EmbeddingConfig, IndexedChunk, KnowledgeBaseRecord } from '../engine/records';
 import { loadConfig } from '../src/config';
-import { configForType } from '../src/services/kb-types';
+import { configForType } from '../src/kb-types';
 import {
   f4,
   fmtCount,

@@ -30,7 +30,7 @@ import { DEFAULT_EXACT_THRESHOLD, VectorIndex, type Quantization } from '../engi
 import type { Scored } from '../engine/topk';
 import { decodePayload, scanFrames } from '../engine';
 import { loadConfig } from '../src/config';
-import { configForType, resolveModel, type KbType } from '../src/services/kb-types';
+import { configForType, resolveModel, type KbType } from '../src/kb-types';
 import { mulberry32, printTable, spread, summarize, timeEach, type Latency } from './common';
 import { evaluate, loadSciFact, rankDocuments, scifactDir, type CorpusDoc, type Quality, type Query, type SciFact } from './eval-data';
 import { followOutput } from '../test/helpers/output';

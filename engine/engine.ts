@@ -1,18 +1,13 @@
-// The search engine as a library: knowledge bases, content items and their indexes in memory,
-// every change logged durably before it is acknowledged, ingestion in worker threads. No HTTP here;
-// callers pass the organization that owns each resource, and another organization's resources
-// behave as if they did not exist. This façade wires the parts together, each owning one concern:
-// the log (engine/log), the state machine and the state it builds (engine/state), the ingestion
-// queue (engine/ingest), background graph building (engine/vector/graph-pacer.ts) and search
-// planning (engine/search).
+// The search engine as a library, no HTTP: callers pass the organization that owns each resource
+// (another organization's behave as absent). This façade wires the parts, each owning one concern:
+// the log (log/), the state machine and its state (state/), the write methods (methods/), the
+// ingestion queue (ingest/), background graph building (vector/graph-pacer.ts), search (search/).
 import { join } from 'node:path';
 import { analyze } from './analysis/analyzer';
-import { EmbeddingError, type EmbeddingSpec } from './embedding/provider';
-import type { Metadata, MetadataFilter } from './filter/metadata';
+import type { EmbeddingSpec } from './embedding/provider';
 import { OriginalsStore } from './files/originals';
-import { isIdOf, newId } from './ids';
-import { Compute, type ComputeOptions } from './ingest/compute';
-import { IngestionQueue, toSpec } from './ingest/queue';
+import { Compute } from './ingest/compute';
+import { IngestionQueue } from './ingest/queue';
 import { ContentWaiters } from './ingest/waiters';
 import type { ChunkHit, ContentItem, KnowledgeBase } from './kb/knowledge-base';
 import { decodePayload, encodePayload } from './log/codec';
@@ -20,16 +15,18 @@ import type { LogRange, RecordLog } from './log/log';
 import { SegmentLog } from './log/segment-log';
 import { searchFullText } from './search/full-text';
 import { needsQueryVector, searchHybrid, type HybridHit, type HybridOptions } from './search/hybrid';
+import { queryVector } from './search/query-vector';
 import { searchSemantic } from './search/semantic';
-import type { ContentSource, KnowledgeBaseConfig, KnowledgeBaseRecord, LogRecord } from './records';
+import { checkOrgQuota, kbOf, type EngineCore } from './methods/core';
+import * as contents from './methods/contents';
+import * as kbs from './methods/knowledge-bases';
+import type { KnowledgeBaseRecord, LogRecord } from './records';
 import { LiveState } from './state/live-state';
-import { checkQuota, type Quotas } from './state/quotas';
-import { collectMetrics, type EngineMetrics } from './state/metrics';
+import type { Quotas } from './state/quotas';
+import { collectMetrics, countState, type EngineMetrics } from './state/metrics';
 import { GraphPacer } from './vector/graph-pacer';
 import { DEFAULT_EXACT_THRESHOLD } from './vector/vector-index';
 import type { EngineOptions, NewContent, RecoveryReport, SearchRequest } from './options';
-
-const now = () => new Date().toISOString();
 
 export class Engine {
   private readonly state: LiveState;
@@ -38,20 +35,28 @@ export class Engine {
   private log!: RecordLog;
   private compute!: Compute;
   private ingestion!: IngestionQueue;
-  private readonly originals: OriginalsStore;
+  /** What the write methods (engine/methods) work on. */
+  private readonly core: EngineCore;
   private closed = false;
   private readonly closers: (() => Promise<void>)[] = [];
   recovery!: RecoveryReport;
 
   private constructor(private readonly options: EngineOptions) {
-    this.originals = new OriginalsStore(join(options.dataDir, 'files'));
+    const originals = new OriginalsStore(join(options.dataDir, 'files'));
     this.pacer = new GraphPacer(() => this.state.kbs.values(), options.idle);
     this.state = new LiveState({
-      originals: this.originals,
+      originals,
       graphThreshold: options.graphThreshold,
       discard: (task) => task.catch((err) => this.say('warn', 'could not remove stored files', { error: String(err) })),
       onVectorsAdded: () => this.pacer.schedule(),
     });
+    this.core = {
+      state: this.state,
+      originals,
+      quotas: options.quotas,
+      commit: (record, attachment) => this.commit(record, attachment),
+      enqueue: (kbId, id, version) => this.ingestion.enqueue(kbId, id, version),
+    };
   }
 
   private say(level: 'info' | 'warn' | 'error', message: string, details?: Record<string, unknown>): void {
@@ -79,7 +84,7 @@ export class Engine {
     engine.ingestion = new IngestionQueue({
       knowledgeBases: engine.state.kbs,
       compute: engine.compute,
-      commit: (record, attachment) => engine.commit(record, attachment),
+      commit: engine.core.commit,
       batchItems: options.batchItems,
       embeddingRetry: options.embeddingRetry,
       onBatch: options.onBatch,
@@ -87,13 +92,10 @@ export class Engine {
       held: options.holdIngestion,
     });
     const requeued = engine.ingestion.requeueUnfinished();
-    const stats = engine.stats();
     engine.recovery = {
       snapshot: start ? { seq: start.seq, records: start.records, millis: fromSnapshotMs } : undefined,
       records,
-      knowledgeBases: stats.knowledgeBases,
-      contents: stats.contents,
-      chunks: stats.chunks,
+      ...countState(engine.state.kbs),
       requeued,
       millis: Math.round(performance.now() - started),
     };
@@ -128,9 +130,7 @@ export class Engine {
     return this.log.lastSequence;
   }
 
-  logBytes(): Promise<number> {
-    return this.log.sizeBytes();
-  }
+  logBytes = (): Promise<number> => this.log.sizeBytes();
 
   /** Seal the log written so far; resolves with the last sealed sequence number. */
   sealLog(): Promise<number> {
@@ -155,152 +155,73 @@ export class Engine {
 
   /** Save every in-memory HNSW graph (to `pathOf(kbId)`), with the documents each holds. */
   saveGraphs(pathOf: (kbId: string) => string): { kbId: string; path: string; docs: number[] }[] {
-    const out: { kbId: string; path: string; docs: number[] }[] = [];
-    for (const [kbId, kb] of this.state.kbs) {
-      const path = pathOf(kbId);
-      const docs = kb.saveGraph(path);
-      if (docs) out.push({ kbId, path, docs });
-    }
-    return out;
+    return this.state.saveGraphs(pathOf);
   }
 
-  // --- knowledge bases ------------------------------------------------------------------------
+  // --- knowledge bases (methods/knowledge-bases.ts) -------------------------------------------
 
-  private kbOf(orgId: string, kbId: string): KnowledgeBase | undefined {
-    const kb = this.state.kbs.get(kbId);
-    return kb && kb.record.orgId === orgId ? kb : undefined;
-  }
-
-  /**
-   * Throws QuotaExceededError when the organization already holds `quota`'s limit. The writes
-   * check it themselves; callers may check early too (before reading an upload).
-   */
+  /** Throws QuotaExceededError at the organization's limit (writes check too; callers may check early). */
   checkQuota(orgId: string, quota: keyof Quotas): void {
-    checkQuota(this.state.kbs.values(), orgId, quota, this.options.quotas?.[quota]);
+    checkOrgQuota(this.core, orgId, quota);
   }
 
   listKnowledgeBases(orgId: string): KnowledgeBaseRecord[] {
-    return [...this.state.kbs.values()]
-      .map((kb) => kb.record)
-      .filter((r) => r.orgId === orgId)
-      .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+    return kbs.listKnowledgeBases(this.core, orgId);
   }
 
   getKnowledgeBase(orgId: string, kbId: string): KnowledgeBaseRecord | undefined {
-    return this.kbOf(orgId, kbId)?.record;
+    return kbOf(this.core, orgId, kbId)?.record;
   }
 
-  async createKnowledgeBase(
-    orgId: string,
-    input: { name: string; description: string; type: string; config: Omit<KnowledgeBaseConfig, 'id' | 'createdAt'> },
-  ): Promise<KnowledgeBaseRecord> {
-    // Checked and applied in one synchronous step (commit applies before it awaits): exact under concurrency.
-    this.checkQuota(orgId, 'knowledgeBases');
-    const at = now();
-    const kb: KnowledgeBaseRecord = { id: newId('kb'), orgId, name: input.name, description: input.description, type: input.type, config: { ...input.config, id: newId('cfg'), createdAt: at }, createdAt: at, updatedAt: at };
-    await this.commit({ t: 'kb.create', kb });
-    return kb;
+  createKnowledgeBase(orgId: string, input: Parameters<typeof kbs.createKnowledgeBase>[2]): Promise<KnowledgeBaseRecord> {
+    return kbs.createKnowledgeBase(this.core, orgId, input);
   }
 
-  async updateKnowledgeBase(orgId: string, kbId: string, change: { name: string; description?: string }): Promise<boolean> {
-    const kb = this.kbOf(orgId, kbId);
-    if (!kb) return false;
-    await this.commit({ t: 'kb.update', id: kbId, name: change.name, description: change.description ?? kb.record.description, at: now() });
-    return true;
+  updateKnowledgeBase(orgId: string, kbId: string, change: { name: string; description?: string }): Promise<boolean> {
+    return kbs.updateKnowledgeBase(this.core, orgId, kbId, change);
   }
 
-  async deleteKnowledgeBase(orgId: string, kbId: string): Promise<boolean> {
-    if (!this.kbOf(orgId, kbId)) return false;
-    await this.commit({ t: 'kb.delete', id: kbId });
-    return true;
+  deleteKnowledgeBase(orgId: string, kbId: string): Promise<boolean> {
+    return kbs.deleteKnowledgeBase(this.core, orgId, kbId);
   }
 
-  // --- contents -------------------------------------------------------------------------------
+  // --- contents (methods/contents.ts) -----------------------------------------------------------
 
   listContents(orgId: string, kbId: string, offset: number, limit: number): { items: ContentItem[]; total: number } | undefined {
-    const kb = this.kbOf(orgId, kbId);
+    const kb = kbOf(this.core, orgId, kbId);
     return kb && { items: kb.listContents(offset, limit), total: kb.contentCount };
   }
 
   getContent(orgId: string, kbId: string, contentId: string): ContentItem | undefined {
-    return this.kbOf(orgId, kbId)?.contents.get(contentId);
+    return kbOf(this.core, orgId, kbId)?.contents.get(contentId);
   }
 
-  async addContent(orgId: string, kbId: string, input: NewContent): Promise<ContentItem | undefined> {
-    const kb = this.kbOf(orgId, kbId);
-    if (!kb) return undefined;
-    if (input.id !== undefined && (!isIdOf('ct', input.id) || kb.contents.has(input.id))) throw new Error(`invalid or reused content id ${input.id}`);
-    this.checkQuota(orgId, 'contents');
-    const id = input.id ?? newId('ct');
-    await this.commit({ t: 'content.put', kbId, id, version: 1, text: input.text, metadata: input.metadata ?? {}, source: input.source ?? { kind: 'text' }, pages: input.pages, at: now() });
-    this.ingestion.enqueue(kbId, id, 1);
-    return this.state.kbs.get(kbId)?.contents.get(id);
+  addContent(orgId: string, kbId: string, input: NewContent): Promise<ContentItem | undefined> {
+    return contents.addContent(this.core, orgId, kbId, input);
   }
 
-  /**
-   * Add the text extracted from an uploaded file, keeping the file (moved from `filePath`) as the
-   * item's original: durable under the item's id before the item is logged.
-   */
-  async addFileContent(orgId: string, kbId: string, filePath: string, input: Omit<NewContent, 'id'> & { source: Extract<ContentSource, { kind: 'file' }> }): Promise<ContentItem | undefined> {
-    if (!this.kbOf(orgId, kbId)) return undefined;
-    const id = newId('ct');
-    await this.originals.adopt(filePath, kbId, id);
-    const item = await this.addContent(orgId, kbId, { ...input, id }).catch(async (err) => {
-      await this.originals.remove(kbId, id);
-      throw err;
-    });
-    if (!item) await this.originals.remove(kbId, id); // deleted while the file was being stored
-    return item;
+  /** The text extracted from an uploaded file; the file (moved from `filePath`) is kept as the item's original. */
+  addFileContent(orgId: string, kbId: string, filePath: string, input: Parameters<typeof contents.addFileContent>[4]): Promise<ContentItem | undefined> {
+    return contents.addFileContent(this.core, orgId, kbId, filePath, input);
   }
 
   /** Replace the text (and the metadata, when given). Undefined when the item does not exist. */
-  async updateContent(orgId: string, kbId: string, contentId: string, input: { text: string; metadata?: Metadata; source?: ContentSource; pages?: number[] }): Promise<ContentItem | undefined> {
-    const item = this.kbOf(orgId, kbId)?.contents.get(contentId);
-    if (!item) return undefined;
-    const version = item.current.version + 1;
-    await this.commit({
-      t: 'content.put',
-      kbId,
-      id: contentId,
-      version,
-      text: input.text,
-      metadata: input.metadata ?? item.current.metadata,
-      source: input.source ?? item.current.source,
-      pages: input.source ? input.pages : item.current.pages,
-      createdAt: item.createdAt,
-      at: now(),
-    });
-    this.ingestion.enqueue(kbId, contentId, version);
-    return item;
+  updateContent(orgId: string, kbId: string, contentId: string, input: Parameters<typeof contents.updateContent>[4]): Promise<ContentItem | undefined> {
+    return contents.updateContent(this.core, orgId, kbId, contentId, input);
   }
 
-  async deleteContent(orgId: string, kbId: string, contentId: string): Promise<boolean> {
-    if (!this.kbOf(orgId, kbId)?.contents.has(contentId)) return false;
-    await this.commit({ t: 'content.delete', kbId, id: contentId });
-    return true;
+  deleteContent(orgId: string, kbId: string, contentId: string): Promise<boolean> {
+    return contents.deleteContent(this.core, orgId, kbId, contentId);
   }
 
   /** Index a failed item again (its newest version); undefined when there is no such item. */
-  async reindexContent(orgId: string, kbId: string, contentId: string): Promise<ContentItem | undefined> {
-    const item = this.kbOf(orgId, kbId)?.contents.get(contentId);
-    if (!item) return undefined;
-    if (item.status === 'failed') await this.retryFailed(item);
-    return item;
+  reindexContent(orgId: string, kbId: string, contentId: string): Promise<ContentItem | undefined> {
+    return contents.reindexContent(this.core, orgId, kbId, contentId);
   }
 
   /** Index every failed item of a knowledge base again; the number queued, undefined when no such knowledge base. */
-  async reindexFailed(orgId: string, kbId: string): Promise<number | undefined> {
-    const kb = this.kbOf(orgId, kbId);
-    if (!kb) return undefined;
-    const failed = [...kb.contents.values()].filter((item) => item.status === 'failed');
-    await Promise.all(failed.map((item) => this.retryFailed(item)));
-    return failed.length;
-  }
-
-  private async retryFailed(item: ContentItem): Promise<void> {
-    const version = item.current.version;
-    await this.commit({ t: 'content.retry', kbId: item.kbId, id: item.id, version, at: now() });
-    if (item.status === 'pending' && item.current.version === version) this.ingestion.enqueue(item.kbId, item.id, version);
+  reindexFailed(orgId: string, kbId: string): Promise<number | undefined> {
+    return contents.reindexFailed(this.core, orgId, kbId);
   }
 
   /** Resolve once the item's current version is ready or failed (or deleted), or at the timeout. */
@@ -327,44 +248,30 @@ export class Engine {
   // --- search ---------------------------------------------------------------------------------
 
   searchFullText(orgId: string, kbId: string, req: SearchRequest): ChunkHit[] | undefined {
-    const kb = this.kbOf(orgId, kbId);
+    const kb = kbOf(this.core, orgId, kbId);
     return kb && searchFullText(kb, analyze(req.query), req.limit, req.filter);
-  }
-
-  private queryVector(kb: KnowledgeBase, query: string): Promise<Float32Array> {
-    const { embedding } = kb.record.config;
-    if (embedding.dimensions === 0) throw new EmbeddingError('this knowledge base has no embedding model');
-    return this.compute.embedQuery(toSpec(embedding), query);
   }
 
   /** Nearest chunks by cosine similarity. Throws EmbeddingError when the model fails. */
   async searchSemantic(orgId: string, kbId: string, req: SearchRequest): Promise<ChunkHit[] | undefined> {
-    const kb = this.kbOf(orgId, kbId);
-    return kb && searchSemantic(kb, await this.queryVector(kb, req.query), req.limit, req.filter);
+    const kb = kbOf(this.core, orgId, kbId);
+    return kb && searchSemantic(kb, await queryVector(this.compute, kb, req.query), req.limit, req.filter);
   }
 
   async searchHybrid(orgId: string, kbId: string, req: SearchRequest & HybridOptions): Promise<HybridHit[] | undefined> {
-    const kb = this.kbOf(orgId, kbId);
+    const kb = kbOf(this.core, orgId, kbId);
     if (!kb) return undefined;
-    const vector = needsQueryVector(req) ? await this.queryVector(kb, req.query) : undefined;
+    const vector = needsQueryVector(req) ? await queryVector(this.compute, kb, req.query) : undefined;
     return searchHybrid(kb, analyze(req.query), vector, req.limit, req, req.filter);
   }
 
   // --- reports ----------------------------------------------------------------------------------
 
   /** Direct access for benchmarks and tests inside the process. */
-  knowledgeBase(kbId: string): KnowledgeBase | undefined {
-    return this.state.kbs.get(kbId);
-  }
+  knowledgeBase = (kbId: string): KnowledgeBase | undefined => this.state.kbs.get(kbId);
 
   stats(): { knowledgeBases: number; contents: number; chunks: number; queueDepth: number } {
-    let contents = 0;
-    let chunks = 0;
-    for (const kb of this.state.kbs.values()) {
-      contents += kb.contentCount;
-      chunks += kb.chunkCount;
-    }
-    return { knowledgeBases: this.state.kbs.size, contents, chunks, queueDepth: this.ingestion?.depth ?? 0 };
+    return { ...countState(this.state.kbs), queueDepth: this.ingestion?.depth ?? 0 };
   }
 
   async metrics(): Promise<EngineMetrics> {
@@ -376,9 +283,7 @@ export class Engine {
   }
 
   /** Run `close` when the engine closes (before the log closes): parts built on the engine. */
-  onClose(close: () => Promise<void>): void {
-    this.closers.push(close);
-  }
+  onClose = (close: () => Promise<void>): void => void this.closers.push(close);
 
   /** Stop ingestion and flush the log. In-flight items are indexed again at the next start. */
   async close(): Promise<void> {

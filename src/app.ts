@@ -16,7 +16,7 @@ import { knowledgeBaseRoutes } from './routes/knowledge-bases';
 import { docsRoutes } from './routes/docs';
 import { searchRoutes } from './routes/search';
 import { uploadRoutes } from './routes/uploads';
-import type { UploadService } from './services/uploads';
+import type { UploadService } from './uploads';
 
 const API_PREFIX = '/api/v1';
 // What Response.json sends, so answers look the same whichever path made them.

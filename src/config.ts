@@ -117,7 +117,7 @@ export function loadConfig() {
       expansionSearch: int('HNSW_EXPANSION_SEARCH', 256, 1),
     },
     walSegmentBytes: int('WAL_SEGMENT_BYTES', 64 * MiB, 4096),
-    /** Unset: sized per model (see src/services/kb-types.ts). */
+    /** Unset: sized per model (see src/kb-types.ts). */
     chunking: {
       size: process.env.CHUNK_SIZE ? int('CHUNK_SIZE', 2000, 100) : undefined,
       overlap: process.env.CHUNK_OVERLAP ? int('CHUNK_OVERLAP', 200, 0) : undefined,

@@ -4,13 +4,13 @@ import { toSpec, specKey, ExtractionPool, type Engine } from '../engine';
 import { rm } from 'node:fs/promises';
 import pkg from '../package.json';
 import { createApp } from './app';
-import { UploadService } from './services/uploads';
+import { UploadService } from './uploads';
 import { Metrics } from './http/metrics';
 import { RequestActivity, serve } from './http/serve';
 import { KeyStore, keyFilePath } from './auth/key-store';
 import { loadConfig } from './config';
 import { createLogger } from './logger';
-import { KB_TYPES, typeEmbeddings } from './services/kb-types';
+import { KB_TYPES, typeEmbeddings } from './kb-types';
 import { LocalSnapshotStore, openEngine, restoreFromStore, S3SnapshotStore, SnapshotManager, type SnapshotStore } from '../snapshots';
 import { join } from 'node:path';
 

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { loadConfig } from '../src/config';
-import { resolveModel, typeEmbeddings } from '../src/services/kb-types';
+import { resolveModel, typeEmbeddings } from '../src/kb-types';
 import { writeTinyModel } from './fixtures/tiny-model';
 import { addContent, createKb, TestServer } from './helpers/server';
 

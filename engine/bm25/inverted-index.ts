@@ -8,7 +8,7 @@
 // of the smallest bounds, those terms can no longer make a document enter on their own, so their
 // (long, low-idf) lists are only probed for documents the other terms found, and only while the
 // document can still beat the k-th score. Results equal exhaustive scoring (tested).
-import { DEFAULT_BM25, idf, lengthNorm, type Bm25Params, type ScoreExplanation } from './scorer';
+import { DEFAULT_BM25, idf, lengthNorm, lengthNormParts, termWeight, weightedTermScore, type Bm25Params, type ScoreExplanation } from './scorer';
 import { TopK, type Scored } from '../topk';
 
 const MAX_TF = 0xffff;
@@ -225,7 +225,6 @@ export class InvertedIndex {
   private queryTerms(query: readonly string[]): QueryTerm[] {
     const counts = new Map<string, number>();
     for (const t of query) counts.set(t, (counts.get(t) ?? 0) + 1);
-    const { k1 } = this.params;
     const out: QueryTerm[] = [];
     for (const [term, qtf] of counts) {
       const id = this.termIds.get(term);
@@ -233,7 +232,7 @@ export class InvertedIndex {
       const list = this.lists[id]!;
       if (list.docFreq === 0) continue;
       const termIdf = idf(this.liveDocs, list.docFreq);
-      const weight = qtf * termIdf * (k1 + 1);
+      const weight = termWeight(this.params, termIdf, qtf);
       // tf / (tf + K) grows with tf and shrinks with the document's length.
       const bound = (weight * list.maxTf) / (list.maxTf + lengthNorm(this.params, list.minDocLength, this.avgDocLength));
       out.push({ term, list, idf: termIdf, weight, bound });
@@ -249,10 +248,7 @@ export class InvertedIndex {
     const qterms = this.queryTerms(query);
     if (qterms.length === 0 || k <= 0) return [];
     const { alive, docLength, window, windowBits } = this;
-    const { k1, b } = this.params;
-    // K = k1 · (1 − b + b · dl / avgdl) = normBase + normPerLength · dl, hoisted out of the loops.
-    const normBase = k1 * (1 - b);
-    const normPerLength = (k1 * b) / (this.avgDocLength || 1);
+    const { base: normBase, perLength: normPerLength } = lengthNormParts(this.params, this.avgDocLength);
 
     const n = qterms.length;
     const lists = qterms.map((q) => q.list);
@@ -291,7 +287,7 @@ export class InvertedIndex {
           const tf = tfs[p]!;
           const slot = d - start;
           if (window[slot] === 0) windowBits[slot >>> 5]! |= 1 << (slot & 31);
-          window[slot] += (w * tf) / (tf + (normBase + normPerLength * docLength[d]!));
+          window[slot] += weightedTermScore(w, tf, normBase + normPerLength * docLength[d]!);
         }
         pos[i] = p;
       }
@@ -316,7 +312,7 @@ export class InvertedIndex {
             const p = (pos[i] = list.advance(pos[i]!, d));
             if (p < list.length && list.docs[p] === d) {
               const tf = list.tfs[p]!;
-              score += (weights[i]! * tf) / (tf + (normBase + normPerLength * docLength[d]!));
+              score += weightedTermScore(weights[i]!, tf, normBase + normPerLength * docLength[d]!);
             }
           }
           if (i >= 0) continue; // pruned
@@ -328,10 +324,10 @@ export class InvertedIndex {
     return top.sorted();
   }
 
-  /** lengthNorm, computed in the grouping search uses: k1·(1 − b) + (k1·b / avgdl) · dl. */
+  /** K for one document, in the form search uses (lengthNormParts). */
   private norm(doc: number): number {
-    const { k1, b } = this.params;
-    return k1 * (1 - b) + ((k1 * b) / (this.avgDocLength || 1)) * this.docLength[doc]!;
+    const { base, perLength } = lengthNormParts(this.params, this.avgDocLength);
+    return base + perLength * this.docLength[doc]!;
   }
 
   /** One document's score by the same arithmetic, in the same order, as search. */
@@ -341,7 +337,7 @@ export class InvertedIndex {
     for (let i = qterms.length - 1; i >= 0; i--) {
       const q = qterms[i]!;
       const tf = q.list.tfOf(doc);
-      if (tf > 0) score += (q.weight * tf) / (tf + norm);
+      if (tf > 0) score += weightedTermScore(q.weight, tf, norm);
     }
     return score;
   }
@@ -359,7 +355,7 @@ export class InvertedIndex {
     const qterms = this.queryTerms(query);
     const terms = qterms.map((q) => {
       const tf = q.list.tfOf(doc);
-      return { term: q.term, tf, docFreq: q.list.docFreq, idf: q.idf, score: tf > 0 ? (q.weight * tf) / (tf + norm) : 0 };
+      return { term: q.term, tf, docFreq: q.list.docFreq, idf: q.idf, score: tf > 0 ? weightedTermScore(q.weight, tf, norm) : 0 };
     });
     return {
       // The same sum, in the same order, as scoreOf (terms that do not occur add exactly 0).

@@ -20,7 +20,28 @@ export function lengthNorm(params: Bm25Params, docLength: number, avgDocLength: 
 
 /** One term's contribution: idf · tf · (k1 + 1) / (tf + K). */
 export function termScore(params: Bm25Params, termIdf: number, tf: number, norm: number): number {
-  return (termIdf * tf * (params.k1 + 1)) / (tf + norm);
+  return weightedTermScore(termWeight(params, termIdf, 1), tf, norm);
+}
+
+/** A query term's weight: qtf · idf · (k1 + 1), the part of its score no document changes. */
+export function termWeight(params: Bm25Params, termIdf: number, queryTf: number): number {
+  return queryTf * termIdf * (params.k1 + 1);
+}
+
+/**
+ * A term's contribution from its weight: w · tf / (tf + K). Every scoring path (top-k search,
+ * exact re-scoring, explanations) calls this, so a document gets the same score bit for bit.
+ */
+export function weightedTermScore(weight: number, tf: number, norm: number): number {
+  return (weight * tf) / (tf + norm);
+}
+
+/**
+ * K = k1 · (1 − b + b · dl / avgdl) as base + perLength · dl, the form every scoring path uses
+ * (hoisted out of the loops; the two forms round differently).
+ */
+export function lengthNormParts(params: Bm25Params, avgDocLength: number): { base: number; perLength: number } {
+  return { base: params.k1 * (1 - params.b), perLength: (params.k1 * params.b) / (avgDocLength || 1) };
 }
 
 export interface TermExplanation {

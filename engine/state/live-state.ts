@@ -95,6 +95,17 @@ export class LiveState implements StateTarget {
     markFailed(this.kbs.get(record.kbId)!.contents.get(record.id)!, record.error);
   }
 
+  /** Save every HNSW graph (to `pathOf(kbId)`), with the documents each holds. */
+  saveGraphs(pathOf: (kbId: string) => string): { kbId: string; path: string; docs: number[] }[] {
+    const out: { kbId: string; path: string; docs: number[] }[] = [];
+    for (const [kbId, kb] of this.kbs) {
+      const path = pathOf(kbId);
+      const docs = kb.saveGraph(path);
+      if (docs) out.push({ kbId, path, docs });
+    }
+    return out;
+  }
+
   retryContent(record: RecordOf<'content.retry'>): void {
     // Re-queued by the caller, or at start-up after a crash.
     markPending(this.kbs.get(record.kbId)!.contents.get(record.id)!);

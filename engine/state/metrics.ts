@@ -23,3 +23,14 @@ export function collectMetrics(kbs: Iterable<KnowledgeBase>, rest: Pick<EngineMe
   }
   return { ...rest, contentsByStatus, byType };
 }
+
+/** How much the state holds. */
+export function countState(kbs: Map<string, KnowledgeBase>): { knowledgeBases: number; contents: number; chunks: number } {
+  let contents = 0;
+  let chunks = 0;
+  for (const kb of kbs.values()) {
+    contents += kb.contentCount;
+    chunks += kb.chunkCount;
+  }
+  return { knowledgeBases: kbs.size, contents, chunks };
+}

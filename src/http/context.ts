@@ -4,7 +4,7 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import type { Metrics } from './metrics';
 import type { SnapshotStatus } from '../../snapshots';
-import type { KbType } from '../services/kb-types';
+import type { KbType } from '../kb-types';
 
 export interface ServerContext {
   config: Config;

@@ -5,7 +5,7 @@ import { ApiError, invalid, notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
 import { checkMetadata, checkNoControl, CreatedSchema, ErrorSchema, ListQuery, MetadataSchema, positiveInt, SuccessSchema } from '../schemas/common';
-import { contentListView, contentView } from '../services/views';
+import { contentListView, contentView } from './views';
 import { requireEngine } from './guards';
 
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 413: ErrorSchema, 500: ErrorSchema };

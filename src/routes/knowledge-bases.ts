@@ -3,8 +3,8 @@ import { ApiError, notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
 import { CreatedSchema, DescriptionSchema, ErrorSchema, ListQuery, NameSchema, positiveInt, SuccessSchema, storedDescription, storedName } from '../schemas/common';
-import { configForType, KB_TYPES, type KbType } from '../services/kb-types';
-import { configurationView, knowledgeBaseView } from '../services/views';
+import { configForType, KB_TYPES, type KbType } from '../kb-types';
+import { configurationView, knowledgeBaseView } from './views';
 import { requireEngine } from './guards';
 import { Type } from '@sinclair/typebox';
 

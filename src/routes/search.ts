@@ -5,7 +5,7 @@ import { notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
 import { checkFilter, ErrorSchema, MetadataFilterSchema, StrictInteger, trimmed } from '../schemas/common';
-import { hitView } from '../services/views';
+import { hitView } from './views';
 import { requireEngine } from './guards';
 
 const HitSchema = t.Object({

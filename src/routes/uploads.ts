@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
 import { CreatedSchema, ErrorSchema } from '../schemas/common';
-import type { UploadService } from '../services/uploads';
+import type { UploadService } from '../uploads';
 import { parseWait } from './contents';
 import { requireEngine } from './guards';
 

@@ -10,7 +10,7 @@
 // requests keep being answered.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
-import { KB_TYPES } from '../../src/services/kb-types';
+import { KB_TYPES } from '../../src/kb-types';
 import { expectNamesField } from '../api/util';
 import { TestServer } from '../helpers/server';
 import {

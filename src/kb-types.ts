@@ -3,8 +3,8 @@
 // created with even if the server's choice changes later.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { EmbeddingSpec, EmbeddingConfig, KnowledgeBaseConfig } from '../../engine';
-import type { Config } from '../config';
+import type { EmbeddingSpec, EmbeddingConfig, KnowledgeBaseConfig } from '../engine';
+import type { Config } from './config';
 
 export const KB_TYPES = ['TEXT_COST_EFFECTIVE', 'TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY'] as const;
 export type KbType = (typeof KB_TYPES)[number];

@@ -4,12 +4,12 @@
 import { Value } from '@sinclair/typebox/value';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Engine, ExtractionError, type ExtractionPool, type ContentItem, type Metadata, newId } from '../../engine';
-import { ApiError, invalid, notFound, type ErrorCode } from '../errors';
-import { receiveUpload } from '../http/multipart';
-import { parseJsonText } from '../http/body';
-import type { Config } from '../config';
-import { checkMetadata, MetadataSchema } from '../schemas/common';
+import { type Engine, ExtractionError, type ExtractionPool, type ContentItem, type Metadata, newId } from '../engine';
+import { ApiError, invalid, notFound, type ErrorCode } from './errors';
+import { receiveUpload } from './http/multipart';
+import { parseJsonText } from './http/body';
+import type { Config } from './config';
+import { checkMetadata, MetadataSchema } from './schemas/common';
 
 /** Extraction error code → the API's error code (statuses follow from decisions.md). */
 const CODE: Record<string, ErrorCode> = {
