@@ -35,3 +35,6 @@ export { searchFullText } from './search/full-text';
 export { searchSemantic } from './search/semantic';
 export { searchHybrid, needsQueryVector } from './search/hybrid';
 export { analyze } from './analysis/analyzer';
+
+// Models on demand (the `models` command).
+export { DEFAULT_HUB_URL, listModels, ModelPullError, modelPath, pullModel, type InstalledModel, type ModelDtype, type PullProgress } from './embedding/hub';

@@ -96,6 +96,8 @@ export function loadConfig() {
     embedding: {
       modelDir: resolve(process.env.EMBEDDING_MODEL_DIR || './models'),
       allowRemoteModels: process.env.EMBEDDING_ALLOW_REMOTE === 'true',
+      /** Where `models pull` downloads from: the Hugging Face hub or a mirror in its URL layout. */
+      hubUrl: process.env.EMBEDDING_HUB_URL || 'https://huggingface.co',
       highQualityModel: process.env.HIGH_QUALITY_MODEL || 'auto',
       costEffectiveModel: process.env.COST_EFFECTIVE_MODEL || 'use-lite',
       costEffectiveQuantization: (process.env.COST_EFFECTIVE_QUANTIZATION === 'f32' ? 'f32' : 'i8') as 'f32' | 'i8',

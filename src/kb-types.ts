@@ -19,6 +19,9 @@ const KNOWN_MODELS: Record<string, Omit<Extract<EmbeddingSpec, { provider: 'tran
   'Xenova/all-MiniLM-L12-v2': { dimensions: 384, pooling: 'mean', maxTokens: 256 },
 };
 
+/** What `auto` picks, best first: the first one present in the model directory serves. */
+export const AUTO_PREFERENCE = ['Xenova/bge-base-en-v1.5', 'Xenova/bge-small-en-v1.5', 'Xenova/all-MiniLM-L12-v2', 'Xenova/all-MiniLM-L6-v2'];
+
 const USE_LITE: EmbeddingSpec = { provider: 'use-lite', model: 'universal-sentence-encoder-lite', dimensions: 512 };
 
 function hasLocalModel(modelDir: string, id: string): boolean {
@@ -28,12 +31,13 @@ function hasLocalModel(modelDir: string, id: string): boolean {
 
 /**
  * Parse a model setting: `use-lite`, `transformers:<hf-id>`, `http:<model>`, or `auto` (the
- * high-quality default: bge-small when it is in the model directory, else USE-Lite).
+ * high-quality default: the best model of AUTO_PREFERENCE in the model directory, else USE-Lite).
  */
 export function resolveModel(setting: string, config: Config): EmbeddingSpec {
   const { modelDir } = config.embedding;
   if (setting === 'auto') {
-    return hasLocalModel(modelDir, 'Xenova/bge-small-en-v1.5') ? resolveModel('transformers:Xenova/bge-small-en-v1.5', config) : USE_LITE;
+    const best = AUTO_PREFERENCE.find((id) => hasLocalModel(modelDir, id));
+    return best ? resolveModel(`transformers:${best}`, config) : USE_LITE;
   }
   if (setting === 'use-lite') return USE_LITE;
   const [provider, ...rest] = setting.split(':');

@@ -232,6 +232,37 @@ describe('transformers.js models', () => {
     }
   }, 60_000);
 
+  test('kb-search models pull downloads from a hub-layout server, list shows it, offline exits 1 naming the folder', async () => {
+    // The tiny model's files, served in the hub's URL layout (/<id>/resolve/main/<file>).
+    const hub = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch(req) {
+        const m = /^\/([^/]+\/[^/]+)\/resolve\/main\/(.+)$/.exec(new URL(req.url).pathname);
+        const path = m ? join(modelDir, m[1]!, m[2]!) : '';
+        return m && existsSync(path) ? new Response(Bun.file(path)) : new Response('Entry not found', { status: 404 });
+      },
+    });
+    const pulledDir = join(work, 'pulled');
+    const models = async (args: string[], env: Record<string, string>) => {
+      const proc = Bun.spawn([binary, 'models', ...args], { cwd: appDir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work, TMPDIR: tmpdir(), ...env }, stdout: 'pipe', stderr: 'pipe' });
+      const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+      return { out, err, code };
+    };
+    try {
+      const pulled = await models(['pull', 'Xenova/bge-small-en-v1.5', '--dtype', 'fp32'], { EMBEDDING_MODEL_DIR: pulledDir, EMBEDDING_HUB_URL: `http://127.0.0.1:${hub.port}` });
+      expect({ code: pulled.code, err: pulled.err.slice(-400) }).toMatchObject({ code: 0 });
+      expect(existsSync(join(pulledDir, 'Xenova', 'bge-small-en-v1.5', 'onnx', 'model.onnx'))).toBe(true);
+      const listed = await models(['list'], { EMBEDDING_MODEL_DIR: pulledDir });
+      expect(listed.out).toMatch(/Xenova\/bge-small-en-v1\.5 .* fp32 +used by: TEXT_HIGH_QUALITY, TEXT_AND_MEDIA_HIGH_QUALITY/);
+      const offline = await models(['pull', 'Xenova/all-MiniLM-L6-v2'], { EMBEDDING_MODEL_DIR: pulledDir, EMBEDDING_HUB_URL: 'http://127.0.0.1:9' });
+      expect(offline.code).toBe(1);
+      expect(offline.err).toContain(`copy its files into ${join(pulledDir, 'Xenova', 'all-MiniLM-L6-v2')}/`);
+    } finally {
+      hub.stop(true);
+    }
+  }, 60_000);
+
   test('without kb-search-lib/ the model fails to load with an error naming the folder; the rest serves', async () => {
     const alone = join(work, 'alone');
     mkdirSync(alone);

@@ -1,7 +1,9 @@
 // Type → model configuration, and the transformers.js path end to end through the server's worker
 // threads, with a tiny model the test generates (no hub, no download).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { loadConfig } from '../src/config';
 import { resolveModel, typeEmbeddings } from '../src/kb-types';
 import { writeTinyModel } from './fixtures/tiny-model';
@@ -44,6 +46,20 @@ describe('type → embedding configuration', () => {
     const spec = resolveModel('auto', configWith({ EMBEDDING_MODEL_DIR: modelDir }));
     expect(spec).toMatchObject({ provider: 'transformers', model: 'Xenova/bge-small-en-v1.5', dimensions: 384, pooling: 'cls' });
     expect((spec as { queryPrefix?: string }).queryPrefix).toContain('Represent this sentence');
+  });
+
+  test('auto prefers bge-base > bge-small > MiniLM-L12 > MiniLM-L6: the real MiniLM-L6 alone is picked, with mean pooling and 256 tokens', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kb-auto-'));
+    try {
+      mkdirSync(join(dir, 'Xenova'));
+      symlinkSync(resolve(import.meta.dir, '..', '..', 'shared', 'models', 'Xenova', 'all-MiniLM-L6-v2'), join(dir, 'Xenova', 'all-MiniLM-L6-v2'));
+      expect(resolveModel('auto', configWith({ EMBEDDING_MODEL_DIR: dir }))).toMatchObject({ provider: 'transformers', model: 'Xenova/all-MiniLM-L6-v2', dimensions: 384, pooling: 'mean', maxTokens: 256 });
+      // With bge-small beside it, bge-small wins.
+      symlinkSync(join(modelDir, 'Xenova', 'bge-small-en-v1.5'), join(dir, 'Xenova', 'bge-small-en-v1.5'));
+      expect(resolveModel('auto', configWith({ EMBEDDING_MODEL_DIR: dir })).model).toBe('Xenova/bge-small-en-v1.5');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('explicit settings and their errors', () => {
