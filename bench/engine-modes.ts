@@ -11,7 +11,7 @@
 // far, and reused by later runs on the very same vectors (--no-cache builds them anew). Latency and
 // recall are measured on the graph either way; the build time printed is that of the run that built it.
 //
-// Vectors come from the deterministic hashed embedder of bench/common.ts (384-d, the same as the
+// Vectors come from the deterministic hashed embedder of bench/lib/hash-embed.ts (384-d, the same as the
 // HTTP benchmark's stub): semantic numbers measure the engine, not a neural model, and semantic
 // quality here is that of a lexical hash, not of an embedding model (bench/semantic.ts measures
 // USE-Lite and transformers.js models). Each SciFact document is chunked and analyzed once; copies
@@ -20,33 +20,21 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { analyze, searchFullText, searchHybrid, searchSemantic } from '../engine';
-import { processContent, type ProcessedChunk } from '../engine/ingest/process';
-import { KnowledgeBase } from '../engine/kb/knowledge-base';
-import type { EmbeddingConfig, IndexedChunk, KnowledgeBaseRecord } from '../engine/records';
+import { analyze, searchFullText, searchHybrid, searchSemantic, type EmbeddingConfig, type IndexedChunk, type KnowledgeBaseRecord } from '../engine';
 import { loadConfig } from '../src/config';
 import { configForType } from '../src/kb-types';
-import {
-  f4,
-  fmtCount,
-  fmtInt,
-  fmtMs,
-  HASH_DIMENSIONS,
-  HASH_MODEL,
-  hashEmbed,
-  loadCorpus,
-  machine,
-  mulberry32,
-  parseCounts,
-  printTable,
-  REPO_ROOT,
-  sampleWorkload,
-  spread,
-  summarize,
-  timeEach,
-  type Latency,
-} from './common';
-import { evaluate, rankDocuments, type Quality } from './eval-data';
+import { mulberry32 } from '../test/helpers/random';
+import { loadCorpus, sampleWorkload } from './lib/corpus';
+import { KnowledgeBase, processContent, type ProcessedChunk } from './lib/engine-internals';
+import { evaluate, rankDocuments, type Quality } from './lib/eval-data';
+import { f4, fmtCount, fmtInt, fmtMs, parseCounts } from './lib/format';
+import { HASH_DIMENSIONS, HASH_MODEL, hashEmbed } from './lib/hash-embed';
+import { machine } from './lib/machine';
+import { settledMemory } from './lib/memory';
+import { BENCH_OUT } from './lib/paths';
+import { spread, summarize, timeEach, type Latency } from './lib/stats';
+import { printTable } from './lib/table';
+import { gaussian, noisyCopy } from './lib/vectors';
 
 const { values: args } = parseArgs({
   options: {
@@ -57,7 +45,7 @@ const { values: args } = parseArgs({
   },
   strict: true,
 });
-const GRAPH_CACHE = join(REPO_ROOT, '.bench-out', 'cache');
+const GRAPH_CACHE = join(BENCH_OUT, 'cache');
 const quick = args.quick;
 const sizes = parseCounts(args.sizes ?? (quick ? '2k,6k' : '10k,50k,200k')).sort((a, b) => a - b);
 const passes = quick ? 1 : 2;
@@ -74,7 +62,7 @@ const serverConfig = loadConfig();
 const embedding: EmbeddingConfig = { provider: 'http', model: HASH_MODEL, dimensions: HASH_DIMENSIONS, metric: 'cosine', quantization: 'f32' } as EmbeddingConfig;
 const kbConfig = configForType('TEXT_HIGH_QUALITY', serverConfig, { TEXT_COST_EFFECTIVE: embedding, TEXT_HIGH_QUALITY: embedding, TEXT_AND_MEDIA_HIGH_QUALITY: embedding });
 // Quick: 150 judged queries over their relevant documents and an even spread of others (1,500 documents).
-const work = quick ? sampleWorkload(data, 150, 1500) : { corpus: data.corpus, queries: data.queries };
+const work = quick ? sampleWorkload(data, 150, { documents: 1500 }) : { corpus: data.corpus, queries: data.queries };
 const queries = work.queries;
 console.log(
   `Engine modes: ${work.corpus.length} ${generated ? 'generated' : 'SciFact'} documents, ${queries.length} queries, sizes ${sizes.map(fmtCount).join(', ')} chunks; ` +
@@ -116,21 +104,7 @@ console.log(`  chunked, analyzed and embedded ${work.corpus.length} documents on
 const queryTerms = queries.map((q) => analyze(q.text));
 const queryVectors = queries.map((q) => hashEmbed(q.text));
 
-const random = mulberry32(42);
-const normal = () => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
-
-function noisyCopy(v: Float32Array): Float32Array {
-  const sigma = NOISE_NORM / Math.sqrt(v.length);
-  const out = new Float32Array(v.length);
-  let s = 0;
-  for (let i = 0; i < v.length; i++) {
-    out[i] = v[i]! + sigma * normal();
-    s += out[i]! * out[i]!;
-  }
-  const n = Math.sqrt(s);
-  for (let i = 0; i < v.length; i++) out[i]! /= n;
-  return out;
-}
+const normal = gaussian(mulberry32(42));
 
 // --- exact brute force (the peer) -------------------------------------------------------------
 
@@ -167,13 +141,6 @@ class BruteForce {
     for (let i = 0; i < k; i++) if (topDoc[i]! >= 0) out.push({ doc: topDoc[i]!, score: topScore[i]! });
     return out;
   }
-}
-
-async function memory(): Promise<{ heap: number; rss: number }> {
-  await Bun.sleep(0);
-  Bun.gc(true);
-  const m = process.memoryUsage();
-  return { heap: m.heapUsed, rss: m.rss };
 }
 
 // --- quality at 1× ----------------------------------------------------------------------------
@@ -225,7 +192,7 @@ async function latencyCurve(): Promise<Point[]> {
   const maxChunks = sizes[sizes.length - 1]!;
   const brute = new BruteForce(maxChunks + 64, HASH_DIMENSIONS);
   const kb = newKb();
-  const before = await memory();
+  const before = await settledMemory();
   const points: Point[] = [];
   let items = 0;
   let insertMs = 0;
@@ -239,7 +206,7 @@ async function latencyCurve(): Promise<Point[]> {
     while (kb.chunkCount < target) {
       const p = prepared[items % prepared.length]!;
       const copy = Math.floor(items / prepared.length);
-      const vectors = copy === 0 ? p.vectors : p.vectors.map(noisyCopy);
+      const vectors = copy === 0 ? p.vectors : p.vectors.map((v) => noisyCopy(v, normal, NOISE_NORM));
       const item = kb.putContent(`ct_${items}`, { version: 1, text: p.text, metadata: { sciId: p.id }, source: { kind: 'text' } }, at);
       kb.applyIndexed(item, p.chunks.map((c, j) => ({ ...c, id: `ch_${items}_${j}` })) as IndexedChunk[], vectors, kb.docSpace);
       for (const v of vectors) {
@@ -264,7 +231,7 @@ async function latencyCurve(): Promise<Point[]> {
       writeFileSync(`${cacheFile}.json`, JSON.stringify({ builtMs: graphMs, chunks: kb.chunkCount }));
     }
     insertMs += t1 - t0;
-    const mem = await memory();
+    const mem = await settledMemory();
     const chunks = kb.chunkCount;
 
     const ids = queries.map((_, i) => i);

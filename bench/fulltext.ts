@@ -9,205 +9,38 @@
 //   --no-curve skips the size curve (`bun run bench` does: its engine part measures every size).
 //   bun bench/fulltext.ts --sweep [--json out.json]     quality over a grid of k1, b and chunk size
 import { cpus } from 'node:os';
-import { parseArgs } from 'node:util';
-import { create, insertMultiple, search as oramaSearch } from '@orama/orama';
-import MiniSearch from 'minisearch';
-import { analyze } from '../engine/analysis/analyzer';
-import { InvertedIndex } from '../engine/bm25/inverted-index';
-import { DEFAULT_BM25, type Bm25Params } from '../engine/bm25/scorer';
-import type { ChunkingOptions } from '../engine/chunking/chunker';
-import { processContent, type ProcessedChunk } from '../engine/ingest/process';
-import { phaseTimer, printTable, spread, summarize, timeEach, type Latency } from './common';
-import { evaluate, loadSciFact, rankDocuments, scifactDir, type CorpusDoc, type Quality, type Query, type SciFact } from './eval-data';
-
-// Recall@100 depth. The engine fetches this many chunks, as a search with limit 100 would, so with
-// several chunks per document it ranks fewer than 100 documents; peers return whole documents.
-const QUALITY_DEPTH = 100;
-const LATENCY_K = 10;
-// Peers are timed on an evenly spread sample of queries: at ~52k items Orama takes about half a
-// second per query and MiniSearch (which ranks every match, it has no limit) about 80 ms.
-const ORAMA_TIMED_QUERIES = 30;
-const MINISEARCH_TIMED_QUERIES = 100;
-const PEER_WARMUP_QUERIES = 5;
-// In --quick mode the peers' quality is measured on a sample too (Orama: ~30 ms a query at 1×).
-const QUICK_QUALITY_QUERIES = 200;
-
-const SWEEP_K1 = [0.6, 0.8, 0.9, 1.0, 1.2, 1.4, 1.6];
-const SWEEP_B = [0.3, 0.4, 0.5, 0.6, 0.75, 0.9];
-const SWEEP_SIZES = [1000, 2000, 4000];
-// Overlap scales with the chunk size, as in the 2000/200 default.
-const SWEEP_OVERLAP_RATIO = 0.1;
-
-// --- options ----------------------------------------------------------------------------------
-
-const { values: args } = parseArgs({
-  options: {
-    quick: { type: 'boolean', default: false },
-    full: { type: 'boolean', default: false },
-    sweep: { type: 'boolean', default: false },
-    json: { type: 'string' },
-    k1: { type: 'string' },
-    b: { type: 'string' },
-    size: { type: 'string' },
-    overlap: { type: 'string' },
-    replicas: { type: 'string' },
-    'no-curve': { type: 'boolean', default: false },
-  },
-  strict: true,
-});
-
-function numberArg(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a non-negative number, got "${value}"`);
-  return n;
-}
-
-if (args.quick && args.full) throw new Error('--quick and --full exclude each other');
-const quick = args.quick;
-const bm25: Bm25Params = { k1: numberArg('k1', args.k1, DEFAULT_BM25.k1), b: numberArg('b', args.b, DEFAULT_BM25.b) };
-// The engine takes chunking from each knowledge base's config and has no default of its own.
-const chunking: ChunkingOptions = { size: numberArg('size', args.size, 2000), overlap: numberArg('overlap', args.overlap, 200) };
-const replicas = Math.max(1, Math.round(numberArg('replicas', args.replicas, quick ? 2 : 10)));
-const passes = quick ? 2 : 3;
-const curveSizes = quick ? [2_000, 10_000] : [10_000, 50_000, 200_000];
-
-// --- measuring --------------------------------------------------------------------------------
-
-interface Built<T> {
-  value: T;
-  ms: number;
-  /** Growth of the JS heap (typed-array storage included) and of the resident set, after full GCs. */
-  heapBytes: number;
-  rssBytes: number;
-}
-
-async function memory(): Promise<{ heap: number; rss: number }> {
-  // Back to the event loop first, so no stale pointer on the stack (JSC scans it conservatively)
-  // keeps garbage alive through the collection.
-  await Bun.sleep(0);
-  Bun.gc(true);
-  const m = process.memoryUsage();
-  return { heap: m.heapUsed, rss: m.rss };
-}
-
-async function measureBuild<T>(build: () => T | Promise<T>): Promise<Built<T>> {
-  const before = await memory();
-  const t = performance.now();
-  const value = await build();
-  const ms = performance.now() - t;
-  const after = await memory();
-  return { value, ms, heapBytes: after.heap - before.heap, rssBytes: after.rss - before.rss };
-}
-
-/** The corpus repeated until `count` items, each copy a separate document with its own id. */
-function replicate(corpus: readonly CorpusDoc[], count: number): CorpusDoc[] {
-  return Array.from({ length: count }, (_, i) => {
-    const doc = corpus[i % corpus.length]!;
-    return { id: `${doc.id}#${Math.floor(i / corpus.length)}`, text: doc.text };
-  });
-}
-
-// --- the engine -------------------------------------------------------------------------------
-
-/** An index over chunks; `owner[doc]` is the position in the item list of the chunk's item. */
-interface ChunkIndex {
-  index: InvertedIndex;
-  owner: number[];
-}
-
-function processItems(items: readonly CorpusDoc[], options: ChunkingOptions): ProcessedChunk[][] {
-  return items.map((d) => processContent({ text: d.text, chunking: options }));
-}
-
-/** Chunks get dense increasing document numbers, as KnowledgeBase.applyIndexed hands them out. */
-function indexChunks(processed: readonly ProcessedChunk[][], params: Bm25Params): ChunkIndex {
-  const index = new InvertedIndex(params);
-  const owner: number[] = [];
-  processed.forEach((chunks, item) => {
-    for (const chunk of chunks) {
-      index.add(owner.length, chunk);
-      owner.push(item);
-    }
-  });
-  return { index, owner };
-}
-
-function engineQuality(data: SciFact, built: ChunkIndex, terms: ReadonlyMap<string, string[]>, queries?: readonly Query[]): Quality {
-  return evaluate(
-    data,
-    (q) => rankDocuments(built.index.search(terms.get(q.id)!, QUALITY_DEPTH), (hit) => data.corpus[built.owner[hit.doc]!]!.id).map((d) => d.id),
-    queries,
-  );
-}
-
-interface ReplicaIndex {
-  index: InvertedIndex;
-  chunks: number;
-  analyzeMs: number;
-  insertMs: number;
-}
-
-/** Analyze every item (copies too: that is the real ingestion cost) and index its chunks. */
-function buildEngine(items: readonly CorpusDoc[], options: ChunkingOptions, params: Bm25Params): ReplicaIndex {
-  const index = new InvertedIndex(params);
-  let doc = 0;
-  let analyzeMs = 0;
-  let insertMs = 0;
-  for (const item of items) {
-    const t0 = performance.now();
-    const chunks = processContent({ text: item.text, chunking: options });
-    const t1 = performance.now();
-    for (const chunk of chunks) index.add(doc++, chunk);
-    insertMs += performance.now() - t1;
-    analyzeMs += t1 - t0;
-  }
-  return { index, chunks: doc, analyzeMs, insertMs };
-}
-
-const engineSearch = (index: InvertedIndex) => (query: string) => index.search(analyze(query), LATENCY_K);
-
-// --- peers ------------------------------------------------------------------------------------
-
-/** A peer's index as a function from query to ranked item ids. */
-type PeerSearch = (query: string, limit: number) => string[];
-
-interface Peer {
-  name: string;
-  timedQueries: number;
-  build: (items: readonly CorpusDoc[]) => Promise<PeerSearch>;
-}
-
-const PEERS: Peer[] = [
-  {
-    name: 'Orama 3.1.18',
-    timedQueries: ORAMA_TIMED_QUERIES,
-    build: async (items) => {
-      const db = create({ schema: { text: 'string' } as const });
-      await insertMultiple(db, items.map((d) => ({ id: d.id, text: d.text })));
-      return (term, limit) => {
-        const result = oramaSearch(db, { term, limit });
-        // Without async plugins or hooks Orama answers synchronously; timing relies on that.
-        if (result instanceof Promise) throw new Error('Orama answered asynchronously');
-        return result.hits.map((h) => h.id);
-      };
-    },
-  },
-  {
-    name: 'MiniSearch 7.2.0',
-    timedQueries: MINISEARCH_TIMED_QUERIES,
-    build: async (items) => {
-      const index = new MiniSearch<CorpusDoc>({ fields: ['text'] });
-      index.addAll(items);
-      return (query, limit) => index.search(query).slice(0, limit).map((r) => String(r.id));
-    },
-  },
-];
+import { analyze } from '../engine';
+import { DEFAULT_BM25 } from './lib/engine-internals';
+import { evaluate, loadSciFact, scifactDir, type Quality, type Query, type SciFact } from './lib/eval-data';
+import { f4 } from './lib/format';
+import { phaseTimer } from './lib/phases';
+import { spread, summarize, timeEach } from './lib/stats';
+import { printTable } from './lib/table';
+import { buildEngine, engineQuality, engineSearch, indexChunks, measureBuild, processItems, replicate } from './fulltext/engine-index';
+import {
+  args,
+  bm25,
+  chunking,
+  curveSizes,
+  LATENCY_K,
+  MINISEARCH_TIMED_QUERIES,
+  ORAMA_TIMED_QUERIES,
+  passes,
+  quick,
+  QUICK_QUALITY_QUERIES,
+  QUALITY_DEPTH,
+  replicas,
+  SWEEP_B,
+  SWEEP_K1,
+  SWEEP_OVERLAP_RATIO,
+  SWEEP_SIZES,
+} from './fulltext/options';
+import { measurePeer, PEERS } from './fulltext/peers';
 
 // --- printing ---------------------------------------------------------------------------------
 
+// Three decimals below 10 ms: full-text latencies sit there.
 const ms = (x: number) => (x < 10 ? x.toFixed(3) : x < 1000 ? x.toFixed(1) : x.toFixed(0));
-const f4 = (x: number) => x.toFixed(4);
 const kib = (bytes: number) => (bytes / 1024).toFixed(2);
 const ratio = (x: number) => `${x.toFixed(1)}×`;
 
@@ -358,23 +191,6 @@ async function latency(data: SciFact) {
     memoryBytesPerItem: memoryPerItem,
     engine,
     peers,
-  };
-}
-
-// Each index is built inside its own call and only numbers come out: a finished async call frees
-// its locals, while a loop variable in a long-lived async function can keep the last index alive
-// past the next "before" snapshot and skew the memory figures.
-
-async function measurePeer(peer: Peer, items: readonly CorpusDoc[], sample: readonly string[]) {
-  const built = await measureBuild(() => peer.build(items));
-  const run = (q: string) => built.value(q, LATENCY_K);
-  timeEach(sample.slice(0, PEER_WARMUP_QUERIES), 1, run);
-  return {
-    name: peer.name,
-    buildMs: built.ms,
-    heapBytesPerItem: built.heapBytes / items.length,
-    timedQueries: sample.length,
-    latency: summarize(timeEach(sample, 1, run)),
   };
 }
 

@@ -6,7 +6,7 @@
 //              (what natural-language queries need to match anything);
 //   vectors    pgvector cosine distance (<=>) exact (sequential scan) and through an HNSW index
 //              (vector_cosine_ops, default m 16 / ef_construction 64 / ef_search 40), on the same
-//              hashed 384-d vectors the engine's benchmarks use (bench/common.ts, not a neural model);
+//              hashed 384-d vectors the engine's benchmarks use (bench/lib/hash-embed.ts, not a neural model);
 //   engine     the engine's BM25 index on the same documents and the same query sample, beside it.
 // nDCG@10 / Recall@100 at 1× (every query), latency p50/p99 at 1× and at R× (replicated corpus).
 //
@@ -14,12 +14,16 @@
 import { parseArgs } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
-import { analyze } from '../engine/analysis/analyzer';
-import { InvertedIndex } from '../engine/bm25/inverted-index';
-import { processContent, type ProcessedChunk } from '../engine/ingest/process';
+import { analyze } from '../engine';
 import { loadConfig } from '../src/config';
-import { f4, fmtInt, fmtMs, hashEmbed, loadCorpus, machine, printTable, replicaTexts, sampleWorkload, spread, summarize, type Latency } from './common';
-import { evaluate, rankDocuments, type Quality } from './eval-data';
+import { loadCorpus, replicaTexts, sampleWorkload } from './lib/corpus';
+import { InvertedIndex, processContent, type ProcessedChunk } from './lib/engine-internals';
+import { evaluate, rankDocuments, type Quality } from './lib/eval-data';
+import { f4, fmtInt, fmtMs } from './lib/format';
+import { hashEmbed } from './lib/hash-embed';
+import { machine } from './lib/machine';
+import { spread, summarize, type Latency } from './lib/stats';
+import { printTable } from './lib/table';
 
 const { values: args } = parseArgs({
   options: {
@@ -37,7 +41,7 @@ const DEPTH = 100;
 const started = performance.now();
 const { data, generated } = await loadCorpus();
 // Quick mode: a sample of judged queries over their relevant documents and an even spread of others.
-const { corpus, queries } = quick ? sampleWorkload(data, 60, 1000) : { corpus: data.corpus, queries: data.queries };
+const { corpus, queries } = quick ? sampleWorkload(data, 60, { documents: 1000 }) : { corpus: data.corpus, queries: data.queries };
 // At R× each query costs R times as much for Postgres (OR-ed ts_rank and exact vectors scan every
 // match or row): time a spread sample there.
 const SAMPLE = { and: quick ? 30 : 300, or: quick ? 15 : 60, exact: quick ? 10 : 40, hnsw: quick ? 30 : 300 };
@@ -212,7 +216,7 @@ const results = {
   date: new Date().toISOString(),
   machine: machine(),
   postgres: postgresVersion,
-  settings: { documents: corpus.length, queries: queries.length, replicas, k: K, depth: DEPTH, samples: SAMPLE, vectors: 'hashed 384-d (bench/common.ts hashEmbed)', sql: SQL },
+  settings: { documents: corpus.length, queries: queries.length, replicas, k: K, depth: DEPTH, samples: SAMPLE, vectors: 'hashed 384-d (bench/lib/hash-embed.ts hashEmbed)', sql: SQL },
   quality: one.quality ? { engine: engine1.quality, ...one.quality } : undefined,
   sizes,
   engine: [{ replicas: 1, ...engine1 }, ...(engineR ? [{ replicas, ...engineR }] : [])],

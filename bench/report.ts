@@ -5,18 +5,16 @@
 //   bun bench/report.ts .bench-out/bench.json [.bench-out/bench.html]
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
+import { f3, fmtInt, fmtMs, kcount, pct } from './lib/format';
+
 export type Combined = Record<string, any>;
 
 // --- number formatting ------------------------------------------------------------------------
 
 const fin = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
-export const ms = (x: unknown) => (!fin(x) ? '-' : x < 1 ? x.toFixed(3) : x < 10 ? x.toFixed(2) : x < 1000 ? x.toFixed(1) : x.toFixed(0));
-export const int = (x: unknown) => (!fin(x) ? '-' : Math.round(x).toLocaleString('en-US'));
-const f3 = (x: unknown) => (!fin(x) ? '-' : x.toFixed(3));
-const pct = (x: unknown) => (!fin(x) ? '-' : `${(100 * x).toFixed(0)}%`);
+/** Seconds (not milliseconds, as secs() takes). */
 const sec = (x: unknown) => (!fin(x) ? '-' : `${x.toFixed(1)} s`);
 const esc = (s: unknown) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-const kcount = (x: number) => (x >= 1e6 ? `${+(x / 1e6).toFixed(1)}M` : x >= 1e3 ? `${+(x / 1e3).toFixed(1)}k` : String(Math.round(x)));
 
 // --- the summary ------------------------------------------------------------------------------
 
@@ -36,25 +34,25 @@ function nearestEnginePoint(r: Combined, chunks: number): any {
 export function summaryRows(r: Combined): SummaryRow[] {
   const rows: SummaryRow[] = [];
   const add = (area: string, measure: string, value: string, note?: string) => rows.push({ area, measure, value, note });
-  const lat = (l: any) => (l ? `${ms(l.p50)} / ${ms(l.p95)} / ${ms(l.p99)} ms` : '-');
+  const lat = (l: any) => (l ? `${fmtMs(l.p50)} / ${fmtMs(l.p95)} / ${fmtMs(l.p99)} ms` : '-');
 
   for (const p of r.engine?.sizes ?? []) {
     for (const mode of ['full-text', 'semantic', 'hybrid', 'exact brute force']) {
       const l = p.latency?.[mode];
-      if (l) add('engine latency', `${mode} @ ${kcount(p.chunks)} chunks, p50/p95/p99`, lat(l), `${int(p.queriesPerSecond?.[mode])} q/s${mode === 'semantic' ? `, recall@10 ${f3(p.recall10)}` : ''}`);
+      if (l) add('engine latency', `${mode} @ ${kcount(p.chunks)} chunks, p50/p95/p99`, lat(l), `${fmtInt(p.queriesPerSecond?.[mode])} q/s${mode === 'semantic' ? `, recall@10 ${f3(p.recall10)}` : ''}`);
     }
   }
-  for (const p of r.fulltext?.sizes ?? []) add('engine latency', `full-text (bench/fulltext.ts) @ ${kcount(p.chunks)} chunks, p50/p95/p99`, lat(p.latency), `${int(p.items)} items`);
+  for (const p of r.fulltext?.sizes ?? []) add('engine latency', `full-text (bench/fulltext.ts) @ ${kcount(p.chunks)} chunks, p50/p95/p99`, lat(p.latency), `${fmtInt(p.items)} items`);
 
   const ftl = r.fulltext?.latency;
   if (ftl) {
-    add('peers', `engine full-text @ ${kcount(ftl.chunks)} chunks (${ftl.replicas}×), p50/p99`, `${ms(ftl.engine?.total?.p50)} / ${ms(ftl.engine?.total?.p99)} ms`);
-    for (const p of ftl.peers ?? []) add('peers', `${p.name} @ ${int(ftl.items)} items, p50/p99`, `${ms(p.latency?.p50)} / ${ms(p.latency?.p99)} ms`, `${p.timedQueries} queries; engine on the same: ${ms(p.engine?.p50)} / ${ms(p.engine?.p99)} ms`);
+    add('peers', `engine full-text @ ${kcount(ftl.chunks)} chunks (${ftl.replicas}×), p50/p99`, `${fmtMs(ftl.engine?.total?.p50)} / ${fmtMs(ftl.engine?.total?.p99)} ms`);
+    for (const p of ftl.peers ?? []) add('peers', `${p.name} @ ${fmtInt(ftl.items)} items, p50/p99`, `${fmtMs(p.latency?.p50)} / ${fmtMs(p.latency?.p99)} ms`, `${p.timedQueries} queries; engine on the same: ${fmtMs(p.engine?.p50)} / ${fmtMs(p.engine?.p99)} ms`);
   }
   for (const s of r.pglite?.sizes ?? []) {
-    for (const [name, l] of Object.entries<any>(s.latency ?? {})) add('peers', `PGlite ${name} @ ${int(s.rows)} docs (${s.replicas}×), p50/p99`, `${ms(l.p50)} / ${ms(l.p99)} ms`, `${l.queries} queries`);
+    for (const [name, l] of Object.entries<any>(s.latency ?? {})) add('peers', `PGlite ${name} @ ${fmtInt(s.rows)} docs (${s.replicas}×), p50/p99`, `${fmtMs(l.p50)} / ${fmtMs(l.p99)} ms`, `${l.queries} queries`);
   }
-  for (const e of r.pglite?.engine ?? []) add('peers', `engine BM25 beside PGlite @ ${int(e.chunks)} chunks (${e.replicas}×), p50/p99`, `${ms(e.latency?.p50)} / ${ms(e.latency?.p99)} ms`, `${e.latency?.queries} queries`);
+  for (const e of r.pglite?.engine ?? []) add('peers', `engine BM25 beside PGlite @ ${fmtInt(e.chunks)} chunks (${e.replicas}×), p50/p99`, `${fmtMs(e.latency?.p50)} / ${fmtMs(e.latency?.p99)} ms`, `${e.latency?.queries} queries`);
 
   const h = r.http;
   if (h) {
@@ -62,31 +60,31 @@ export function summaryRows(r: Combined): SummaryRow[] {
       add(
         'http',
         `${t.route} c=${t.connections} (${t.tool})`,
-        `${int(t.requestsPerSecond)} req/s, p50 ${ms(t.latency?.p50)} ms, p99 ${ms(t.latency?.p99)} ms`,
+        `${fmtInt(t.requestsPerSecond)} req/s, p50 ${fmtMs(t.latency?.p50)} ms, p99 ${fmtMs(t.latency?.p99)} ms`,
         [fin(t.floorRatio) ? `${pct(t.floorRatio)} of floor` : '', fin(t.engineRatio) ? `${pct(t.engineRatio)} of engine 1 thread` : '', `server ${fin(t.serverCores) ? t.serverCores.toFixed(2) : '-'} cores`].filter(Boolean).join('; '),
       );
     }
     const e = h.engineAlone;
-    if (e) add('http', `engine alone, same ${int(e.chunks)} chunks, full-text on one thread`, `${int(e.searchFullText?.queriesPerSecond)} q/s`, `index only ${int(e.indexSearch?.queriesPerSecond)} q/s`);
+    if (e) add('http', `engine alone, same ${fmtInt(e.chunks)} chunks, full-text on one thread`, `${fmtInt(e.searchFullText?.queriesPerSecond)} q/s`, `index only ${fmtInt(e.indexSearch?.queriesPerSecond)} q/s`);
     const t = h.target;
     if (t)
       add(
         'http',
         `target: full-text c=16 ÷ engine 1 thread ≥ 70%, p99 ≤ 10 ms`,
-        `${pct(t.ratio)} (median of ${(t.rounds ?? []).length || 1} paired rounds), worst p99 ${ms(t.p99Ms)} ms`,
-        `${t.ratio >= t.ratioTarget ? 'ratio met' : 'ratio MISSED'}, ${t.p99Ms <= t.p99TargetMs ? 'p99 met' : 'p99 MISSED'} (${t.tool}; at ${int(h.settings?.targetChunks)} chunks)`,
+        `${pct(t.ratio)} (median of ${(t.rounds ?? []).length || 1} paired rounds), worst p99 ${fmtMs(t.p99Ms)} ms`,
+        `${t.ratio >= t.ratioTarget ? 'ratio met' : 'ratio MISSED'}, ${t.p99Ms <= t.p99TargetMs ? 'p99 met' : 'p99 MISSED'} (${t.tool}; at ${fmtInt(h.settings?.targetChunks)} chunks)`,
       );
     const i = h.ingestion;
     if (i) {
-      add('ingestion', `POST contents (no wait), c=${i.connections}`, `${int(i.acksPerSecond)} acks/s`, `p50 ${ms(i.ackLatency?.p50)} ms, p99 ${ms(i.ackLatency?.p99)} ms`);
-      add('ingestion', 'chunks indexed (HTTP, stub embedder)', `${int(i.chunksIndexedPerSecond)} chunks/s`, `${int(i.chunks)} chunks in ${sec(i.indexedSeconds)}; HNSW graph ${sec(i.graphSeconds)} more`);
+      add('ingestion', `POST contents (no wait), c=${i.connections}`, `${fmtInt(i.acksPerSecond)} acks/s`, `p50 ${fmtMs(i.ackLatency?.p50)} ms, p99 ${fmtMs(i.ackLatency?.p99)} ms`);
+      add('ingestion', 'chunks indexed (HTTP, stub embedder)', `${fmtInt(i.chunksIndexedPerSecond)} chunks/s`, `${fmtInt(i.chunks)} chunks in ${sec(i.indexedSeconds)}; HNSW graph ${sec(i.graphSeconds)} more`);
     }
-    if (h.restart) add('restart', `server on ${int(h.ingestion?.chunks)} chunks with vectors (snapshot at shutdown + log)`, `${int(h.restart.readyMs)} ms to /ready`, `shutdown ${int(h.restart.shutdownMs)} ms; recovery ${int(h.restart.recovery?.millis)} ms`);
-    if (h.memory) add('memory', 'server RSS per chunk (loaded / after restart)', `${int(h.memory.bytesPerChunkLoaded)} / ${int(h.memory.bytesPerChunkAfterRestart)} B`, 'includes 1,536 B of 384-d f32 vector');
+    if (h.restart) add('restart', `server on ${fmtInt(h.ingestion?.chunks)} chunks with vectors (snapshot at shutdown + log)`, `${fmtInt(h.restart.readyMs)} ms to /ready`, `shutdown ${fmtInt(h.restart.shutdownMs)} ms; recovery ${fmtInt(h.restart.recovery?.millis)} ms`);
+    if (h.memory) add('memory', 'server RSS per chunk (loaded / after restart)', `${fmtInt(h.memory.bytesPerChunkLoaded)} / ${fmtInt(h.memory.bytesPerChunkAfterRestart)} B`, 'includes 1,536 B of 384-d f32 vector');
   }
   const rs = r.restart;
-  if (rs) add('restart', `server on ${int(rs.items)} items / ${int(rs.chunks)} chunks, full-text only (log replay, bench/restart.ts)`, `${int(rs.restartReadyMs)} ms to /ready`, `replay ${int(rs.replayMs)} ms, log ${rs.walMiB} MiB; engine ingest ${int(rs.items / rs.ingestIndexedSeconds)} items/s`);
-  for (const p of (r.engine?.sizes ?? []).slice(-1)) add('memory', `engine per chunk @ ${kcount(p.chunks)} (JS heap)`, `${int(p.heapBytesPerChunk)} B`, `vectors ${int(p.vectorBytesPerChunk)} B, postings ${int(p.postingBytesPerChunk)} B`);
+  if (rs) add('restart', `server on ${fmtInt(rs.items)} items / ${fmtInt(rs.chunks)} chunks, full-text only (log replay, bench/restart.ts)`, `${fmtInt(rs.restartReadyMs)} ms to /ready`, `replay ${fmtInt(rs.replayMs)} ms, log ${rs.walMiB} MiB; engine ingest ${fmtInt(rs.items / rs.ingestIndexedSeconds)} items/s`);
+  for (const p of (r.engine?.sizes ?? []).slice(-1)) add('memory', `engine per chunk @ ${kcount(p.chunks)} (JS heap)`, `${fmtInt(p.heapBytesPerChunk)} B`, `vectors ${fmtInt(p.vectorBytesPerChunk)} B, postings ${fmtInt(p.postingBytesPerChunk)} B`);
 
   for (const q of r.fulltext?.quality?.comparison ?? []) add('quality', `${q.name === 'engine' ? 'engine full-text' : q.name}`, `nDCG@10 ${f3(q.quality?.ndcg10)}`, `Recall@100 ${f3(q.quality?.recall100)}, ${q.quality?.queries} queries`);
   for (const [mode, q] of Object.entries<any>(r.engine?.quality ?? {})) add('quality', `engine ${mode}${mode === 'full-text' ? ' (bench/engine-modes.ts)' : ' (hashed embedder)'}`, `nDCG@10 ${f3(q.ndcg10)}`, `Recall@100 ${f3(q.recall100)}, ${q.queries} queries`);
@@ -177,7 +175,7 @@ export function lineChart(opts: { title: string; series: Series[]; xLabel: strin
     const color = PALETTE[(s.color ?? i) % PALETTE.length];
     const pts = [...s.points].sort((a, b) => a[0] - b[0]);
     parts.push(`<polyline fill="none" stroke="${color}" stroke-width="2" ${s.dashed ? 'stroke-dasharray="5 4"' : ''} points="${pts.map(([x, y]) => `${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(' ')}"/>`);
-    for (const [x, y] of pts) parts.push(`<circle cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="3" fill="${color}"><title>${esc(s.name)}: ${tickLabel(x)} → ${ms(y)}</title></circle>`);
+    for (const [x, y] of pts) parts.push(`<circle cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="3" fill="${color}"><title>${esc(s.name)}: ${tickLabel(x)} → ${fmtMs(y)}</title></circle>`);
     const ly = T + 8 + i * 18;
     parts.push(`<line x1="${W - R + 12}" x2="${W - R + 32}" y1="${ly}" y2="${ly}" stroke="${color}" stroke-width="2" ${s.dashed ? 'stroke-dasharray="5 4"' : ''}/><text x="${W - R + 38}" y="${ly + 4}" class="legend">${esc(s.name)}</text>`);
   });
@@ -209,8 +207,8 @@ export function barChart(opts: { title: string; labels: string[]; series: { name
       if (!fin(v) || (opts.xLog && v <= 0)) return;
       const color = PALETTE[i % PALETTE.length];
       const y = gy + i * barH;
-      parts.push(`<rect x="${L}" y="${y}" width="${Math.max(1, sx(v) - L).toFixed(1)}" height="${barH - 2}" fill="${color}"><title>${esc(label)} · ${esc(s.name)}: ${ms(v)}</title></rect>`);
-      parts.push(`<text x="${(sx(v) + 4).toFixed(1)}" y="${y + barH - 3}" class="value">${v >= 100 ? int(v) : ms(v)}</text>`);
+      parts.push(`<rect x="${L}" y="${y}" width="${Math.max(1, sx(v) - L).toFixed(1)}" height="${barH - 2}" fill="${color}"><title>${esc(label)} · ${esc(s.name)}: ${fmtMs(v)}</title></rect>`);
+      parts.push(`<text x="${(sx(v) + 4).toFixed(1)}" y="${y + barH - 3}" class="value">${v >= 100 ? fmtInt(v) : fmtMs(v)}</text>`);
     });
   });
   if (opts.reference && fin(opts.reference.value)) {
@@ -253,12 +251,12 @@ export function renderHtml(r: Combined): string {
       { name: "fulltext.ts p99", points: ft.map((p) => [p.chunks, p.latency?.p99]), dashed: true, color: 1 },
     ];
     sections.push(`<h2 id="latency">Engine latency against corpus size</h2>
-      <p>In process, no HTTP: each mode through <code>KnowledgeBase</code> with hits materialized, top 10, SciFact train queries; vectors from the hashed 384-d embedder (the query vector is precomputed, so semantic times are the engine's, not a model's). Semantic search goes through HNSW from ${int(5000)} vectors on (exact below), re-scored exactly. Solid: p50, dashed: p99.</p>
+      <p>In process, no HTTP: each mode through <code>KnowledgeBase</code> with hits materialized, top 10, SciFact train queries; vectors from the hashed 384-d embedder (the query vector is precomputed, so semantic times are the engine's, not a model's). Semantic search goes through HNSW from ${fmtInt(5000)} vectors on (exact below), re-scored exactly. Solid: p50, dashed: p99.</p>
       ${lineChart({ title: 'Latency by mode (engine)', series, xLabel: 'chunks (log)', yLabel: 'ms (log)', xLog: true, yLog: true })}
       ${lineChart({ title: 'Full-text latency, both engine benchmarks', series: ftSeries, xLabel: 'chunks (log)', yLabel: 'ms (log)', xLog: true, yLog: true })}
       ${table(
         ['chunks', 'mode', 'p50 ms', 'p95 ms', 'p99 ms', 'queries/s', 'notes'],
-        sizes.flatMap((p) => modes.map((m) => [int(p.chunks), m, ms(p.latency?.[m]?.p50), ms(p.latency?.[m]?.p95), ms(p.latency?.[m]?.p99), int(p.queriesPerSecond?.[m]), m === 'semantic' ? `recall@10 vs brute force ${f3(p.recall10)}` : m === 'exact brute force' ? `${p.bruteQueries} queries` : ''])),
+        sizes.flatMap((p) => modes.map((m) => [fmtInt(p.chunks), m, fmtMs(p.latency?.[m]?.p50), fmtMs(p.latency?.[m]?.p95), fmtMs(p.latency?.[m]?.p99), fmtInt(p.queriesPerSecond?.[m]), m === 'semantic' ? `recall@10 vs brute force ${f3(p.recall10)}` : m === 'exact brute force' ? `${p.bruteQueries} queries` : ''])),
       )}`);
   }
 
@@ -299,11 +297,11 @@ export function renderHtml(r: Combined): string {
       ${table(
         ['system', ...pg.sizes.flatMap((s: any) => [`${s.replicas}× p50 ms`, `${s.replicas}× p99 ms`, `${s.replicas}× queries`])],
         [
-          ['engine BM25', ...(pg.engine ?? []).flatMap((e: any) => [ms(e.latency?.p50), ms(e.latency?.p99), e.latency?.queries])],
-          ...names.map((n) => [`PGlite ${n}`, ...pg.sizes.flatMap((s: any) => [ms(s.latency?.[n]?.p50), ms(s.latency?.[n]?.p99), s.latency?.[n]?.queries ?? '-'])]),
+          ['engine BM25', ...(pg.engine ?? []).flatMap((e: any) => [fmtMs(e.latency?.p50), fmtMs(e.latency?.p99), e.latency?.queries])],
+          ...names.map((n) => [`PGlite ${n}`, ...pg.sizes.flatMap((s: any) => [fmtMs(s.latency?.[n]?.p50), fmtMs(s.latency?.[n]?.p99), s.latency?.[n]?.queries ?? '-'])]),
         ],
       )}
-      ${table(['size', 'rows', 'load s', 'GIN s', 'HNSW s', 'table + indexes MiB'], pg.sizes.map((s: any) => [`${s.replicas}×`, int(s.rows), sec(s.loadMs / 1000), sec(s.ginMs / 1000), fin(s.hnswMs) ? sec(s.hnswMs / 1000) : '-', int(s.tableBytes / 2 ** 20)]))}`);
+      ${table(['size', 'rows', 'load s', 'GIN s', 'HNSW s', 'table + indexes MiB'], pg.sizes.map((s: any) => [`${s.replicas}×`, fmtInt(s.rows), sec(s.loadMs / 1000), sec(s.ginMs / 1000), fin(s.hnswMs) ? sec(s.hnswMs / 1000) : '-', fmtInt(s.tableBytes / 2 ** 20)]))}`);
   }
 
   // 3. HTTP.
@@ -317,18 +315,18 @@ export function renderHtml(r: Combined): string {
     };
     const tg = h.target;
     sections.push(`<h2 id="http">Through HTTP</h2>
-      <p>The real server (<code>bun src/main.ts</code>, LOG_LEVEL=warn, RATE_LIMIT_RPS=0) on ${int(h.ingestion?.chunks)} chunks; load from autocannon${(h.settings?.loadGenerators ?? []).includes('wrk') ? ' and wrk' : ''} on the same machine (${r.machine?.cores} cores shared by client and server). Embeddings: ${esc(h.settings?.embedding ?? '')}. The floor is <code>GET /health</code> of the same server in the same run.</p>
-      ${tg ? `<p class="target">Full-text at concurrency 16: <b>${int(tg.httpRequestsPerSecond)} req/s</b> (${esc(tg.tool)}) = <b>${pct(tg.ratio)}</b> of the engine alone on one thread (${int(tg.engineQueriesPerSecond)} queries/s; target ≥ 70%: ${tg.ratio >= 0.7 ? 'met' : 'missed'}; median of ${(tg.rounds ?? []).length || 1} paired round(s): ${(tg.rounds ?? []).map((r: { ratio: number }) => pct(r.ratio)).join(', ')}), worst p99 <b>${ms(tg.p99Ms)} ms</b> (target ≤ 10 ms: ${tg.p99Ms <= 10 ? 'met' : 'missed'}); HTTP floor ${int(tg.floorRequestsPerSecond)} req/s.</p>` : ''}
+      <p>The real server (<code>bun src/main.ts</code>, LOG_LEVEL=warn, RATE_LIMIT_RPS=0) on ${fmtInt(h.ingestion?.chunks)} chunks; load from autocannon${(h.settings?.loadGenerators ?? []).includes('wrk') ? ' and wrk' : ''} on the same machine (${r.machine?.cores} cores shared by client and server). Embeddings: ${esc(h.settings?.embedding ?? '')}. The floor is <code>GET /health</code> of the same server in the same run.</p>
+      ${tg ? `<p class="target">Full-text at concurrency 16: <b>${fmtInt(tg.httpRequestsPerSecond)} req/s</b> (${esc(tg.tool)}) = <b>${pct(tg.ratio)}</b> of the engine alone on one thread (${fmtInt(tg.engineQueriesPerSecond)} queries/s; target ≥ 70%: ${tg.ratio >= 0.7 ? 'met' : 'missed'}; median of ${(tg.rounds ?? []).length || 1} paired round(s): ${(tg.rounds ?? []).map((r: { ratio: number }) => pct(r.ratio)).join(', ')}), worst p99 <b>${fmtMs(tg.p99Ms)} ms</b> (target ≤ 10 ms: ${tg.p99Ms <= 10 ? 'met' : 'missed'}); HTTP floor ${fmtInt(tg.floorRequestsPerSecond)} req/s.</p>` : ''}
       ${barChart({ title: 'Throughput (req/s, log scale)', labels: routes, series: conns.map((c) => ({ name: `c=${c}`, values: routes.map((rt) => value(rt, c, 'rps')) })), xLabel: 'requests per second (log)', xLog: true, reference: h.engineAlone ? { value: h.engineAlone.searchFullText?.queriesPerSecond, name: 'engine full-text, 1 thread' } : undefined })}
       ${barChart({ title: 'p99 latency (ms, log scale)', labels: routes, series: conns.map((c) => ({ name: `c=${c}`, values: routes.map((rt) => value(rt, c, 'p99')) })), xLabel: 'ms (log)', xLog: true, reference: { value: 10, name: '10 ms' } })}
       ${table(
         ['route', 'tool', 'c', 'req/s', 'p50 ms', 'p99 ms', '÷ floor', '÷ engine 1 thread', 'server cores', 'client cores', 'non-2xx + errors'],
-        h.table.map((t: any) => [t.route, t.tool, t.connections, int(t.requestsPerSecond), ms(t.latency?.p50), ms(t.latency?.p99), pct(t.floorRatio), pct(t.engineRatio), fin(t.serverCores) ? t.serverCores.toFixed(2) : '-', fin(t.clientCores) ? t.clientCores.toFixed(2) : '-', (t.non2xx ?? 0) + (t.errors ?? 0)]),
+        h.table.map((t: any) => [t.route, t.tool, t.connections, fmtInt(t.requestsPerSecond), fmtMs(t.latency?.p50), fmtMs(t.latency?.p99), pct(t.floorRatio), pct(t.engineRatio), fin(t.serverCores) ? t.serverCores.toFixed(2) : '-', fin(t.clientCores) ? t.clientCores.toFixed(2) : '-', (t.non2xx ?? 0) + (t.errors ?? 0)]),
       )}`);
     const prog: any[] = h.ingestion?.progress ?? [];
     if (prog.length) {
       sections.push(`<h3>Ingestion</h3>
-        <p>${int(h.ingestion.items)} items posted without <code>wait</code> at concurrency ${h.ingestion.connections}: <b>${int(h.ingestion.acksPerSecond)} acknowledgements/s</b>; <b>${int(h.ingestion.chunksIndexedPerSecond)} chunks indexed/s</b> (${int(h.ingestion.chunks)} chunks in ${sec(h.ingestion.indexedSeconds)}, stub embedder); HNSW graph finished ${sec(h.ingestion.graphSeconds)} later. Restart on this directory: ${int(h.restart?.readyMs)} ms to <code>/ready</code>.</p>
+        <p>${fmtInt(h.ingestion.items)} items posted without <code>wait</code> at concurrency ${h.ingestion.connections}: <b>${fmtInt(h.ingestion.acksPerSecond)} acknowledgements/s</b>; <b>${fmtInt(h.ingestion.chunksIndexedPerSecond)} chunks indexed/s</b> (${fmtInt(h.ingestion.chunks)} chunks in ${sec(h.ingestion.indexedSeconds)}, stub embedder); HNSW graph finished ${sec(h.ingestion.graphSeconds)} later. Restart on this directory: ${fmtInt(h.restart?.readyMs)} ms to <code>/ready</code>.</p>
         ${lineChart({ title: 'Chunks searchable during the load', series: [{ name: 'chunks', points: prog.map((p) => [p.t, p.chunks]) }, { name: 'queue depth', points: prog.map((p) => [p.t, p.queue]) }], xLabel: 'seconds since the first POST', yLabel: 'count' })}`);
     }
   }

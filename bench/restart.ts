@@ -9,8 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine } from '../engine';
 import { NO_EMBEDDING, textKbConfig } from '../test/helpers/kb-config';
-import { followOutput } from '../test/helpers/output';
-import { loadSciFact } from './eval-data';
+import { loadSciFact } from './lib/eval-data';
+import { dirBytes } from './lib/files';
+import { launchServer, waitFor } from './lib/server';
 
 const { values } = parseArgs({ args: Bun.argv.slice(2), options: { items: { type: 'string', default: '50000' } } });
 const items = Number(values.items);
@@ -27,7 +28,7 @@ const kb = await engine.createKnowledgeBase(ORG, {
   type: 'TEXT_HIGH_QUALITY',
   config: textKbConfig(NO_EMBEDDING, { bm25: { k1: 0.9, b: 0.4 } }),
 });
-let t = performance.now();
+const t = performance.now();
 const batch = 500;
 for (let i = 0; i < items; i += batch) {
   await Promise.all(Array.from({ length: Math.min(batch, items - i) }, (_, j) => engine.addContent(ORG, kb.id, { text: texts[(i + j) % texts.length]! })));
@@ -37,29 +38,12 @@ while (engine.stats().queueDepth > 0) await Bun.sleep(100);
 const indexSeconds = (performance.now() - t) / 1000;
 const stats = engine.stats();
 await engine.close();
-const walBytes = Number(Bun.spawnSync(['du', '-sb', join(dataDir, 'wal')]).stdout.toString().split('\t')[0]);
+const walBytes = dirBytes(join(dataDir, 'wal'));
 
-t = performance.now();
-const proc = Bun.spawn(['bun', join(import.meta.dir, '..', 'src/main.ts')], {
-  env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' },
-  stdout: 'pipe',
-  stderr: 'pipe',
-});
-// The server's log is drained for its whole life, so it never writes into a full pipe.
-const port = await followOutput(proc, 100).port;
-let readyMs = 0;
-for (;;) {
-  try {
-    if ((await fetch(`http://127.0.0.1:${port}/ready`)).status === 200) {
-      readyMs = performance.now() - t;
-      break;
-    }
-  } catch {}
-  await Bun.sleep(10);
-}
-const ready = (await (await fetch(`http://127.0.0.1:${port}/ready`)).json()) as { recovery: { millis: number } };
-proc.kill('SIGTERM');
-await proc.exited;
+const server = await launchServer({ env: { DATA_DIR: dataDir }, logLevel: 'info', keep: 100 });
+const readyMs = await waitFor(server, '/ready', { intervalMs: 10, timeoutMs: Infinity });
+const ready = (await (await fetch(`${server.base}/ready`)).json()) as { recovery: { millis: number } };
+await server.stop();
 rmSync(dataDir, { recursive: true, force: true });
 
 console.log(

@@ -21,7 +21,9 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { machine, parseCount, REPO_ROOT } from './common';
+import { parseCount } from './lib/format';
+import { machine } from './lib/machine';
+import { BENCH_OUT, REPO_ROOT } from './lib/paths';
 import { printSummary, renderHtml, summaryRows, type Combined } from './report';
 
 const ALL_PARTS = ['engine', 'fulltext', 'http', 'restart', 'pglite', 'semantic'] as const;
@@ -46,12 +48,12 @@ if (args.help) {
   process.exit(0);
 }
 const quick = args.quick;
-const out = resolve(args.out ?? join(REPO_ROOT, '.bench-out', quick ? 'bench-quick' : 'bench'));
+const out = resolve(args.out ?? join(BENCH_OUT, quick ? 'bench-quick' : 'bench'));
 const partsDir = `${out}-parts`;
 mkdirSync(partsDir, { recursive: true });
 mkdirSync(dirname(out), { recursive: true });
 
-const semanticCache = join(REPO_ROOT, '.bench-out', 'semantic', `use-lite-1000-100${quick ? '-quick' : ''}`, 'wal');
+const semanticCache = join(BENCH_OUT, 'semantic', `use-lite-1000-100${quick ? '-quick' : ''}`, 'wal');
 
 /** Another bench/semantic.ts running now may hold its cached data directory open. */
 function semanticRunning(): boolean {

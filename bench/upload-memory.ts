@@ -14,11 +14,16 @@
 // `--fake-embeddings` serves embeddings from a local stub (OpenAI-style /embeddings, 8 dims), so the
 // run measures upload, extraction and indexing rather than the CPU model's throughput.
 import { parseArgs } from 'node:util';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { followOutput } from '../test/helpers/output';
+import { hashEmbed, startHashEmbedder } from './lib/hash-embed';
+import { procStatusBytes } from './lib/memory';
+import { metricSum, tryScrapeMetrics } from './lib/metrics';
+import { launchServer, waitFor, type Server } from './lib/server';
+import { median } from './lib/stats';
+import { Xorshift32 } from './lib/words';
 
 const { values: args } = parseArgs({
   args: Bun.argv.slice(2),
@@ -34,7 +39,6 @@ const { values: args } = parseArgs({
 const FILES = Number(args.files);
 const SIZE = Number(args.mb) * 1_000_000;
 const SETTLE_MS = Number(args.settle) * 1000;
-const ROOT = join(import.meta.dir, '..');
 const ORG = 'org_bench';
 const KEY = 'bench-key-0123456789';
 const H = { 'x-service-organization-id': ORG, 'x-service-api-key': KEY };
@@ -42,29 +46,17 @@ const MiB = 1024 * 1024;
 
 // --- the input file: words and paragraphs, deterministic ------------------------------------
 
-const VOCAB = (
-  'account billing customer refund policy invoice payment order shipping delivery warehouse stock ' +
-  'employee travel expense receipt approval manager contract renewal support ticket priority incident ' +
-  'server network storage backup restore security password access review quarter revenue budget forecast ' +
-  'the a of to and in for on with by from at as is are was be this that which will can may should'
-).split(' ');
-
 async function writeTextFile(path: string, bytes: number): Promise<void> {
-  let seed = 0x2545f491;
+  const random = new Xorshift32();
   const fh = await open(path, 'w');
   let written = 0;
   let block = '';
   while (written < bytes) {
     let para = '';
-    const sentences = 3 + (seed & 3);
+    const sentences = 3 + (random.state & 3);
     for (let s = 0; s < sentences; s++) {
       const words: string[] = [];
-      for (let w = 0; w < 12; w++) {
-        seed ^= seed << 13;
-        seed ^= seed >>> 17;
-        seed ^= seed << 5;
-        words.push(VOCAB[(seed >>> 0) % VOCAB.length]!);
-      }
+      for (let w = 0; w < 12; w++) words.push(random.word());
       para += `${words.join(' ')}. `;
     }
     block += `${para.trim()}\n\n`;
@@ -80,68 +72,28 @@ async function writeTextFile(path: string, bytes: number): Promise<void> {
 
 // --- the server -------------------------------------------------------------------------------
 
-function freePort(): number {
-  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('') });
-  const port = probe.port!;
-  probe.stop(true);
-  return port;
-}
-
-interface Server {
-  proc: ReturnType<typeof Bun.spawn>;
+interface UploadServer {
+  server: Server;
   url: string;
   dataDir: string;
-  output: string[];
 }
 
-async function startServer(env: Record<string, string>): Promise<Server> {
+async function startServer(env: Record<string, string>): Promise<UploadServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'kb-upload-bench-'));
-  // LOG_LEVEL=warn hides the info-level {"msg":"listening","port":…} line, so the port is chosen
-  // here (a free one) and the line is still read when it appears.
-  const chosen = freePort();
-  const proc = Bun.spawn(['bun', join(ROOT, 'src/main.ts')], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: String(chosen), HOST: '127.0.0.1', DATA_DIR: dataDir, KB_API_KEYS: `${ORG}:${KEY}`, LOG_LEVEL: 'warn', ...env },
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
-  });
-  // Both pipes are drained for the whole run so the server never blocks on (or fails with EPIPE on) them.
-  const followed = followOutput(proc as never, 2000);
-  const output = followed.lines;
-  let port = chosen;
-  void followed.port.then((p) => (port = p));
-  const started = performance.now();
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`server exited (${proc.exitCode}):\n${output.join('\n')}`);
-    const ok = await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status === 200, () => false);
-    if (ok) break;
-    if (performance.now() - started > 60_000) throw new Error(`server not ready:\n${output.join('\n')}`);
-    await Bun.sleep(50);
-  }
-  return { proc, url: `http://127.0.0.1:${port}`, dataDir, output };
+  const server = await launchServer({ env: { DATA_DIR: dataDir, KB_API_KEYS: `${ORG}:${KEY}`, ...env }, keep: 2000 });
+  await waitFor(server, '/ready', { intervalMs: 50, timeoutMs: 60_000 });
+  return { server, url: server.base, dataDir };
 }
 
-async function stopServer(s: Server): Promise<void> {
-  s.proc.kill('SIGTERM');
-  const exited = await Promise.race([s.proc.exited.then(() => true), Bun.sleep(15_000).then(() => false)]);
-  if (!exited) {
-    s.proc.kill('SIGKILL');
-    await s.proc.exited;
-  }
+async function stopServer(s: UploadServer): Promise<void> {
+  await s.server.stop(15_000);
   rmSync(s.dataDir, { recursive: true, force: true });
 }
 
 // --- memory sampling --------------------------------------------------------------------------
 
-function rssBytes(pid: number): number | undefined {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : undefined;
-  } catch {
-    return undefined; // the process is gone
-  }
-}
+/** Resident set, bytes; undefined once the process is gone. */
+const rssBytes = (pid: number) => procStatusBytes(pid, 'VmRSS');
 
 class Sampler {
   readonly samples: { t: number; rss: number; phase: string }[] = [];
@@ -165,42 +117,23 @@ class Sampler {
 
 const mb = (b: number | undefined) => (b === undefined ? '-' : `${(b / MiB).toFixed(0)} MiB`);
 const max = (xs: number[]) => (xs.length ? Math.max(...xs) : undefined);
-const median = (xs: number[]) => (xs.length ? [...xs].sort((a, b) => a - b)[xs.length >> 1] : undefined);
 
 /** Chunks embedded so far (the server's kb_chunks_embedded_total counter), for progress lines. */
 async function embeddedChunks(url: string): Promise<number | undefined> {
-  const text = await fetch(`${url}/metrics`).then((r) => r.text(), () => undefined);
-  if (!text) return undefined;
-  let sum = 0;
-  for (const m of text.matchAll(/^kb_chunks_embedded_total(?:\{[^}]*\})? (\S+)$/gm)) sum += Number(m[1]);
-  return sum;
+  const m = await tryScrapeMetrics(url);
+  return m && metricSum(m, 'kb_chunks_embedded_total');
 }
 
 /** Content items by status (the server's kb_contents gauge); undefined when the server is gone. */
 async function contentStates(url: string): Promise<Record<string, number> | undefined> {
-  const text = await fetch(`${url}/metrics`).then((r) => r.text(), () => undefined);
-  if (!text) return undefined;
+  const m = await tryScrapeMetrics(url);
+  if (!m) return undefined;
   const out: Record<string, number> = {};
-  for (const m of text.matchAll(/^kb_contents\{status="(\w+)"\} (\S+)$/gm)) out[m[1]!] = Number(m[2]);
+  for (const [key, value] of m) {
+    const status = /^kb_contents\{status="(\w+)"\}$/.exec(key)?.[1];
+    if (status) out[status] = value;
+  }
   return out;
-}
-
-// --- fake embedding endpoint (optional) --------------------------------------------------------
-
-function fakeEmbeddings(dims: number) {
-  return Bun.serve({
-    port: 0,
-    hostname: '127.0.0.1',
-    async fetch(req) {
-      const body = (await req.json().catch(() => undefined)) as { input?: string[]; model?: string } | undefined;
-      if (!Array.isArray(body?.input)) return Response.json({ error: 'bad request' }, { status: 400 });
-      const data = body.input.map((text, index) => {
-        const v = Array.from({ length: dims }, (_, i) => ((text.charCodeAt(i % Math.max(1, text.length)) || 1) % 7) + 1);
-        return { object: 'embedding', index, embedding: v };
-      });
-      return Response.json({ object: 'list', model: body.model, data });
-    },
-  });
 }
 
 // --- one run ----------------------------------------------------------------------------------
@@ -221,7 +154,7 @@ interface RunResult {
 
 async function run(variant: string, file: string, env: Record<string, string>): Promise<RunResult> {
   const server = await startServer(env);
-  const pid = server.proc.pid;
+  const pid = server.server.pid;
   const sampler = new Sampler(pid);
   sampler.start();
   try {
@@ -309,10 +242,11 @@ let t = performance.now();
 await writeTextFile(file, SIZE);
 console.error(`input: ${file}, ${(Bun.file(file).size / 1e6).toFixed(1)} MB, written in ${((performance.now() - t) / 1000).toFixed(1)} s`);
 
-const fake = args['fake-embeddings'] ? fakeEmbeddings(8) : undefined;
+// Any vectors do: the run measures upload, extraction and indexing, not a model.
+const fake = args['fake-embeddings'] ? startHashEmbedder((text) => hashEmbed(text, 8)) : undefined;
 const extraEnv = Object.fromEntries((args.env ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 const embedEnv: Record<string, string> = {
-  ...(fake ? { HIGH_QUALITY_MODEL: 'http:bench-stub', EMBEDDING_HTTP_URL: `http://127.0.0.1:${fake.port}`, EMBEDDING_HTTP_DIMENSIONS: '8' } : {}),
+  ...(fake ? { HIGH_QUALITY_MODEL: 'http:bench-stub', EMBEDDING_HTTP_URL: fake.url, EMBEDDING_HTTP_DIMENSIONS: '8' } : {}),
   ...extraEnv,
 };
 
@@ -329,7 +263,7 @@ try {
     console.error(`  done in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   }
 } finally {
-  fake?.stop(true);
+  fake?.stop();
   rmSync(work, { recursive: true, force: true });
 }
 

@@ -2,7 +2,8 @@
 // Recall@100) with trec_eval's definitions. The data set stays outside the repository (its licence
 // is non-commercial); it is read at run time from SCIFACT_DIR or ../shared/eval/scifact-train.
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { REPO_ROOT } from './paths';
 
 export interface CorpusDoc {
   id: string;
@@ -29,8 +30,6 @@ export interface Quality {
   /** Queries evaluated (those with at least one relevant document). */
   queries: number;
 }
-
-const REPO_ROOT = resolve(import.meta.dir, '..');
 
 export function scifactDir(): string {
   return process.env.SCIFACT_DIR ?? join(REPO_ROOT, '..', 'shared', 'eval', 'scifact-train');
