@@ -124,7 +124,7 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
         if (reasons.length > 0 || !engine) {
           return json(503, errorBody('NOT_READY', `Not ready: ${reasons.join('; ')}`, reasons.map((r) => ({ path: '/', message: r }))), { 'retry-after': '1' });
         }
-        return { success: true as const, status: 'ready', recovery: engine.recovery, snapshots: { ...ctx.snapshotStatus(), logSeq: engine.lastSequence } };
+        return { success: true as const, status: 'ready', warnings: ctx.modelWarnings, recovery: engine.recovery, snapshots: { ...ctx.snapshotStatus(), logSeq: engine.lastSequence } };
       },
       { detail: { summary: 'State recovered; the server can serve', tags: ['Operations'] } },
     )

@@ -71,6 +71,20 @@ export function typeEmbeddings(config: Config): Record<KbType, EmbeddingConfig> 
   };
 }
 
+/** The types meant for a real sentence-transformer. */
+const HIGH_QUALITY_TYPES: readonly KbType[] = ['TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY'];
+
+/** Why a high-quality type is served by USE-Lite, to say at start-up, in /ready and in its configuration. */
+export function useLiteFallback(type: string, embedding: Pick<EmbeddingConfig, 'provider'>): string | undefined {
+  if (!HIGH_QUALITY_TYPES.includes(type as KbType) || embedding.provider !== 'use-lite') return undefined;
+  return `${type} is served by the small Universal Sentence Encoder Lite, not a sentence-transformer: none was found in EMBEDDING_MODEL_DIR (get one with: bun run models pull Xenova/all-MiniLM-L6-v2)`;
+}
+
+/** The fallback warnings of the server's current type → model choice. */
+export function modelWarnings(embeddings: Record<KbType, EmbeddingConfig>): string[] {
+  return KB_TYPES.map((type) => useLiteFallback(type, embeddings[type])).filter((w): w is string => w !== undefined);
+}
+
 /** Chunks sized to what the model reads: USE-Lite reads ~128 tokens, 512-token models ~2,000 characters. */
 function chunkingFor(embedding: EmbeddingConfig, config: Config): { size: number; overlap: number } {
   if (config.chunking.size !== undefined) return { size: config.chunking.size, overlap: config.chunking.overlap ?? Math.round(config.chunking.size / 10) };

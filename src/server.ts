@@ -10,7 +10,7 @@ import { RequestActivity, serve } from './http/serve';
 import { KeyStore, keyFilePath } from './auth/key-store';
 import { loadConfig } from './config';
 import { createLogger } from './logger';
-import { KB_TYPES, typeEmbeddings } from './kb-types';
+import { KB_TYPES, modelWarnings, typeEmbeddings } from './kb-types';
 import { LocalSnapshotStore, openEngine, restoreFromStore, S3SnapshotStore, SnapshotManager, type SnapshotStore } from '../snapshots';
 import { join } from 'node:path';
 
@@ -18,6 +18,8 @@ const config = loadConfig();
 const logger = createLogger(config.logLevel);
 let engine: Engine | undefined;
 const embeddings = typeEmbeddings(config);
+const warnings = modelWarnings(embeddings);
+for (const warning of warnings) logger.warn({ modelDir: config.embedding.modelDir }, warning);
 // Each model loads in every worker before the server declares itself ready.
 const bySpec = new Map<string, { spec: ReturnType<typeof toSpec>; types: string[] }>();
 for (const type of KB_TYPES) {
@@ -46,6 +48,7 @@ const app = createApp(
     notReady: () => [...notReady],
     snapshotStatus: () => snapshots?.status,
     embeddings,
+    modelWarnings: warnings,
     metrics,
     version: pkg.version,
   },

@@ -92,3 +92,27 @@ describe('a transformers.js model served by the worker threads', () => {
     expect(await server.waitForOutput('"model":"Xenova/bge-small-en-v1.5"')).toBe(true);
   });
 });
+
+describe('a high-quality type falling back to USE-Lite is said loudly', () => {
+  test('at start-up, in /ready and in the knowledge base configuration; not when a model serves it', async () => {
+    const ready = (await server.api('GET', '/ready', undefined, null)).body;
+    expect(ready.warnings).toEqual([]);
+    const hq = await createKb(server, 'Served by the model', 'TEXT_HIGH_QUALITY');
+    expect((await server.api('GET', `/api/v1/knowledge-bases/${hq}/configuration`)).body.data.warning).toBeUndefined();
+
+    const bare = await TestServer.start({ env: { EMBEDDING_MODEL_DIR: join(tmpdir(), 'kb-no-models-here') } });
+    try {
+      const warnings: string[] = (await bare.api('GET', '/ready', undefined, null)).body.warnings;
+      expect(warnings.map((w) => w.split(' ')[0])).toEqual(['TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY']);
+      expect(warnings[0]).toContain('bun run models pull');
+      expect(bare.output.some((l) => l.includes('"level":40') && l.includes('TEXT_HIGH_QUALITY is served by the small Universal Sentence Encoder Lite'))).toBe(true);
+      const fallback = await createKb(bare, 'Fallback', 'TEXT_HIGH_QUALITY');
+      expect((await bare.api('GET', `/api/v1/knowledge-bases/${fallback}/configuration`)).body.data.warning).toContain('Universal Sentence Encoder Lite');
+      const cheap = await createKb(bare, 'Cheap', 'TEXT_COST_EFFECTIVE');
+      expect((await bare.api('GET', `/api/v1/knowledge-bases/${cheap}/configuration`)).body.data.warning).toBeUndefined();
+    } finally {
+      await bare.stop();
+      bare.cleanup();
+    }
+  }, 60_000);
+});

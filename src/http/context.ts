@@ -16,6 +16,8 @@ export interface ServerContext {
   snapshotStatus: () => SnapshotStatus | undefined;
   /** The embedding configuration each type gets at creation. */
   embeddings: Record<KbType, EmbeddingConfig>;
+  /** Said at start-up and in /ready: high-quality types served by USE-Lite. */
+  modelWarnings: string[];
   metrics: Metrics;
   /** Service version (package.json), shown in the API docs. */
   version: string;

@@ -1,5 +1,6 @@
 // Engine records → the API's resource shapes.
 import type { ChunkHit, ContentItem, KnowledgeBaseRecord } from '../../engine';
+import { useLiteFallback } from '../kb-types';
 
 export function knowledgeBaseView(kb: KnowledgeBaseRecord) {
   return {
@@ -14,7 +15,8 @@ export function knowledgeBaseView(kb: KnowledgeBaseRecord) {
 
 export function configurationView(kb: KnowledgeBaseRecord) {
   const { id, type, embedding, chunking, bm25, hnsw, modalities, createdAt } = kb.config;
-  return { id, knowledgeBaseId: kb.id, type, embedding, chunking, bm25, hnsw, modalities, createdAt };
+  const warning = useLiteFallback(type, embedding);
+  return { id, knowledgeBaseId: kb.id, type, embedding, chunking, bm25, hnsw, modalities, createdAt, ...(warning ? { warning } : {}) };
 }
 
 export function contentView(item: ContentItem) {
