@@ -48,7 +48,7 @@ export class Engine {
       originals,
       graphThreshold: options.graphThreshold,
       discard: (task) => task.catch((err) => this.say('warn', 'could not remove stored files', { error: String(err) })),
-      onVectorsAdded: () => this.pacer.schedule(),
+      onVectorsAdded: () => this.recovery && this.pacer.schedule(), // once open: not during replay
     });
     this.core = {
       state: this.state,
@@ -99,6 +99,7 @@ export class Engine {
       requeued,
       millis: Math.round(performance.now() - started),
     };
+    engine.pacer.schedule();
     return engine;
   }
 
