@@ -23,12 +23,25 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-const { values, positionals } = parseArgs({
-  // `kb-search admin …` (binary) passes the word admin first; `bun run admin …` does not.
-  args: Bun.argv.slice(Bun.argv[2] === 'admin' ? 3 : 2),
-  options: { name: { type: 'string' }, org: { type: 'string' }, label: { type: 'string' }, json: { type: 'boolean' } },
-  allowPositionals: true,
-});
+function parse() {
+  try {
+    return parseArgs({
+      // `kb-search admin …` (binary) passes the word admin first; `bun run admin …` does not.
+      args: Bun.argv.slice(Bun.argv[2] === 'admin' ? 3 : 2),
+      options: { name: { type: 'string' }, org: { type: 'string' }, label: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+    });
+  } catch (err) {
+    // An unknown or malformed option: the usage, never a stack trace.
+    fail(err instanceof Error ? err.message : String(err));
+  }
+}
+
+const { values, positionals } = parse();
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
 
 const path = keyFilePath(loadConfig().dataDir);
 const state = () => foldKeyRecords(readKeyFile(path).records);

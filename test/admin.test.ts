@@ -60,3 +60,16 @@ test('bad admin commands fail with a usage message', () => {
   expect(admin('frobnicate').code).toBe(2);
   expect(admin('org', 'create').code).toBe(2);
 });
+
+test('--help prints the usage (exit 0); an unknown option gets the usage and exit 2, never a stack trace', () => {
+  for (const flag of ['--help', '-h']) {
+    const help = admin(flag);
+    expect(help.code).toBe(0);
+    expect(help.out).toContain('bun run admin org create --name <name>');
+  }
+  const bogus = admin('org', 'list', '--bogus');
+  expect(bogus.code).toBe(2);
+  expect(bogus.err).toContain("Unknown option '--bogus'");
+  expect(bogus.err).toContain('usage:');
+  expect(bogus.err).not.toContain('    at ');
+});
