@@ -6,7 +6,7 @@ export { Engine } from './engine';
 export type { EngineOptions, NewContent, RecoveryReport, SearchRequest, StartingPoint } from './options';
 export { QuotaExceededError, type Quotas } from './state/quotas';
 export type { EngineMetrics } from './state/metrics';
-export { DEFAULT_EMBEDDING_RETRY, toSpec } from './ingest/queue';
+export { DEFAULT_EMBEDDING_RETRY } from './ingest/queue';
 
 // The data it holds and answers with.
 export type { ChunkHit, ContentItem, KnowledgeBase } from './kb/knowledge-base';
@@ -16,11 +16,11 @@ export type { Metadata, MetadataFilter, MetadataValue } from './filter/metadata'
 export { newId, isIdOf } from './ids';
 
 // Embedding models and file extraction.
-export { EmbeddingError, specKey, type EmbeddingSpec } from './embedding/provider';
+export { EmbeddingError, specKey, toSpec, type EmbeddingSpec } from './embedding/provider';
 export { ExtractionError, ExtractionPool, shutdownOcr, type ExtractionPoolOptions } from './extract';
 
 // What snapshots are made of: the state machine, the log's records and frames, graphs, workers.
-export { applyRecord, statusAfterIndexed, type StateTarget } from './state/machine';
+export { applyRecord, statusAfterIndexed, type RecordOf, type StateTarget } from './state/machine';
 export type { LogEntry, LogRange } from './log/log';
 export { readLogRange } from './log/range';
 export { decodePayload, encodePayload } from './log/codec';
@@ -29,6 +29,7 @@ export { VectorIndex } from './vector/vector-index';
 export { WorkerPool } from './workers/pool';
 export { workerUrl, WORKER_ENTRY_POINTS, type WorkerKind } from './workers/entry-points';
 export { copyFilePaced, fsyncPath, fsyncPathAsync, PacedFileWriter } from './fsync';
+export { sha256File } from './files/hash';
 
 // Search planning, for benchmarks that time one knowledge base's search without the façade.
 export { searchFullText } from './search/full-text';

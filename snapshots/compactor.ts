@@ -4,7 +4,7 @@
 // newest version. Deleted items and superseded versions disappear. Which records apply is decided
 // by the engine's state machine (applyRecord), the same that builds the state in memory; indexed
 // records carry their document numbers, so replaying the result numbers documents identically.
-import { applyRecord, statusAfterIndexed, type ContentStatus, type LogRecord, type StateTarget } from '../engine';
+import { applyRecord, statusAfterIndexed, type ContentStatus, type LogRecord, type RecordOf, type StateTarget } from '../engine';
 
 export interface KeptRecord {
   seq: number;
@@ -49,20 +49,20 @@ export class Compactor implements StateTarget {
     return entry && { version: entry.version, status: entry.status };
   }
 
-  createKnowledgeBase(record: Extract<LogRecord, { t: 'kb.create' }>): void {
+  createKnowledgeBase(record: RecordOf<'kb.create'>): void {
     this.kbs.set(record.kb.id, { create: this.current });
   }
 
-  updateKnowledgeBase(record: Extract<LogRecord, { t: 'kb.update' }>): void {
+  updateKnowledgeBase(record: RecordOf<'kb.update'>): void {
     this.kbs.get(record.id)!.update = this.current;
   }
 
-  deleteKnowledgeBase(record: Extract<LogRecord, { t: 'kb.delete' }>): void {
+  deleteKnowledgeBase(record: RecordOf<'kb.delete'>): void {
     this.kbs.delete(record.id);
     for (const [k, c] of this.contents) if (c.kbId === record.id) this.contents.delete(k);
   }
 
-  putContent(record: Extract<LogRecord, { t: 'content.put' }>): void {
+  putContent(record: RecordOf<'content.put'>): void {
     const entry = this.contents.get(key(record.kbId, record.id));
     if (entry) {
       entry.latestPut = this.current;
@@ -75,11 +75,11 @@ export class Compactor implements StateTarget {
     }
   }
 
-  deleteContent(record: Extract<LogRecord, { t: 'content.delete' }>): void {
+  deleteContent(record: RecordOf<'content.delete'>): void {
     this.contents.delete(key(record.kbId, record.id));
   }
 
-  indexContent(record: Extract<LogRecord, { t: 'content.indexed' }>): void {
+  indexContent(record: RecordOf<'content.indexed'>): void {
     const entry = this.contents.get(key(record.kbId, record.id))!;
     entry.live = { put: entry.latestPut, indexed: this.current };
     entry.status = statusAfterIndexed(record);
@@ -87,14 +87,14 @@ export class Compactor implements StateTarget {
     entry.retry = undefined;
   }
 
-  failContent(record: Extract<LogRecord, { t: 'content.failed' }>): void {
+  failContent(record: RecordOf<'content.failed'>): void {
     const entry = this.contents.get(key(record.kbId, record.id))!;
     entry.status = 'failed';
     entry.failed = this.current;
     entry.retry = undefined;
   }
 
-  retryContent(record: Extract<LogRecord, { t: 'content.retry' }>): void {
+  retryContent(record: RecordOf<'content.retry'>): void {
     const entry = this.contents.get(key(record.kbId, record.id))!;
     entry.status = 'pending';
     entry.failed = undefined;

@@ -5,6 +5,7 @@
 // A snapshot is valid only when its manifest parses and every file matches its checksum.
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { sha256File } from '../engine';
 
 export const SNAPSHOT_FORMAT = 1;
 export const MANIFEST_FILE = 'manifest.json';
@@ -28,21 +29,10 @@ export interface SnapshotManifest {
 }
 
 const DIR = /^snap-(\d{20})$/;
-/** Where a snapshot is built before it is renamed to its `snap-<seq>` name (Engine.takeSnapshot). */
+/** Where a snapshot is built before it is renamed to its `snap-<seq>` name (Snapshotter). */
 const TMP_DIR = /^tmp-/;
 export const snapshotDirName = (seq: number) => `snap-${String(seq).padStart(20, '0')}`;
 export const graphFileName = (kbId: string) => `graph-${kbId}.usearch`;
-
-export async function sha256File(path: string): Promise<string> {
-  const hasher = new Bun.CryptoHasher('sha256');
-  for await (const chunk of Bun.file(path).stream()) hasher.update(chunk);
-  return hasher.digest('hex');
-}
-
-export async function describeFile(dir: string, name: string): Promise<SnapshotFile> {
-  const path = join(dir, name);
-  return { name, bytes: Bun.file(path).size, sha256: await sha256File(path) };
-}
 
 /** Snapshot directories under `root`, newest first. */
 export async function listSnapshotDirs(root: string): Promise<{ seq: number; dir: string; name: string }[]> {

@@ -140,7 +140,7 @@ export class SnapshotManager {
     const oldestKept = keptLocal.at(-1)?.seq;
     const confirmed = this.store.isLocal ? oldestKept : this.status.confirmedSeq;
     if (oldestKept === undefined || confirmed === undefined) return 0;
-    return this.snapshots.truncateLog(Math.min(oldestKept, confirmed));
+    return this.engine.truncateLog(Math.min(oldestKept, confirmed));
   }
 
   /** Final snapshot on graceful shutdown (bounded by `timeoutMs`). */

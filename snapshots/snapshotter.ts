@@ -126,11 +126,6 @@ export class Snapshotter {
     }
   }
 
-  /** Remove log records the snapshot at `seq` covers; resolves with the log parts removed. */
-  truncateLog(seq: number): Promise<number> {
-    return this.engine.truncateLog(seq);
-  }
-
   async close(): Promise<void> {
     await this.pool?.close();
   }

@@ -6,6 +6,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { sha256File } from '../files/hash';
 
 export const DEFAULT_HUB_URL = 'https://huggingface.co';
 
@@ -75,12 +76,6 @@ async function describe(url: string, timeoutMs: number): Promise<{ status: numbe
   const size = Number(res.headers.get('x-linked-size') ?? res.headers.get('content-length') ?? NaN);
   const etag = (res.headers.get('x-linked-etag') ?? '').replaceAll('"', '');
   return { status: res.status, size: Number.isFinite(size) ? size : undefined, sha256: /^[0-9a-f]{64}$/.test(etag) ? etag : undefined };
-}
-
-async function sha256Of(path: string): Promise<string> {
-  const hasher = new Bun.CryptoHasher('sha256');
-  for await (const chunk of Bun.file(path).stream()) hasher.update(chunk);
-  return hasher.digest('hex');
 }
 
 async function download(url: string, part: string, timeoutMs: number, onBytes: (received: number, total: number | undefined, resumedFrom: number) => void): Promise<void> {
@@ -154,7 +149,7 @@ export async function pullModel(id: string, options: PullOptions): Promise<{ dir
       if (bytes > info.size) await rm(part, { force: true });
       throw new ModelPullError(`${file.name}: received ${bytes} bytes of ${info.size}. Run the same command again to resume.`);
     }
-    const sha256 = info.sha256 ? await sha256Of(part) : undefined;
+    const sha256 = info.sha256 ? await sha256File(part) : undefined;
     if (info.sha256 && sha256 !== info.sha256) {
       await rm(part, { force: true });
       throw new ModelPullError(`${file.name}: the download does not match its SHA-256 (${info.sha256}); it was removed. Run the same command again.`);

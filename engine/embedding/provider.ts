@@ -2,6 +2,8 @@
 // documents (some models prefix queries with an instruction). Vectors come back L2-normalized,
 // so cosine similarity is a dot product.
 
+import type { EmbeddingConfig } from '../records';
+
 export type EmbedKind = 'query' | 'document';
 
 export interface EmbeddingProvider {
@@ -47,4 +49,11 @@ export class EmbeddingError extends Error {
 /** One key per model (provider, model id, dimensions): caches and worker registries use it. */
 export function specKey(spec: EmbeddingSpec): string {
   return `${spec.provider}:${spec.model}:${spec.dimensions}`;
+}
+
+/** The provider spec a knowledge base's embedding configuration records. */
+export function toSpec(embedding: EmbeddingConfig): EmbeddingSpec {
+  if (embedding.provider === 'none') throw new EmbeddingError('this knowledge base has no embedding model');
+  const { metric: _metric, quantization: _quantization, ...spec } = embedding;
+  return spec as EmbeddingSpec;
 }

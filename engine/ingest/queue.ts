@@ -3,11 +3,10 @@
 // records. Embedding failures are retried with backoff; then the chunks are indexed for full-text
 // search only and the item is failed.
 import { ANALYZER_VERSION } from '../analysis/analyzer';
-import type { EmbeddingSpec } from '../embedding/provider';
-import { EmbeddingError } from '../embedding/provider';
+import { toSpec } from '../embedding/provider';
 import { newId } from '../ids';
 import type { ContentItem, KnowledgeBase } from '../kb/knowledge-base';
-import type { IndexedChunk, KnowledgeBaseConfig, LogRecord } from '../records';
+import type { IndexedChunk, LogRecord } from '../records';
 import { markPending, markProcessing } from '../state/content-status';
 import type { Compute } from './compute';
 import type { ItemResult } from './handlers';
@@ -37,13 +36,6 @@ export interface IngestionQueueOptions {
 }
 
 const now = () => new Date().toISOString();
-
-/** The provider spec a knowledge base configuration records. */
-export function toSpec(embedding: KnowledgeBaseConfig['embedding']): EmbeddingSpec {
-  if (embedding.provider === 'none') throw new EmbeddingError('this knowledge base has no embedding model');
-  const { metric: _metric, quantization: _quantization, ...spec } = embedding;
-  return spec as EmbeddingSpec;
-}
 
 export class IngestionQueue {
   private readonly queue: QueueEntry[] = [];

@@ -1,7 +1,6 @@
 // The query's vector, by the knowledge base's own model (through the query lane's cache).
-import { EmbeddingError } from '../embedding/provider';
+import { EmbeddingError, toSpec } from '../embedding/provider';
 import type { Compute } from '../ingest/compute';
-import { toSpec } from '../ingest/queue';
 import type { KnowledgeBase } from '../kb/knowledge-base';
 
 export function queryVector(compute: Compute, kb: KnowledgeBase, query: string): Promise<Float32Array> {

@@ -7,9 +7,7 @@ import { observeId } from '../ids';
 import { KnowledgeBase } from '../kb/knowledge-base';
 import type { LogRecord } from '../records';
 import { markFailed, markPending, markReady } from './content-status';
-import { applyRecord, type StateTarget } from './machine';
-
-type RecordOf<T extends LogRecord['t']> = Extract<LogRecord, { t: T }>;
+import { applyRecord, statusAfterIndexed, type RecordOf, type StateTarget } from './machine';
 
 export interface LiveStateOptions {
   originals: OriginalsStore;
@@ -86,8 +84,8 @@ export class LiveState implements StateTarget {
     const vectors = attachment && attachment.length > 0 ? kb.vectorsFromBytes(attachment, record.chunks.length) : undefined;
     // Records written before document numbers were logged continue the numbering.
     kb.applyIndexed(item, record.chunks, vectors, record.firstDoc ?? kb.docSpace);
-    if (record.embeddingError === undefined) markReady(item);
-    else markFailed(item, record.embeddingError);
+    if (statusAfterIndexed(record) === 'ready') markReady(item);
+    else markFailed(item, record.embeddingError!);
     if (vectors) this.options.onVectorsAdded();
   }
 

@@ -7,7 +7,8 @@
 import { ANALYZER_VERSION } from '../analysis/analyzer';
 import type { ContentStatus, LogRecord } from '../records';
 
-type RecordOf<T extends LogRecord['t']> = Extract<LogRecord, { t: T }>;
+/** The log record of one type. */
+export type RecordOf<T extends LogRecord['t']> = Extract<LogRecord, { t: T }>;
 
 /** What a target holds and what it does with each record the machine lets through. */
 export interface StateTarget {

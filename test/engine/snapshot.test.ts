@@ -84,7 +84,7 @@ describe('engine snapshots', () => {
     // A second snapshot continues the first; the log it covers can go.
     const second = await snaps(b).snapshot();
     expect(second.seq).toBeGreaterThan(first.seq);
-    expect(await snaps(b).truncateLog(second.seq)).toBeGreaterThan(0);
+    expect(await b.truncateLog(second.seq)).toBeGreaterThan(0);
     const after = await searches(b, kb.id);
     await b.close();
     const c = await open(dir);
