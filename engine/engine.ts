@@ -7,6 +7,7 @@ import { analyze } from './analysis/analyzer';
 import type { EmbeddingSpec } from './embedding/provider';
 import { OriginalsStore } from './files/originals';
 import { Compute } from './ingest/compute';
+import { progressOf, type IngestionProgress } from './ingest/progress';
 import { IngestionQueue } from './ingest/queue';
 import { ContentWaiters } from './ingest/waiters';
 import type { ChunkHit, ContentItem, KnowledgeBase } from './kb/knowledge-base';
@@ -25,7 +26,6 @@ import { LiveState } from './state/live-state';
 import type { Quotas } from './state/quotas';
 import { collectMetrics, countState, type EngineMetrics } from './state/metrics';
 import { GraphPacer } from './vector/graph-pacer';
-import { DEFAULT_EXACT_THRESHOLD } from './vector/vector-index';
 import type { EngineOptions, NewContent, RecoveryReport, SearchRequest } from './options';
 
 export class Engine {
@@ -111,13 +111,11 @@ export class Engine {
     if (this.closed) throw new Error('engine is closed');
     const durable = this.log.append(encodePayload(record, attachment));
     const applied = this.state.apply(record, attachment);
-    try {
-      await durable;
-    } catch (err) {
+    await durable.catch((err) => {
       this.say('error', 'write-ahead log write failed; no further writes are accepted', { error: String(err) });
       this.options.onFatal?.(err);
       throw err;
-    }
+    });
     // `?wait=true` answers only once the outcome would survive a crash.
     if (applied && (record.t === 'content.indexed' || record.t === 'content.failed' || record.t === 'content.delete')) {
       this.waiters.notify(record.kbId, record.id, this.state.kbs.get(record.kbId)?.contents.get(record.id));
@@ -151,7 +149,7 @@ export class Engine {
 
   /** Knowledge bases with fewer vectors keep no HNSW graph (in memory or in snapshots). */
   get graphThreshold(): number {
-    return this.options.graphThreshold ?? DEFAULT_EXACT_THRESHOLD;
+    return this.state.graphThreshold;
   }
 
   /** Save every in-memory HNSW graph (to `pathOf(kbId)`), with the documents each holds. */
@@ -232,8 +230,10 @@ export class Engine {
 
   // --- ingestion ------------------------------------------------------------------------------
 
-  get queueDepth(): number {
-    return this.ingestion.depth;
+  /** Items by status, chunks waiting, pace over the last minute and time left. */
+  ingestionProgress(orgId: string, kbId: string): IngestionProgress | undefined {
+    const kb = kbOf(this.core, orgId, kbId);
+    return kb && progressOf([kb], this.ingestion.throughput.perSecond(kbId));
   }
 
   /** Start sending queued content to the workers (once the models are loaded, with holdIngestion). */
@@ -276,8 +276,8 @@ export class Engine {
   }
 
   async metrics(): Promise<EngineMetrics> {
-    return collectMetrics(this.state.kbs.values(), {
-      queueDepth: this.queueDepth,
+    return collectMetrics([...this.state.kbs.values()], this.ingestion.throughput.perSecond(), {
+      queueDepth: this.ingestion.depth,
       walBytes: await this.log.sizeBytes(),
       workerCrashes: this.compute.documents.crashes + this.compute.queries.crashes,
     });

@@ -1,5 +1,6 @@
 // What an engine is opened with, and the shapes its methods take and report.
 import type { ComputeOptions } from './ingest/compute';
+import type { IngestionBatch } from './ingest/queue';
 import type { Metadata, MetadataFilter } from './filter/metadata';
 import type { ContentSource, LogRecord } from './records';
 import type { Quotas } from './state/quotas';
@@ -33,7 +34,7 @@ export interface EngineOptions {
   /** True while nothing is asking for the main thread (no request in flight): background graph building then takes most of it. */
   idle?: () => boolean;
   /** Called after each ingestion batch (for metrics). */
-  onBatch?: (batch: { items: number; chunks: number; millis: number; model: string }) => void;
+  onBatch?: (batch: IngestionBatch) => void;
   /**
    * Embedding failures (a model endpoint down for a while) are retried: `attempts` in all, waiting
    * `baseMs`, then twice as long each time up to `maxMs`. Default 8 attempts, 2 s → 60 s (about

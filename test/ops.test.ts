@@ -25,11 +25,25 @@ test('/metrics exposes requests, ingestion and index gauges in Prometheus format
   expect(text).toMatch(/kb_chunks\{type="TEXT_HIGH_QUALITY"\} 1/);
   expect(text).toMatch(/kb_vectors\{type="TEXT_HIGH_QUALITY"\} 1/);
   expect(text).toMatch(/kb_ingestion_queue_depth 0/);
+  expect(text).toMatch(/kb_ingestion_chunks_waiting 0\n/);
+  expect(text).toMatch(/kb_ingestion_eta_seconds 0\n/);
+  expect(Number(/^kb_ingestion_chunks_per_second (\S+)$/m.exec(text)?.[1])).toBeGreaterThan(0); // a chunk indexed within the last minute
   expect(text).toMatch(/kb_embedding_batch_duration_seconds_count\{model="universal-sentence-encoder-lite"\} 1/);
   expect(text).toMatch(/kb_wal_bytes \d+/);
   expect(text).toMatch(/kb_process_resident_memory_bytes \d+/);
   // Labels never carry ids: path parameters are folded.
   expect(text).not.toContain(kb);
+});
+
+test('a knowledge base read carries its ingestion progress', async () => {
+  const kb = await createKb(server);
+  const empty = (await server.api('GET', `/api/v1/knowledge-bases/${kb}`)).body.data.ingestion;
+  expect(empty).toEqual({ contents: { pending: 0, processing: 0, ready: 0, failed: 0 }, chunksWaiting: 0, chunksPerSecond: 0, etaSeconds: 0 });
+  await addContent(server, kb, 'Progress you can watch.');
+  await addContent(server, kb, 'Another item, indexed as well.');
+  const done = (await server.api('GET', `/api/v1/knowledge-bases/${kb}`)).body.data.ingestion;
+  expect(done).toMatchObject({ contents: { pending: 0, processing: 0, ready: 2, failed: 0 }, chunksWaiting: 0, etaSeconds: 0 });
+  expect(done.chunksPerSecond).toBeGreaterThan(0);
 });
 
 test('the docs page loads its UI from this server only, and the OpenAPI document covers every route', async () => {

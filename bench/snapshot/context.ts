@@ -53,14 +53,14 @@ export async function createContext(stubUrl: string, t0: number) {
     const progress = () => {
       if (performance.now() - lastReport < 20_000) return;
       lastReport = performance.now();
-      say(`  [${elapsed()}] ${engine.stats().chunks} chunks indexed, queue ${engine.queueDepth}`);
+      say(`  [${elapsed()}] ${engine.stats().chunks} chunks indexed, queue ${engine.stats().queueDepth}`);
     };
     for (let i = 0; i < count; i += 500) {
       await Promise.all(Array.from({ length: Math.min(500, count - i) }, (_, j) => engine.addContent(ORG, kbId, { text: itemText(from + i + j) })));
       progress();
     }
     const ackSeconds = (performance.now() - started) / 1000;
-    while (engine.queueDepth > 0) {
+    while (engine.stats().queueDepth > 0) {
       await Bun.sleep(100);
       progress();
     }

@@ -41,7 +41,7 @@ export async function stallPart(ctx: BenchContext, baseDir: string, snapDir: str
     const probe = new StallProbe(engine, snapshotsOf(engine), vectors, ORG, meta.kbId, rate, nextText);
     const result = await probe.around(label, baselineMs, afterMs);
     say(probe.describe(result));
-    while (engine.queueDepth > 0) await Bun.sleep(100);
+    while (engine.stats().queueDepth > 0) await Bun.sleep(100);
     await failedItems(engine, 'the write stream');
     if (probe.errors.length > 0) problems.push(`${probe.errors.length} addContent calls failed during the stall test: ${probe.errors[0]}`);
     await engine.close();

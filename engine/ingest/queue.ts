@@ -9,9 +9,19 @@ import type { ContentItem, KnowledgeBase } from '../kb/knowledge-base';
 import type { IndexedChunk, LogRecord } from '../records';
 import { markPending, markProcessing } from '../state/content-status';
 import type { Compute } from './compute';
+import { ThroughputMeter } from './progress';
 import type { ItemResult } from './handlers';
 
 export const DEFAULT_EMBEDDING_RETRY = { attempts: 8, baseMs: 2000, maxMs: 60_000 };
+
+/** One worker request done: how much of one knowledge base it indexed and how long it took. */
+export interface IngestionBatch {
+  kbId: string;
+  items: number;
+  chunks: number;
+  millis: number;
+  model: string;
+}
 
 interface QueueEntry {
   kbId: string;
@@ -29,7 +39,7 @@ export interface IngestionQueueOptions {
   /** Most content items in one worker request (default 16). */
   batchItems?: number;
   embeddingRetry?: { attempts: number; baseMs: number; maxMs: number };
-  onBatch?: (batch: { items: number; chunks: number; millis: number; model: string }) => void;
+  onBatch?: (batch: IngestionBatch) => void;
   log: (level: 'info' | 'warn' | 'error', message: string, details?: Record<string, unknown>) => void;
   /** Send nothing to the workers until start() (the models load first). */
   held?: boolean;
@@ -43,6 +53,8 @@ export class IngestionQueue {
   private readonly retryTimers = new Set<ReturnType<typeof setTimeout>>();
   private running: boolean;
   private closed = false;
+  /** Chunks indexed per second over the last minute, per knowledge base. */
+  readonly throughput = new ThroughputMeter();
 
   constructor(private readonly options: IngestionQueueOptions) {
     this.running = options.held !== true;
@@ -128,12 +140,15 @@ export class IngestionQueue {
       )
       .catch((err: Error): ItemResult[] => batch.map(() => ({ ok: false, error: err.message })))
       .then((results) => {
-        this.options.onBatch?.({
+        const done: IngestionBatch = {
+          kbId: kb.id,
           items: results.length,
           chunks: results.reduce((n, r) => n + (r.ok ? r.chunks.length : 0), 0),
           millis: performance.now() - started,
           model: embedding.model,
-        });
+        };
+        this.throughput.record(done);
+        this.options.onBatch?.(done);
         return Promise.all(results.map((r, i) => this.commitResult(kb, batch[i]!.job, r)));
       })
       .catch((err) => this.options.log('error', 'could not record an ingestion result', { error: String(err) }))

@@ -6,6 +6,7 @@ import { OriginalsStore } from '../files/originals';
 import { observeId } from '../ids';
 import { KnowledgeBase } from '../kb/knowledge-base';
 import type { LogRecord } from '../records';
+import { DEFAULT_EXACT_THRESHOLD } from '../vector/vector-index';
 import { markFailed, markPending, markReady } from './content-status';
 import { applyRecord, statusAfterIndexed, type RecordOf, type StateTarget } from './machine';
 
@@ -21,8 +22,11 @@ export interface LiveStateOptions {
 
 export class LiveState implements StateTarget {
   readonly kbs = new Map<string, KnowledgeBase>();
+  readonly graphThreshold: number;
 
-  constructor(private readonly options: LiveStateOptions) {}
+  constructor(private readonly options: LiveStateOptions) {
+    this.graphThreshold = options.graphThreshold ?? DEFAULT_EXACT_THRESHOLD;
+  }
 
   /** Apply a record (see machine.ts); whether it applied. */
   apply(record: LogRecord, attachment?: Uint8Array): boolean {
@@ -40,7 +44,7 @@ export class LiveState implements StateTarget {
 
   createKnowledgeBase(record: RecordOf<'kb.create'>): void {
     observeId(record.kb.id);
-    this.kbs.set(record.kb.id, new KnowledgeBase(record.kb, this.options.graphThreshold));
+    this.kbs.set(record.kb.id, new KnowledgeBase(record.kb, this.graphThreshold));
   }
 
   updateKnowledgeBase(record: RecordOf<'kb.update'>): void {

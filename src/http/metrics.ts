@@ -1,5 +1,5 @@
 // Prometheus metrics (prom-client): requests and latency by route and status, ingestion queue,
-// contents by status, chunks and vectors per knowledge base type, embedding batch latency, log
+// contents by status, ingestion progress (chunks waiting, pace, time left), chunks and vectors per knowledge base type, embedding batch latency, log
 // size, worker crashes, plus the process defaults.
 import client from 'prom-client';
 import type { Engine } from '../../engine';
@@ -37,6 +37,8 @@ export class Metrics {
   constructor(engine: () => Engine | undefined, snapshots: () => SnapshotStatus | undefined = () => undefined) {
     client.collectDefaultMetrics({ register: this.registry, prefix: 'kb_' });
     const registry = this.registry;
+    // One engine reading per scrape, shared by every gauge (each reading walks all content items).
+    const reading = () => (this.reading ??= engine()?.metrics());
     const gauge = (name: string, help: string, labelNames: string[], collect: (g: client.Gauge<string>, e: Awaited<ReturnType<Engine['metrics']>>) => void) =>
       new client.Gauge({
         name,
@@ -44,13 +46,16 @@ export class Metrics {
         labelNames,
         registers: [registry],
         async collect() {
-          const e = engine();
-          if (!e) return;
+          const m = await reading();
+          if (!m) return;
           this.reset();
-          collect(this, await e.metrics());
+          collect(this, m);
         },
       });
     gauge('kb_ingestion_queue_depth', 'Content items waiting for or in ingestion', [], (g, m) => g.set(m.queueDepth));
+    gauge('kb_ingestion_chunks_waiting', 'Chunks of pending and processing items (estimated from their text length)', [], (g, m) => g.set(m.ingestion.chunksWaiting));
+    gauge('kb_ingestion_chunks_per_second', 'Chunks indexed per second over the last minute', [], (g, m) => g.set(m.ingestion.chunksPerSecond));
+    gauge('kb_ingestion_eta_seconds', 'Seconds until the waiting chunks are indexed at the last minute\'s pace (-1: no pace yet)', [], (g, m) => g.set(m.ingestion.etaSeconds ?? -1));
     gauge('kb_contents', 'Content items by status', ['status'], (g, m) => {
       for (const [status, n] of Object.entries(m.contentsByStatus)) g.set({ status }, n);
     });
@@ -106,7 +111,13 @@ export class Metrics {
     this.batchChunks.inc({ model }, chunks);
   }
 
+  private reading: ReturnType<Engine['metrics']> | undefined;
+
   async render(): Promise<{ body: string; contentType: string }> {
-    return { body: await this.registry.metrics(), contentType: this.registry.contentType };
+    try {
+      return { body: await this.registry.metrics(), contentType: this.registry.contentType };
+    } finally {
+      this.reading = undefined;
+    }
   }
 }

@@ -22,6 +22,17 @@ const KnowledgeBaseSchema = t.Object({
   updatedAt: t.String({ format: 'date-time' }),
 });
 
+const count = Type.Integer({ minimum: 0 });
+const IngestionSchema = t.Object(
+  {
+    contents: t.Object({ pending: count, processing: count, ready: count, failed: count }, { description: 'Content items by status.' }),
+    chunksWaiting: t.Integer({ minimum: 0, description: 'Chunks of the pending and processing items, estimated from their text length.' }),
+    chunksPerSecond: t.Number({ minimum: 0, description: 'Chunks indexed per second over the last minute.' }),
+    etaSeconds: t.Union([t.Integer({ minimum: 0 }), t.Null()], { description: 'Seconds until what waits is indexed at that pace; 0 when nothing waits, null before there is a pace.' }),
+  },
+  { description: 'Ingestion progress of this knowledge base.' },
+);
+
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 500: ErrorSchema };
 
 export const knowledgeBaseRoutes = (ctx: ServerContext) =>
@@ -68,9 +79,9 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
       ({ org, params }) => {
         const kb = requireEngine(ctx).getKnowledgeBase(org, params.id);
         if (!kb) throw notFound('Knowledge base');
-        return { success: true as const, data: knowledgeBaseView(kb) };
+        return { success: true as const, data: { ...knowledgeBaseView(kb), ingestion: requireEngine(ctx).ingestionProgress(org, params.id)! } };
       },
-      { detail: { summary: 'Get a knowledge base', tags: ['Knowledge bases'] }, response: { 200: t.Object({ success: t.Literal(true), data: KnowledgeBaseSchema }), ...errors } },
+      { detail: { summary: 'Get a knowledge base, with its ingestion progress', tags: ['Knowledge bases'] }, response: { 200: t.Object({ success: t.Literal(true), data: t.Composite([KnowledgeBaseSchema, t.Object({ ingestion: IngestionSchema })]) }), ...errors } },
     )
     .get(
       '/knowledge-bases/:id/configuration',

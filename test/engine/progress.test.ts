@@ -1,0 +1,93 @@
+// Ingestion progress (engine/ingest/progress.ts): the pace over a sliding minute and the estimate
+// of what is left, on a clock the test moves.
+import { expect, test } from 'bun:test';
+import { estimatedChunks, progressOf, ThroughputMeter } from '../../engine/ingest/progress';
+import { KnowledgeBase } from '../../engine/kb/knowledge-base';
+
+function meterAt(start = 1_000_000) {
+  const clock = { now: start };
+  return { clock, meter: new ThroughputMeter(() => clock.now) };
+}
+
+test('the pace divides by the time since the oldest batch began, not by a whole minute', () => {
+  const { clock, meter } = meterAt();
+  expect(meter.perSecond('kb_a')).toBe(0);
+  meter.record({ kbId: 'kb_a', chunks: 50, millis: 5_000 }); // 5 s of work ending now
+  clock.now += 5_000;
+  meter.record({ kbId: 'kb_a', chunks: 50, millis: 5_000 });
+  expect(meter.perSecond('kb_a')).toBeCloseTo(100 / 10, 5);
+  // Another knowledge base counts in the total only.
+  meter.record({ kbId: 'kb_b', chunks: 20, millis: 1_000 });
+  expect(meter.perSecond('kb_a')).toBeCloseTo(10, 5);
+  expect(meter.perSecond()).toBeCloseTo(120 / 10, 5);
+});
+
+test('batches older than a minute leave the window; an idle meter reads 0', () => {
+  const { clock, meter } = meterAt();
+  meter.record({ kbId: 'kb_a', chunks: 600, millis: 60_000 });
+  expect(meter.perSecond('kb_a')).toBeCloseTo(10, 5);
+  clock.now += 30_000;
+  meter.record({ kbId: 'kb_a', chunks: 30, millis: 30_000 });
+  // The window is capped at a minute: (600 + 30) chunks over 60 s.
+  expect(meter.perSecond('kb_a')).toBeCloseTo(630 / 60, 5);
+  clock.now += 30_001; // the first batch ended more than a minute ago
+  expect(meter.perSecond('kb_a')).toBeCloseTo(30 / 60, 5);
+  clock.now += 60_000;
+  expect(meter.perSecond('kb_a')).toBe(0);
+  expect(meter.perSecond()).toBe(0);
+});
+
+test('a very short first batch does not read as an absurd pace', () => {
+  const { meter } = meterAt();
+  meter.record({ kbId: 'kb_a', chunks: 5, millis: 10 });
+  expect(meter.perSecond('kb_a')).toBe(5); // at least one second is assumed
+});
+
+test('chunks are estimated from the text length over the chunk step', () => {
+  const chunking = { size: 1000, overlap: 100 };
+  expect(estimatedChunks(0, chunking)).toBe(0);
+  expect(estimatedChunks(10, chunking)).toBe(1);
+  expect(estimatedChunks(1000, chunking)).toBe(1);
+  expect(estimatedChunks(1001, chunking)).toBe(2);
+  expect(estimatedChunks(1900, chunking)).toBe(2);
+  expect(estimatedChunks(1901, chunking)).toBe(3);
+});
+
+function knowledgeBase(): KnowledgeBase {
+  const at = new Date().toISOString();
+  return new KnowledgeBase({
+    id: 'kb_p',
+    orgId: 'org',
+    name: 'p',
+    description: '',
+    type: 'TEXT_HIGH_QUALITY',
+    createdAt: at,
+    updatedAt: at,
+    config: {
+      id: 'cfg_p',
+      createdAt: at,
+      type: 'TEXT_HIGH_QUALITY',
+      embedding: { provider: 'none' },
+      chunking: { size: 1000, overlap: 100 },
+      bm25: { k1: 1.2, b: 0.75 },
+      hnsw: { connectivity: 16, expansionAdd: 128, expansionSearch: 64 },
+      modalities: ['text'],
+    },
+  } as never);
+}
+
+test('progress counts items by status, the chunks still waiting, and the time left at the pace', () => {
+  const kb = knowledgeBase();
+  const add = (id: string, text: string, status: 'pending' | 'processing' | 'ready' | 'failed') => {
+    kb.putContent(id, { version: 1, text, metadata: {}, source: { kind: 'text' } }, new Date().toISOString()).status = status;
+  };
+  add('c1', 'x'.repeat(1901), 'pending'); // 3 chunks
+  add('c2', 'x'.repeat(500), 'processing'); // 1
+  add('c3', 'x'.repeat(5000), 'ready');
+  add('c4', 'x', 'failed');
+  expect(progressOf([kb], 0)).toEqual({ contents: { pending: 1, processing: 1, ready: 1, failed: 1 }, chunksWaiting: 4, chunksPerSecond: 0, etaSeconds: null });
+  expect(progressOf([kb], 3)).toMatchObject({ chunksWaiting: 4, chunksPerSecond: 3, etaSeconds: 2 });
+  kb.contents.get('c1')!.status = 'ready';
+  kb.contents.get('c2')!.status = 'ready';
+  expect(progressOf([kb], 3)).toMatchObject({ chunksWaiting: 0, etaSeconds: 0 });
+});
