@@ -6,10 +6,12 @@
 //                search latency and recall@10 against exact search, f32 and i8, and the size at
 //                which HNSW overtakes exact search;
 //   3. http      search latency through the real server while idle and during a bulk load;
-//   4. memory    bytes per chunk of vectors, postings, text and metadata for each type.
+//   4. memory    bytes per chunk of vectors, postings, text and metadata for each type;
+//   5. throughput chunks/s of the document workers per transformers model: fp32 vs int8, workers ×
+//                threads, texts per model call, length-ordered against input-ordered batches.
 //
-//   bun bench/semantic.ts [--quick] [--json out.json] [--models use-lite,Xenova/bge-small-en-v1.5]
-//                         [--parts quality,vectors,http,memory] [--fresh]
+//   bun bench/semantic.ts [--quick] [--json out.json] [--models use-lite,Xenova/bge-small-en-v1.5,Xenova/all-MiniLM-L6-v2@int8]
+//                         [--parts quality,vectors,http,memory,throughput] [--http-model auto] [--fresh]
 //
 // Embedding the corpus takes minutes, so each model's engine data directory is kept under
 // .bench-out/semantic/<model>-<chunk size>-<overlap>[-quick]/ and reopened on later runs: the
@@ -28,6 +30,7 @@ import { args, OUT_ROOT, parts, quick, SIZES } from './semantic/options';
 import { engineMessages } from './semantic/prepare';
 import { qualityForModel } from './semantic/quality';
 import { vectorPart } from './semantic/vectors';
+import { throughputPart } from './semantic/throughput';
 import { workload } from './semantic/workload';
 
 const { phases, phase } = phaseTimer({ load: true });
@@ -65,6 +68,7 @@ if (parts.has('quality')) {
 if (parts.has('vectors')) results.vectors = await phase(`2. semantic leg at ${fmtInt(SIZES.vectorTarget)} vectors`, () => vectorPart(work));
 if (parts.has('http')) results.http = await phase('3. search latency during a bulk load (HTTP)', () => httpPart(data));
 if (parts.has('memory')) results.memory = await phase('4. memory per chunk', () => memoryPart(work));
+if (parts.has('throughput')) results.throughput = await phase('5. ingestion throughput by precision, workers × threads, batch', () => throughputPart(work.corpus, models));
 results.engineMessages = engineMessages;
 results.phasesMs = phases;
 console.log(`\nPhases: ${Object.entries(phases).map(([k, v]) => `${k} ${secs(v)}`).join('; ')}`);

@@ -5,7 +5,8 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../src/config';
-import { resolveModel, typeEmbeddings } from '../src/kb-types';
+import type { EmbeddingConfig } from '../engine';
+import { chunkingFor, resolveModel, typeEmbeddings } from '../src/kb-types';
 import { writeTinyModel } from './fixtures/tiny-model';
 import { addContent, createKb, TestServer } from './helpers/server';
 
@@ -62,6 +63,34 @@ describe('type → embedding configuration', () => {
     }
   });
 
+  test('fp32 unless EMBEDDING_PRECISION=int8; the other export when only it is present; the precision is recorded', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kb-precision-'));
+    try {
+      mkdirSync(join(dir, 'Xenova'));
+      symlinkSync(resolve(import.meta.dir, '..', '..', 'shared', 'models', 'Xenova', 'all-MiniLM-L6-v2'), join(dir, 'Xenova', 'all-MiniLM-L6-v2'));
+      const minilm = 'transformers:Xenova/all-MiniLM-L6-v2';
+      expect(resolveModel(minilm, configWith({ EMBEDDING_MODEL_DIR: dir }))).toMatchObject({ precision: 'fp32' });
+      expect(resolveModel(minilm, configWith({ EMBEDDING_MODEL_DIR: dir, EMBEDDING_PRECISION: 'int8' }))).toMatchObject({ precision: 'int8' });
+      await writeTinyModel(dir, { modelId: 'Xenova/bge-small-en-v1.5', dimensions: 384, quantizedFile: true });
+      expect(resolveModel('transformers:Xenova/bge-small-en-v1.5', configWith({ EMBEDDING_MODEL_DIR: dir }))).toMatchObject({ precision: 'int8' });
+      expect(resolveModel('transformers:Xenova/bge-small-en-v1.5', configWith({ EMBEDDING_MODEL_DIR: dir, EMBEDDING_PRECISION: 'int8' }))).toMatchObject({ precision: 'int8' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('chunks fit what the model reads: MiniLM 256 word pieces → 1,024 characters, bge 512 → 2,048, USE-Lite 1,000; CHUNK_SIZE overrides', () => {
+    const config = configWith({ EMBEDDING_MODEL_DIR: modelDir });
+    const minilm = { ...resolveModel('transformers:Xenova/all-MiniLM-L6-v2', config), metric: 'cosine', quantization: 'f32' } as EmbeddingConfig;
+    const bge = { ...resolveModel('transformers:Xenova/bge-small-en-v1.5', config), metric: 'cosine', quantization: 'f32' } as EmbeddingConfig;
+    const useLite = { ...resolveModel('use-lite', config), metric: 'cosine', quantization: 'f32' } as EmbeddingConfig;
+    expect(chunkingFor(minilm, config)).toEqual({ size: 1024, overlap: 102 });
+    expect(chunkingFor(bge, config)).toEqual({ size: 2048, overlap: 205 });
+    expect(chunkingFor(useLite, config)).toEqual({ size: 1000, overlap: 100 });
+    expect(chunkingFor(minilm, configWith({ CHUNK_SIZE: '700' }))).toEqual({ size: 700, overlap: 70 });
+    expect(chunkingFor(minilm, configWith({ CHUNK_SIZE: '700', CHUNK_OVERLAP: '0' }))).toEqual({ size: 700, overlap: 0 });
+  });
+
   test('explicit settings and their errors', () => {
     const config = configWith({ EMBEDDING_MODEL_DIR: modelDir, EMBEDDING_HTTP_DIMENSIONS: '1536' });
     expect(resolveModel('http:text-embedding-3-small', config)).toEqual({ provider: 'http', model: 'text-embedding-3-small', dimensions: 1536 });
@@ -77,7 +106,7 @@ describe('a transformers.js model served by the worker threads', () => {
     const kb = await createKb(server, 'Tiny model', 'TEXT_HIGH_QUALITY');
     const cfg = (await server.api('GET', `/api/v1/knowledge-bases/${kb}/configuration`)).body.data;
     expect(cfg.embedding).toMatchObject({ provider: 'transformers', model: 'Xenova/bge-small-en-v1.5', dimensions: 384, quantization: 'f32' });
-    expect(cfg.chunking).toEqual({ size: 2000, overlap: 200 });
+    expect(cfg.chunking).toEqual({ size: 2048, overlap: 205 }); // bge reads 512 word pieces
     const car = await addContent(server, kb, 'the red truck and the bus');
     await addContent(server, kb, 'a banana and a mango');
     await addContent(server, kb, 'rain and snow storm');

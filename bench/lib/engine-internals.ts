@@ -10,3 +10,4 @@ export { MetadataIndex } from '../../engine/filter/metadata';
 export { Compute } from '../../engine/ingest/compute';
 export { DEFAULT_EXACT_THRESHOLD } from '../../engine/vector/vector-index';
 export { extractFile } from '../../engine/extract';
+export { createTransformersProvider, type TransformersSpec } from '../../engine/embedding/providers/transformers';

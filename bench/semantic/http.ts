@@ -1,5 +1,6 @@
 // bench/semantic.ts, part 3: search latency through the real server while idle and during a bulk
-// load (USE-Lite for TEXT_HIGH_QUALITY), and the server's CPU while it indexes.
+// load of the rest of the corpus (TEXT_HIGH_QUALITY with --http-model, default the best model under
+// MODELS_DIR), the time to index the whole corpus, the server's CPU and its own progress report.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,10 +9,11 @@ import type { SciFact } from '../lib/eval-data';
 import { fmtInt, fmtMs, pct, secs } from '../lib/format';
 import { CORES } from '../lib/machine';
 import { BENCH_OUT } from '../lib/paths';
+import { metricSum, scrapeMetrics } from '../lib/metrics';
 import { launchServer, waitFor, type Server } from '../lib/server';
 import { summarize } from '../lib/stats';
 import { printTable } from '../lib/table';
-import { MODELS_DIR, SIZES } from './options';
+import { args, MODELS_DIR, SIZES } from './options';
 
 const SERVER_LOG = join(BENCH_OUT, 'semantic-http-server.log');
 
@@ -24,7 +26,7 @@ async function startServer(dataDir: string): Promise<{ server: Server; logs: str
   const logFile = Bun.file(SERVER_LOG).writer();
   let exited = false;
   const server = await launchServer({
-    env: { DATA_DIR: dataDir, KB_API_KEYS: 'org_b:key', HIGH_QUALITY_MODEL: 'use-lite', EMBEDDING_MODEL_DIR: MODELS_DIR },
+    env: { DATA_DIR: dataDir, KB_API_KEYS: 'org_b:key', HIGH_QUALITY_MODEL: args['http-model'], EMBEDDING_MODEL_DIR: MODELS_DIR },
     logLevel: 'info',
     onLine: (line, name) => {
       if (!exited) logFile.write(`${name}: ${line}\n`);
@@ -115,29 +117,18 @@ export async function httpPart(data: SciFact) {
     await measure(10); // warm-up
     const idle = await measure(SIZES.httpSearches);
 
-    // Progress: list pages (oldest first, 100 a page) from the first page not yet fully ready.
+    // Progress as the server reports it: the knowledge base read (items by status, its pace and
+    // ETA) and the searchable chunks from /metrics.
     const total = seedDocs.length + bulkDocs.length;
-    let pageCursor = 1;
-    let doneChunks = 0;
-    const progress = async (): Promise<{ readyItems: number; readyChunks: number; failed: number }> => {
-      let readyItems = (pageCursor - 1) * 100;
-      let readyChunks = doneChunks;
-      let failed = 0;
-      for (let page = pageCursor; ; page++) {
-        const res = await call('GET', `/api/v1/knowledge-bases/${kbId}/contents?page=${page}&limit=100`);
-        const items = (res.json?.data ?? []) as { status: string; chunkCount: number }[];
-        const settled = items.filter((i) => i.status === 'ready' || i.status === 'failed');
-        failed += items.filter((i) => i.status === 'failed').length;
-        const chunks = settled.reduce((s, i) => s + i.chunkCount, 0);
-        readyItems += settled.length;
-        readyChunks += chunks;
-        if (items.length === 100 && settled.length === 100) {
-          pageCursor = page + 1;
-          doneChunks += chunks;
-          continue;
-        }
-        return { readyItems, readyChunks, failed };
-      }
+    const progress = async () => {
+      const ingestion = (await call('GET', `/api/v1/knowledge-bases/${kbId}`)).json.data.ingestion as {
+        contents: Record<'pending' | 'processing' | 'ready' | 'failed', number>;
+        chunksPerSecond: number;
+        etaSeconds: number | null;
+      };
+      const readyChunks = metricSum(await scrapeMetrics(base), 'kb_chunks');
+      const { ready, failed } = ingestion.contents;
+      return { readyItems: ready + failed, readyChunks, failed, pace: ingestion.chunksPerSecond, eta: ingestion.etaSeconds };
     };
     const seedState = await progress();
     const seedChunks = seedState.readyChunks;
@@ -162,13 +153,14 @@ export async function httpPart(data: SciFact) {
       }),
     ).then(() => (ackEnd = performance.now()));
     let indexedAt = 0;
-    const samples: { t: number; readyItems: number; readyChunks: number }[] = [];
+    const samples: { t: number; readyItems: number; readyChunks: number; pace: number; eta: number | null }[] = [];
     let lastState = seedState;
     const poller = (async () => {
       for (;;) {
         await Bun.sleep(1000);
         lastState = await progress();
-        samples.push({ t: (performance.now() - bulkT0) / 1000, readyItems: lastState.readyItems, readyChunks: lastState.readyChunks });
+        samples.push({ t: (performance.now() - bulkT0) / 1000, readyItems: lastState.readyItems, readyChunks: lastState.readyChunks, pace: lastState.pace, eta: lastState.eta });
+        if (samples.length % 30 === 0) console.log(`    ${secs(samples.at(-1)!.t * 1000)}: ${fmtInt(lastState.readyItems)} of ${fmtInt(total)} documents settled; the server reports ${lastState.pace} chunks/s, ETA ${lastState.eta ?? '?'} s`);
         if (acked === bulkDocs.length && lastState.readyItems >= total) {
           indexedAt = performance.now();
           return;
@@ -211,6 +203,7 @@ export async function httpPart(data: SciFact) {
       `  bulk load: ${bulkDocs.length} documents by ${SIZES.httpWriters} writers, acknowledged in ${ackSeconds.toFixed(1)} s = ${(bulkDocs.length / ackSeconds).toFixed(0)} acks/s (${JSON.stringify(ackStatus)}); ` +
         `indexed in ${bulkSeconds.toFixed(1)} s = ${(bulkDocs.length / bulkSeconds).toFixed(1)} documents/s, ${fmtInt(bulkChunks)} chunks = ${(bulkChunks / bulkSeconds).toFixed(1)} chunks/s; ${lastState.failed} failed`,
     );
+    console.log(`  the whole corpus (${fmtInt(total)} documents) indexed through HTTP in ${(seedSeconds + bulkSeconds).toFixed(1)} s (seed ${seedSeconds.toFixed(1)} s with ?wait=true, bulk ${bulkSeconds.toFixed(1)} s)`);
     console.log(
       `  server CPU during the bulk load: ${serverCpuSeconds.toFixed(1)} s over ${bulkSeconds.toFixed(1)} s = ${pct(serverCpuSeconds / bulkSeconds / CORES)} of ${CORES} cores; ` +
         `whole machine ${pct(machineShare(machine0, machine1))} busy; ` +

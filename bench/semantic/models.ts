@@ -46,13 +46,17 @@ export function chooseModels(): { models: ModelChoice[]; notes: string[] } {
   const wanted = args.models ? args.models.split(',').map((m) => m.trim()).filter(Boolean) : ['use-lite', ...found];
   const models: ModelChoice[] = [];
   for (const w of wanted) {
-    const id = w.replace(/^transformers:/, '');
+    // `<id>@int8` (or `@fp32`) picks the ONNX export; without it the server's EMBEDDING_PRECISION.
+    const [id = '', precision] = w.replace(/^transformers:/, '').split('@') as [string, ('fp32' | 'int8')?];
     if (id === 'use-lite') {
       models.push(useLite());
       continue;
     }
     try {
-      models.push({ name: id.replace(/\//g, '__'), spec: resolveModel(`transformers:${id}`, serverConfig) });
+      const config = precision ? { ...serverConfig, embedding: { ...serverConfig.embedding, precision } } : serverConfig;
+      const spec = resolveModel(`transformers:${id}`, config);
+      if (precision && spec.provider === 'transformers' && spec.precision !== precision) throw new Error(`no ${precision} export of ${id}`);
+      models.push({ name: `${id.replace(/\//g, '__')}${precision ? `-${precision}` : ''}`, spec });
     } catch (err) {
       notes.push(`${id}: ${err instanceof Error ? err.message : String(err)}; skipped`);
     }

@@ -8,7 +8,7 @@ export const MODELS_DIR = process.env.BENCH_MODELS_DIR ?? resolve(REPO_ROOT, '..
 export const ORG = 'org_bench';
 export const DOCUMENT_WORKERS = 2;
 
-export const PARTS = ['quality', 'vectors', 'http', 'memory'] as const;
+export const PARTS = ['quality', 'vectors', 'http', 'memory', 'throughput'] as const;
 export type Part = (typeof PARTS)[number];
 
 const { values: args } = parseArgs({
@@ -18,6 +18,8 @@ const { values: args } = parseArgs({
     models: { type: 'string' },
     parts: { type: 'string' },
     fresh: { type: 'boolean', default: false },
+    /** HIGH_QUALITY_MODEL of the server in the http part (default auto: the best model under MODELS_DIR). */
+    'http-model': { type: 'string', default: 'auto' },
   },
   strict: true,
 });
@@ -41,8 +43,9 @@ export const SIZES = {
   curveQueries: quick ? 100 : 200,
   latencyPasses: quick ? 2 : 3,
   efSweep: quick ? [128, 256] : [96, 128, 192, 256, 384],
-  httpSeed: quick ? 80 : 500,
-  httpBulk: quick ? 200 : 2000,
+  httpSeed: quick ? 80 : 200,
+  /** The rest of the corpus (4,983 documents) in a full run: the issue's whole-corpus timing. */
+  httpBulk: quick ? 200 : Infinity,
   httpSearches: quick ? 50 : 200,
   httpWriters: 4,
 };

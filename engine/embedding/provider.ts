@@ -27,6 +27,11 @@ export type EmbeddingSpec =
       queryPrefix?: string;
       /** Largest number of tokens the model reads; longer input is truncated. */
       maxTokens?: number;
+      /**
+       * Which ONNX export: fp32 (onnx/model.onnx) or int8 (onnx/model_quantized.onnx). Absent (knowledge
+       * bases created before it was recorded): fp32 when its file is present, else int8.
+       */
+      precision?: 'fp32' | 'int8';
     }
   | { provider: 'http'; model: string; dimensions: number };
 
@@ -46,9 +51,10 @@ export class EmbeddingError extends Error {
   }
 }
 
-/** One key per model (provider, model id, dimensions): caches and worker registries use it. */
+/** One key per model (provider, model id, dimensions, precision): caches and worker registries use it. */
 export function specKey(spec: EmbeddingSpec): string {
-  return `${spec.provider}:${spec.model}:${spec.dimensions}`;
+  const precision = spec.provider === 'transformers' && spec.precision ? `:${spec.precision}` : '';
+  return `${spec.provider}:${spec.model}:${spec.dimensions}${precision}`;
 }
 
 /** The provider spec a knowledge base's embedding configuration records. */

@@ -31,9 +31,19 @@ function provider(spec: EmbeddingSpec): Promise<EmbeddingProvider> {
   return p;
 }
 
-async function embedAll(p: EmbeddingProvider, texts: string[], kind: EmbedKind, batchSize: number): Promise<Float32Array[]> {
-  const out: Float32Array[] = [];
-  for (let i = 0; i < texts.length; i += batchSize) out.push(...(await p.embed(texts.slice(i, i + batchSize), kind)));
+/**
+ * Embed in batches of similar length: a batch is padded to its longest text and attention costs the
+ * square of that, so sorting the whole request first (not each batch) wastes the least work on padding.
+ * Vectors come back in input order.
+ */
+export async function embedAll(p: EmbeddingProvider, texts: string[], kind: EmbedKind, batchSize: number): Promise<Float32Array[]> {
+  const order = texts.map((_, i) => i).sort((a, b) => texts[a]!.length - texts[b]!.length);
+  const out = new Array<Float32Array>(texts.length);
+  for (let i = 0; i < order.length; i += batchSize) {
+    const batch = order.slice(i, i + batchSize);
+    const vectors = await p.embed(batch.map((k) => texts[k]!), kind);
+    batch.forEach((k, j) => (out[k] = vectors[j]!));
+  }
   return out;
 }
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { env } from '@huggingface/transformers';
 import { EmbeddingError, type EmbeddingProvider } from '../../engine/embedding/provider';
 import { createTransformersProvider, type TransformersSpec } from '../../engine/embedding/providers/transformers';
@@ -183,10 +183,35 @@ describe('transformers provider (tiny generated model)', () => {
       const [v] = await p.embed(['car'], 'document');
       expect(v!.length).toBe(q.dimensions);
       await p.close?.();
+      // Asked for fp32 explicitly, the same directory lacks it: the error names the file.
+      const err = await createTransformersProvider(
+        { provider: 'transformers', model: q.modelId, dimensions: q.dimensions, pooling: 'mean', precision: 'fp32' },
+        { modelDir: qdir },
+      ).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(EmbeddingError);
+      expect((err as Error).message).toContain('missing onnx/model.onnx in');
     } finally {
       rmSync(qdir, { recursive: true, force: true });
     }
   });
+
+  test('precision picks the ONNX export: the real MiniLM in fp32 and int8 gives close but different vectors', async () => {
+    const shared = resolve(import.meta.dir, '..', '..', '..', 'shared', 'models');
+    const minilm = (precision: 'fp32' | 'int8') =>
+      createTransformersProvider({ provider: 'transformers', model: 'Xenova/all-MiniLM-L6-v2', dimensions: 384, pooling: 'mean', maxTokens: 256, precision }, { modelDir: shared, threads: 1 });
+    const [fp32, int8] = await Promise.all([minilm('fp32'), minilm('int8')]);
+    try {
+      const text = 'Refunds are issued within fourteen days of the purchase.';
+      const [a] = await fp32.embed([text], 'document');
+      const [b] = await int8.embed([text], 'document');
+      let cos = 0;
+      for (let i = 0; i < 384; i++) cos += a![i]! * b![i]!;
+      expect(cos).toBeGreaterThan(0.9);
+      expect(cos).toBeLessThan(0.99999);
+    } finally {
+      await Promise.all([fp32.close?.(), int8.close?.()]);
+    }
+  }, 60_000);
 
   test('a dimension mismatch is an EmbeddingError', async () => {
     const err = await createTransformersProvider(spec({ dimensions: dimensions + 1 }), { modelDir: dir }).catch(

@@ -2,8 +2,9 @@
 //
 // Models are read from a local directory in the Hugging Face layout:
 //   <modelDir>/<org>/<name>/{config.json, tokenizer.json, tokenizer_config.json, onnx/model.onnx}
-// (onnx/model_quantized.onnx is used when the fp32 file is absent). Nothing is downloaded
-// unless `allowRemote` is set; downloads then land in <modelDir> in the same layout.
+// (onnx/model_quantized.onnx serves int8 precision; a knowledge base that records no precision
+// uses fp32 when its file is present, else int8). Nothing is downloaded unless `allowRemote` is
+// set; downloads then land in <modelDir> in the same layout.
 //
 // Tokenizer and model are loaded with AutoTokenizer/AutoModel rather than pipeline(): we need
 // truncation to the spec's maxTokens (the pipeline always truncates to model_max_length), and
@@ -47,15 +48,18 @@ function serialize<T>(fn: () => Promise<T>): Promise<T> {
   return run;
 }
 
-function modelFiles(root: string): { missing: string[]; dtype: DataType | null } {
+const ONNX_FILES = { fp32: 'onnx/model.onnx', int8: 'onnx/model_quantized.onnx' } as const;
+const DTYPES: Record<keyof typeof ONNX_FILES, DataType> = { fp32: 'fp32', int8: 'q8' };
+
+/** The files a model needs, and which ONNX export serves the requested precision (see EmbeddingSpec). */
+function modelFiles(root: string, precision: TransformersSpec['precision']): { missing: string[]; dtype: DataType | null } {
   const missing = ['config.json', 'tokenizer.json', 'tokenizer_config.json'].filter(
     (f) => !existsSync(join(root, f)),
   );
-  let dtype: DataType | null = null;
-  if (existsSync(join(root, 'onnx', 'model.onnx'))) dtype = 'fp32';
-  else if (existsSync(join(root, 'onnx', 'model_quantized.onnx'))) dtype = 'q8';
-  else missing.push('onnx/model.onnx (or onnx/model_quantized.onnx)');
-  return { missing, dtype };
+  const wanted = precision ? [precision] : (['fp32', 'int8'] as const);
+  const found = wanted.find((p) => existsSync(join(root, ONNX_FILES[p])));
+  if (!found) missing.push(wanted.map((p) => ONNX_FILES[p]).join(' or '));
+  return { missing, dtype: found ? DTYPES[found] : null };
 }
 
 export async function createTransformersProvider(
@@ -79,7 +83,7 @@ export async function createTransformersProvider(
   }
 
   const root = join(modelDir, spec.model);
-  const { missing, dtype } = modelFiles(root);
+  const { missing, dtype } = modelFiles(root, spec.precision);
   if (missing.length > 0 && !allowRemote) {
     throw new EmbeddingError(
       `Embedding model "${spec.model}" is not available locally: missing ${missing.join(', ')} in ${root} ` +
@@ -102,7 +106,7 @@ export async function createTransformersProvider(
     // global cache can never shadow the local model, and downloads land next to local models.
     cache_dir: modelDir,
     device: 'cpu' as const,
-    dtype: dtype ?? 'fp32',
+    dtype: dtype ?? DTYPES[spec.precision ?? 'fp32'],
     session_options: sessionOptions,
   };
 
