@@ -7,6 +7,7 @@ import { EmbeddingError, specKey, type EmbeddingSpec } from '../embedding/provid
 import type { ItemResult } from './handlers';
 import { WorkerPool } from '../workers/pool';
 import { workerUrl } from '../workers/entry-points';
+import { BACKGROUND_NICENESS } from '../workers/priority';
 import type { ProcessJob } from './process';
 
 export interface ComputeOptions {
@@ -29,7 +30,8 @@ export class Compute {
   constructor(options: ComputeOptions) {
     const url = options.workerUrl ?? workerUrl('ingest');
     const settings = options.settings ?? {};
-    this.documents = new WorkerPool({ size: options.documentWorkers, workerUrl: url, init: settings });
+    // Bulk work yields the CPU to requests and to the query lane (see workers/priority.ts).
+    this.documents = new WorkerPool({ size: options.documentWorkers, workerUrl: url, init: { ...settings, niceness: BACKGROUND_NICENESS } });
     this.queries = new WorkerPool({ size: options.queryWorkers ?? 1, workerUrl: url, init: settings });
     this.cache = new LRUCache({ max: options.queryCacheSize ?? 2048 });
     this.batchSize = options.batchSize ?? 16;

@@ -3,9 +3,13 @@
 import { createProvider, specKey, type EmbeddingSettings } from '../embedding/factory';
 import type { EmbedKind, EmbeddingProvider, EmbeddingSpec } from '../embedding/provider';
 import { processContent, type ProcessedChunk, type ProcessJob } from './process';
+import { lowerThreadPriority } from '../workers/priority';
+
+/** A worker's set-up: where models come from, and a lower priority for the document lane. */
+export type WorkerSettings = EmbeddingSettings & { niceness?: number };
 
 export type WorkerRequest =
-  | { type: 'init'; settings: EmbeddingSettings }
+  | { type: 'init'; settings: WorkerSettings }
   | { type: 'process'; jobId: number; items: ProcessJob[]; embedding?: EmbeddingSpec; batchSize: number }
   | { type: 'embed'; jobId: number; texts: string[]; kind: EmbedKind; embedding: EmbeddingSpec }
   | { type: 'load'; jobId: number; embedding: EmbeddingSpec };
@@ -54,6 +58,7 @@ export async function handle(req: WorkerRequest): Promise<{ value: unknown; tran
   switch (req.type) {
     case 'init':
       settings = req.settings;
+      if (req.settings.niceness) lowerThreadPriority(req.settings.niceness);
       return { value: undefined, transfer: [] };
     case 'load': {
       const started = performance.now();

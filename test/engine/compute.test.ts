@@ -50,3 +50,24 @@ test('a failing model surfaces as an EmbeddingError for queries and a per-item e
   expect(r!.ok).toBe(false);
   expect(!r!.ok && r!.error).toContain('embedding failed');
 });
+
+test('document workers run at a lower priority than the query lane and the request thread (Linux)', async () => {
+  if (process.platform !== 'linux') return;
+  // After preload both lanes' workers exist. A thread's nice value is field 19 of its stat line.
+  const { readdirSync, readFileSync } = await import('node:fs');
+  const niceOf = (tid: string) => Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
+  const nice = readdirSync('/proc/self/task').map(niceOf);
+  expect(niceOf(String(process.pid))).toBe(0);
+  expect(nice.filter((n) => n === 10).length).toBeGreaterThanOrEqual(1); // the one document worker (and threads it started)
+  // The query worker stays at normal priority: it answers a query while nothing else is asked of it.
+  const probe = new Compute({ documentWorkers: 1, queryWorkers: 1 });
+  try {
+    await probe.preload(USE);
+    const after = readdirSync('/proc/self/task').map(niceOf);
+    // One more document worker at 10; the new query worker (and its threads) at 0.
+    expect(after.filter((n) => n === 10).length).toBeGreaterThan(nice.filter((n) => n === 10).length);
+    expect(after.filter((n) => n === 0).length).toBeGreaterThan(nice.filter((n) => n === 0).length);
+  } finally {
+    await probe.close();
+  }
+});
