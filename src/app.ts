@@ -9,6 +9,7 @@ import { parseJsonBody } from './http/body';
 import { RateLimiter } from './http/rate-limit';
 import { jsonAnswerBytes } from './http/json-bytes';
 import { pathOf } from './http/serve';
+import { RouteMethods } from './http/methods';
 import { requestIdOf } from './http/request-id';
 import { validationError } from './http/validation';
 import { contentRoutes } from './routes/contents';
@@ -41,7 +42,10 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
   // strictPath: no loose trailing-slash match, so a path that dot segments shortened to "…/" (Bun
   // resolves "contents/.." to "contents/" and "…/<kb>/contents/.." to "…/<kb>/") is a 404, never the
   // parent's route. standardHostname: false makes the router find the path the way pathOf does.
-  return new Elysia({ normalize: false, strictPath: true, handler: { standardHostname: false } })
+  // The methods each path answers to, read from the routes once they are all registered (405 + Allow).
+  let routeMethods: RouteMethods | undefined;
+  let registered: () => readonly { method: string; path: string }[] = () => [];
+  const app = new Elysia({ normalize: false, strictPath: true, handler: { standardHostname: false } })
     // The listener (src/http/serve.ts) puts the request id on every answer, these included.
     .onRequest(({ request }) => {
       const path = pathOf(request.url);
@@ -85,8 +89,12 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
         }
         case 'PARSE':
           return json(400, errorBody('INVALID_JSON', 'The request body is not valid JSON'));
-        case 'NOT_FOUND':
-          return json(404, errorBody('NOT_FOUND', 'No such route'));
+        case 'NOT_FOUND': {
+          const allowed = (routeMethods ??= new RouteMethods(registered())).allowed(pathOf(request.url));
+          if (allowed.length === 0) return json(404, errorBody('NOT_FOUND', 'No such route'));
+          const message = `${request.method} is not allowed here; this path answers to ${allowed.join(', ')}`;
+          return json(405, errorBody('METHOD_NOT_ALLOWED', message), { allow: allowed.join(', ') });
+        }
         case 'INVALID_COOKIE_SIGNATURE':
           return json(400, errorBody('VALIDATION_ERROR', 'Invalid cookie'));
       }
@@ -107,6 +115,8 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       set.headers = {};
       return new Response(bytes, init);
     })
+    // The root points at the API documentation.
+    .get('/', ({ redirect }) => redirect('/docs', 302), { detail: { hide: true } })
     .get('/health', () => ({ success: true as const, status: 'ok' }), { detail: { summary: 'The process is up', tags: ['Operations'] } })
     .get(
       '/metrics',
@@ -129,5 +139,13 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       { detail: { summary: 'State recovered; the server can serve', tags: ['Operations'] } },
     )
     .use(docsRoutes(ctx.version))
-    .group(API_PREFIX, (api) => api.use(knowledgeBaseRoutes(ctx)).use(uploadRoutes(ctx, uploads)).use(contentRoutes(ctx)).use(searchRoutes(ctx)));
+    .group(API_PREFIX, (api) => api.use(knowledgeBaseRoutes(ctx)).use(uploadRoutes(ctx, uploads)).use(contentRoutes(ctx)).use(searchRoutes(ctx)))
+  registered = () => app.routes;
+  return app;
+}
+
+/** What each path answers to, for CORS preflights at the listener (src/http/serve.ts). */
+export function methodsOf(app: ReturnType<typeof createApp>): (path: string) => string[] {
+  const methods = new RouteMethods(app.routes);
+  return (path) => methods.allowed(path);
 }

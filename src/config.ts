@@ -1,6 +1,7 @@
 // Server configuration from environment variables, each with a documented default (README).
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import { parseCorsOrigins } from './http/cors';
 
 function int(name: string, fallback: number, min = 0): number {
   const raw = process.env[name];
@@ -76,6 +77,8 @@ export function loadConfig() {
     },
     /** MinIO/S3 snapshot store; unset S3_BUCKET keeps snapshots on the local disk only. */
     s3: s3Config(),
+    /** Origins whose pages may call the API from a browser (`*`, or comma-separated origins); unset: none. */
+    cors: parseCorsOrigins(process.env.CORS_ORIGINS),
     /** Seconds a connection may stay silent; uploads and `?wait=true` get their own, longer bound. */
     idleTimeoutSeconds: int('REQUEST_IDLE_TIMEOUT_S', 30, 1),
     /** On SIGTERM/SIGINT: how long in-flight requests may finish before they are cut. */

@@ -3,7 +3,7 @@
 import { toSpec, specKey, ExtractionPool, type Engine } from '../engine';
 import { rm } from 'node:fs/promises';
 import pkg from '../package.json';
-import { createApp } from './app';
+import { createApp, methodsOf } from './app';
 import { UploadService } from './uploads';
 import { Metrics } from './http/metrics';
 import { RequestActivity, serve } from './http/serve';
@@ -59,6 +59,8 @@ const app = createApp(
 const activity = new RequestActivity();
 const server = serve((request) => app.handle(request), {
   activity,
+  cors: config.cors,
+  methodsOf: methodsOf(app),
   port: config.port,
   hostname: config.host,
   // Bun's own cap is only a backstop, far above the routes' limits, so that oversized bodies reach

@@ -1,8 +1,10 @@
 // The HTTP listener around the Elysia app: one place that sees every response (including those
-// answered before routing, such as 401, 413 and 429) for the access log.
+// answered before routing, such as 401, 413 and 429) for the access log and CORS headers, and
+// answers CORS preflights before authentication.
 import type { Logger } from '../logger';
 import { errorBody } from '../errors';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id';
+import { addCorsHeaders, preflightResponse, type CorsPolicy } from './cors';
 
 // A Host header as RFC 9110 allows it: a registered name or an IP literal, and an optional port.
 // Anything else (empty, spaces, "/", "@", userinfo) is refused before routing.
@@ -60,6 +62,10 @@ export interface ServeOptions {
   /** Requests allowed to take long (uploads, `?wait=true`) get this many seconds instead. */
   longRequestSeconds: number;
   activity?: RequestActivity;
+  /** Cross-origin policy (CORS_ORIGINS); absent: no CORS headers, preflights are ordinary requests. */
+  cors?: CorsPolicy;
+  /** Methods a path answers to (for preflights). */
+  methodsOf?: (path: string) => string[];
 }
 
 export function serve(handle: (request: Request) => Promise<Response> | Response, options: ServeOptions) {
@@ -77,7 +83,9 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
       const requestId = requestIdOf(request);
       let response: Response;
       const host = request.headers.get('host');
+      const preflight = options.cors && preflightResponse(request, options.cors, () => options.methodsOf?.(pathOf(url)) ?? []);
       if (host !== null && !HOST_SHAPE.test(host)) response = badHost();
+      else if (preflight) response = preflight;
       else {
         options.activity?.begin();
         try {
@@ -87,6 +95,7 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
         }
       }
       response.headers.set(REQUEST_ID_HEADER, requestId);
+      if (options.cors) addCorsHeaders(request, response, options.cors);
       const route = routeLabel(pathOf(url));
       const ms = performance.now() - started;
       options.observe?.(request.method, route, response.status, ms / 1000);
