@@ -223,7 +223,6 @@ describe('operations routes and unknown routes', () => {
       ['GET', `${API}/nope`],
       ['GET', `${API}/knowledge-bases/${kb}/contents/${content}/chunks`],
       ['POST', `${API}/knowledge-bases/${kb}/search/fuzzy`],
-      ['PATCH', `${API}/knowledge-bases/${kb}`],
     ];
     for (const [method, path, auth] of cases) {
       const res = await server.api(method, path, method === 'GET' ? undefined : { query: 'x' }, auth === undefined ? { org: ORG, key: KEY } : auth);
@@ -233,6 +232,12 @@ describe('operations routes and unknown routes', () => {
         throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}\n${err}`);
       }
     }
+  });
+
+  test('a known route with a wrong method → 405 METHOD_NOT_ALLOWED envelope with Allow', async () => {
+    const res = await server.api('PATCH', `${API}/knowledge-bases/${kb}`, { name: 'x' });
+    expectError(res, 405, 'METHOD_NOT_ALLOWED');
+    expect(res.headers.get('allow')).toBe('DELETE, GET, HEAD, PUT');
   });
 });
 
