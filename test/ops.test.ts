@@ -79,6 +79,15 @@ test('the docs page loads its UI from this server only, and the OpenAPI document
   expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(['201', '400', '401', '500']));
   expect(spec.paths['/api/v1/knowledge-bases/{id}/search/semantic'].post.responses['502']).toBeDefined();
   expect(spec.paths['/api/v1/knowledge-bases/{id}/contents/file'].post.requestBody.content['multipart/form-data']).toBeDefined();
+  // Every JSON body is described with its schema and examples (the docs' "Try it out" can send it).
+  for (const [path, operations] of Object.entries(spec.paths as Record<string, Record<string, any>>)) {
+    for (const [method, op] of Object.entries(operations)) {
+      if (!op.requestBody || path.endsWith('/contents/file')) continue;
+      const json = op.requestBody.content['application/json'];
+      expect({ operation: `${method} ${path}`, type: json?.schema?.type, properties: Object.keys(json?.schema?.properties ?? {}).length > 0 }).toEqual({ operation: `${method} ${path}`, type: 'object', properties: true });
+    }
+  }
+  expect(spec.paths['/api/v1/knowledge-bases/{id}/search/hybrid'].post.requestBody.content['application/json'].schema.examples.length).toBeGreaterThan(0);
   expect(paths.some((p) => p.startsWith('/docs/assets'))).toBe(false);
 });
 

@@ -4,7 +4,7 @@ import type { Metadata } from '../../engine';
 import { ApiError, invalid, notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
-import { checkMetadata, checkNoControl, CreatedSchema, ErrorSchema, ListQuery, MetadataSchema, positiveInt, SuccessSchema } from '../schemas/common';
+import { checkMetadata, checkNoControl, ContentCreatedSchema, ErrorSchema, ListQuery, MetadataSchema, JSON_BODY, positiveInt, SuccessSchema } from '../schemas/common';
 import { contentListView, contentView } from './views';
 import { requireEngine } from './guards';
 
@@ -86,7 +86,7 @@ export const contentRoutes = (ctx: ServerContext) =>
         await engine.waitForContent(item, ctx.config.waitTimeoutMs);
         return { success: true as const, data: { id: item.id, status: item.status } };
       },
-      { body: TextBody, query: WaitQuery, detail: { summary: 'Add content from text', tags: ['Contents'] }, response: { 201: CreatedSchema, ...errors } },
+      { body: TextBody, parse: JSON_BODY, query: WaitQuery, detail: { summary: 'Add content from text', tags: ['Contents'] }, response: { 201: ContentCreatedSchema, ...errors } },
     )
     .get(
       '/knowledge-bases/:id/contents/:contentId',
@@ -116,6 +116,7 @@ export const contentRoutes = (ctx: ServerContext) =>
       },
       {
         body: TextBody,
+        parse: JSON_BODY,
         query: WaitQuery,
         detail: { summary: 'Replace the text (and metadata, when given) of a content item', tags: ['Contents'] },
         response: { 200: t.Object({ success: t.Literal(true), data: t.Optional(t.Object({ id: t.String(), status: t.String() })) }), ...errors },

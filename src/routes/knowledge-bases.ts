@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia';
 import { ApiError, notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
-import { CreatedSchema, DescriptionSchema, ErrorSchema, ListQuery, NameSchema, positiveInt, SuccessSchema, storedDescription, storedName } from '../schemas/common';
+import { CreatedSchema, DescriptionSchema, ErrorSchema, JSON_BODY, ListQuery, NameSchema, positiveInt, SuccessSchema, storedDescription, storedName } from '../schemas/common';
 import { configForType, KB_TYPES, type KbType } from '../kb-types';
 import { configurationView, knowledgeBaseView } from './views';
 import { requireEngine } from './guards';
@@ -66,6 +66,7 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
         return { success: true as const, data: { id: kb.id } };
       },
       {
+        parse: JSON_BODY,
         body: t.Object(
           { name: NameSchema, description: t.Optional(DescriptionSchema), type: TypeSchema },
           { additionalProperties: false, examples: [{ name: 'Support articles', description: 'Public help center', type: 'TEXT_HIGH_QUALITY' }] },
@@ -108,6 +109,7 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
         return { success: true as const };
       },
       {
+        parse: JSON_BODY,
         body: t.Object(
           { name: NameSchema, description: t.Optional(DescriptionSchema), type: TypeSchema },
           { additionalProperties: false },

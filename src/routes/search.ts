@@ -4,7 +4,7 @@ import type { MetadataFilter } from '../../engine';
 import { notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
-import { checkFilter, ErrorSchema, MetadataFilterSchema, StrictInteger, trimmed } from '../schemas/common';
+import { checkFilter, ErrorSchema, JSON_BODY, MetadataFilterSchema, StrictInteger, trimmed } from '../schemas/common';
 import { hitView } from './views';
 import { requireEngine } from './guards';
 
@@ -90,6 +90,7 @@ export const searchRoutes = (ctx: ServerContext) =>
     },
     {
       body: FullTextBody,
+      parse: JSON_BODY,
       detail: { summary: 'Keyword search (BM25); scores are unbounded', tags: ['Search'] },
       response: { ...searchAnswer, ...errors },
     },
@@ -103,6 +104,7 @@ export const searchRoutes = (ctx: ServerContext) =>
       },
       {
         body: SemanticBody,
+        parse: JSON_BODY,
         detail: { summary: 'Vector similarity search; score is the cosine similarity', tags: ['Search'] },
         response: { ...searchAnswer, ...embeddingErrors },
       },
@@ -123,6 +125,7 @@ export const searchRoutes = (ctx: ServerContext) =>
       },
       {
         body: HybridBody,
+        parse: JSON_BODY,
         detail: { summary: 'Weighted blend of full-text and semantic ranking', tags: ['Search'] },
         response: { ...hybridAnswer, ...embeddingErrors },
       },

@@ -108,7 +108,13 @@ export const ErrorSchema = t.Object({
 export const SuccessSchema = t.Object({ success: t.Literal(true) });
 export const CreatedSchema = t.Object({
   success: t.Literal(true),
-  data: t.Object({ id: t.String(), status: t.Optional(t.String()) }),
+  data: t.Object({ id: t.String() }),
+});
+
+/** A new content item: with `?wait=true`, also where its indexing ended. */
+export const ContentCreatedSchema = t.Object({
+  success: t.Literal(true),
+  data: t.Object({ id: t.String(), status: t.Optional(t.Union([t.Literal('pending'), t.Literal('processing'), t.Literal('ready'), t.Literal('failed')], { description: 'With ?wait=true: ready or failed (or pending/processing if the wait timed out).' })) }),
 });
 
 export const WaitQuery = t.Object({
@@ -137,3 +143,10 @@ export function positiveInt(raw: string | undefined, path: string, fallback: num
   if (max !== undefined && n > max) throw invalid(path, `must be at most ${max}`);
   return n;
 }
+
+/**
+ * The `parse` of every route with a JSON body. It documents the body as application/json in the
+ * OpenAPI document; reading it stays with the global parser of src/app.ts (size and nesting caps),
+ * which runs first and leaves Elysia's own JSON parser nothing to do.
+ */
+export const JSON_BODY = 'application/json' as const;
