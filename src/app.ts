@@ -36,6 +36,9 @@ function bodyLimit(ctx: ServerContext, path: string): number {
   return path.endsWith('/contents/file') ? ctx.config.limits.maxFileBytes + 1024 * 1024 : ctx.config.limits.maxJsonBodyBytes;
 }
 
+/** The route types, for the typed client (src/client.ts). */
+export type App = ReturnType<typeof createApp>;
+
 export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadService) {
   const limiter = new RateLimiter(ctx.config.rateLimit);
 

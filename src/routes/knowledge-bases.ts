@@ -2,16 +2,13 @@ import { Elysia, t } from 'elysia';
 import { ApiError, notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
-import { CreatedSchema, DescriptionSchema, ErrorSchema, JSON_BODY, ListQuery, NameSchema, positiveInt, SuccessSchema, storedDescription, storedName } from '../schemas/common';
+import { CreatedSchema, DescriptionSchema, ErrorSchema, JSON_BODY, ListQuery, literalUnion, NameSchema, positiveInt, SuccessSchema, storedDescription, storedName } from '../schemas/common';
 import { configForType, KB_TYPES, type KbType } from '../kb-types';
 import { configurationView, knowledgeBaseView } from './views';
 import { requireEngine } from './guards';
 import { Type } from '@sinclair/typebox';
 
-const TypeSchema = t.Union(
-  KB_TYPES.map((k) => t.Literal(k)),
-  { description: 'Fixes the embedding model and the supported modalities at creation.' },
-);
+const TypeSchema = literalUnion(KB_TYPES, { description: 'Fixes the embedding model and the supported modalities at creation.' });
 
 const KnowledgeBaseSchema = t.Object({
   id: t.String({ examples: ['kb_01a1ffebd4220000644daed737ab'] }),

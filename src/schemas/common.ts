@@ -1,6 +1,6 @@
 // TypeBox schemas shared by routes, and the checks TypeBox cannot express (trimmed lengths,
 // metadata key lengths, byte sizes). Every schema rejects unknown fields.
-import { Type } from '@sinclair/typebox';
+import { Type, type SchemaOptions, type TLiteral, type TUnion } from '@sinclair/typebox';
 import { t } from 'elysia';
 import { invalid } from '../errors';
 import type { Metadata, MetadataFilter } from '../../engine';
@@ -117,10 +117,6 @@ export const ContentCreatedSchema = t.Object({
   data: t.Object({ id: t.String(), status: t.Optional(t.Union([t.Literal('pending'), t.Literal('processing'), t.Literal('ready'), t.Literal('failed')], { description: 'With ?wait=true: ready or failed (or pending/processing if the wait timed out).' })) }),
 });
 
-export const WaitQuery = t.Object({
-  wait: t.Optional(t.Boolean({ description: 'Wait until the item is ready or failed (bounded) before answering.' })),
-});
-
 /** An integer field that rejects numeric strings (Elysia's t.Integer would coerce "5"). */
 export const StrictInteger = (options: { minimum?: number; maximum?: number; default?: number; description?: string }) =>
   Type.Integer(options);
@@ -150,3 +146,11 @@ export function positiveInt(raw: string | undefined, path: string, fallback: num
  * which runs first and leaves Elysia's own JSON parser nothing to do.
  */
 export const JSON_BODY = 'application/json' as const;
+
+/**
+ * One of a list of names, typed as those names so the typed client sees them (the schema is a union
+ * of literals; its type a one-member tuple of their union, which Elysia maps to that union).
+ */
+export function literalUnion<const T extends readonly string[]>(values: T, options?: SchemaOptions): TUnion<[TLiteral<T[number]>]> {
+  return t.Union(values.map((v) => t.Literal(v)), options) as TUnion<[TLiteral<T[number]>]>;
+}

@@ -1,0 +1,22 @@
+// The typed client for TypeScript users: an Eden Treaty client over the server's own route types,
+// so requests and answers are checked by the compiler against the same TypeBox schemas the server
+// validates with. Import it as `kb-search/client` (package.json "exports").
+import { treaty } from '@elysiajs/eden';
+import type { App } from './app';
+
+export interface ClientAuth {
+  organizationId: string;
+  apiKey: string;
+}
+
+/**
+ * A client for the server at `baseUrl` ("http://localhost:3000"), sending the organization's key
+ * with every request. Calls answer `{ data, error, status }`; `error.value` holds the error envelope.
+ */
+export function createClient(baseUrl: string, auth: ClientAuth) {
+  return treaty<App>(baseUrl, {
+    headers: { 'x-service-organization-id': auth.organizationId, 'x-service-api-key': auth.apiKey },
+  });
+}
+
+export type KbSearchClient = ReturnType<typeof createClient>;
