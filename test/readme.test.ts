@@ -1,0 +1,34 @@
+// The README's "Try it" block runs as pasted: against a real server started with the README's
+// organization and key, only the URL changed to this server's.
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { TestServer } from './helpers/server';
+
+const ROOT = resolve(import.meta.dir, '..');
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await TestServer.start({ env: { KB_API_KEYS: 'org-demo:change-me', HIGH_QUALITY_MODEL: 'use-lite' } });
+});
+afterAll(async () => {
+  await server.stop();
+  server.cleanup();
+});
+
+test('"Try it" runs as pasted: a knowledge base, an item, three searches and the progress', () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const block = /<!-- try-it[^>]*-->\n```sh\n([\s\S]*?)```/.exec(readme)?.[1];
+  if (!block) throw new Error('README has no try-it block');
+  expect(block).toContain('URL=localhost:3000\n');
+  const script = block.replace('URL=localhost:3000\n', `URL=${server.url}\n`);
+  const run = Bun.spawnSync(['sh', '-c', script], { cwd: ROOT });
+  expect(run.stderr.toString()).toBe('');
+  expect(run.exitCode).toBe(0);
+  const lines = run.stdout.toString().trim().split('\n').map((l) => JSON.parse(l));
+  expect(lines).toHaveLength(4);
+  expect(lines[0]).toMatchObject({ success: true, data: { status: 'ready' } });
+  expect(lines[1].data[0].contentChunk).toBe('Refunds are issued within 14 days.');
+  expect(lines[2].data[0]).toMatchObject({ contentChunk: 'Refunds are issued within 14 days.' });
+  expect(lines[3].data).toMatchObject({ name: 'Docs', ingestion: { contents: { ready: 1 } } });
+}, 60_000);
