@@ -1,0 +1,150 @@
+// The command-line client (`bun run cli …`, `kb-search kb|ingest|search|export …` in the binary):
+//
+//   kb create <name> [--type TEXT_HIGH_QUALITY] [--description …] | kb list | kb delete <id> --yes
+//   ingest <files or folders…> --kb <id> [--concurrency 4] [--no-wait]
+//   search <query> --kb <id> [--mode hybrid|full-text|semantic] [--weight 0.5] [--filter key=value]… [--limit 10]
+//   export --kb <id> [--out file.jsonl]
+//
+// Connection: --url / KB_URL (default http://localhost:3000), --org / KB_ORG, --key / KB_KEY.
+// Exit codes: 0 done, 1 failed (the server's message is printed, never a stack trace), 2 usage.
+import { createWriteStream } from 'node:fs';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { allPages, Api, CliError } from './api';
+import { ingest } from './ingest';
+import { hitsTable, table } from './table';
+
+const KB_TYPES = ['TEXT_COST_EFFECTIVE', 'TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY'];
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+}
+
+function weight(value: string): number {
+  const n = Number(value);
+  if (!(n >= 0 && n <= 1)) throw new InvalidArgumentError('must be a number between 0 and 1');
+  return n;
+}
+
+/** `key=value`: true/false become booleans and numbers numbers, as metadata holds them. */
+function filterPair(value: string, previous: Record<string, unknown> = {}): Record<string, unknown> {
+  const at = value.indexOf('=');
+  if (at < 1) throw new InvalidArgumentError('expected key=value');
+  const raw = value.slice(at + 1);
+  const parsed = raw === 'true' ? true : raw === 'false' ? false : raw.trim() !== '' && Number.isFinite(Number(raw)) ? Number(raw) : raw;
+  return { ...previous, [value.slice(0, at)]: parsed };
+}
+
+function connection(command: Command): Api {
+  const { url, org, key } = command.optsWithGlobals() as { url: string; org?: string; key?: string };
+  if (!org || !key) throw new CliError('the organization and its key are needed: --org and --key, or KB_ORG and KB_KEY', 2);
+  return new Api({ url, org, key });
+}
+
+export function buildProgram(): Command {
+  const program = new Command('kb-search')
+    .description('Command-line client of a kb-search server')
+    .addOption(new Option('--url <url>', 'server URL').env('KB_URL').default('http://localhost:3000'))
+    .addOption(new Option('--org <id>', 'organization id').env('KB_ORG'))
+    .addOption(new Option('--key <key>', 'API key of the organization').env('KB_KEY'))
+    .showHelpAfterError()
+    .exitOverride();
+
+  const kb = program.command('kb').description('create, list and delete knowledge bases');
+  kb.command('create <name>')
+    .description('create a knowledge base; prints its id')
+    .addOption(new Option('--type <type>', 'knowledge base type').choices(KB_TYPES).default('TEXT_HIGH_QUALITY'))
+    .option('--description <text>', 'description')
+    .action(async (name: string, opts: { type: string; description?: string }, command: Command) => {
+      const { data } = await connection(command).call<{ id: string }>('POST', '/api/v1/knowledge-bases', { name, type: opts.type, ...(opts.description ? { description: opts.description } : {}) });
+      console.log(data.id);
+    });
+  kb.command('list')
+    .description('list the knowledge bases of the organization')
+    .action(async (_opts: unknown, command: Command) => {
+      const rows: string[][] = [];
+      for await (const k of allPages<{ id: string; name: string; createdAt: string }>(connection(command), '/api/v1/knowledge-bases')) rows.push([k.id, k.name, k.createdAt]);
+      console.log(table(['id', 'name', 'created'], rows));
+    });
+  kb.command('delete <id>')
+    .description('delete a knowledge base and everything in it')
+    .option('--yes', 'confirm the deletion')
+    .action(async (id: string, opts: { yes?: boolean }, command: Command) => {
+      if (!opts.yes) throw new CliError(`deleting ${id} removes all its contents: add --yes to confirm`, 2);
+      await connection(command).call('DELETE', `/api/v1/knowledge-bases/${encodeURIComponent(id)}`);
+      console.log(`deleted ${id}`);
+    });
+
+  program
+    .command('ingest <paths...>')
+    .description('upload files and folders into a knowledge base, skipping content it already holds')
+    .requiredOption('--kb <id>', 'knowledge base id')
+    .option('--concurrency <n>', 'uploads at a time', positiveInt, 4)
+    .option('--no-wait', 'do not wait for indexing to finish')
+    .action(async (paths: string[], opts: { kb: string; concurrency: number; wait: boolean }, command: Command) => {
+      process.exitCode = await ingest(connection(command), paths, opts);
+    });
+
+  program
+    .command('search <query>')
+    .description('search a knowledge base and print the hits as a table')
+    .requiredOption('--kb <id>', 'knowledge base id')
+    .addOption(new Option('--mode <mode>', 'search mode').choices(['hybrid', 'full-text', 'semantic']).default('hybrid'))
+    .option('--weight <w>', 'semantic weight of hybrid search (0–1)', weight)
+    .option('--filter <key=value>', 'metadata filter (repeatable; all must match)', filterPair)
+    .option('--limit <n>', 'number of hits (1–100)', positiveInt, 10)
+    .action(async (query: string, opts: { kb: string; mode: string; weight?: number; filter?: Record<string, unknown>; limit: number }, command: Command) => {
+      if (opts.weight !== undefined && opts.mode !== 'hybrid') throw new CliError('--weight applies to --mode hybrid only', 2);
+      const body = { query, limit: opts.limit, ...(opts.filter ? { metadataFilter: opts.filter } : {}), ...(opts.weight !== undefined ? { semanticWeight: opts.weight } : {}) };
+      const { data } = await connection(command).call<{ score: number; contentId: string; contentChunk: string; fullTextScore?: number; semanticScore?: number }[]>(
+        'POST',
+        `/api/v1/knowledge-bases/${encodeURIComponent(opts.kb)}/search/${opts.mode}`,
+        body,
+      );
+      console.log(data.length === 0 ? 'no hits' : hitsTable(data));
+    });
+
+  program
+    .command('export')
+    .description("write a knowledge base's contents as JSON Lines (one item a line, full text)")
+    .requiredOption('--kb <id>', 'knowledge base id')
+    .option('--out <file>', 'write to a file instead of standard output')
+    .action(async (opts: { kb: string; out?: string }, command: Command) => {
+      const api = connection(command);
+      const path = `/api/v1/knowledge-bases/${encodeURIComponent(opts.kb)}/contents`;
+      const out = opts.out ? createWriteStream(opts.out) : process.stdout;
+      let count = 0;
+      for await (const listed of allPages<{ id: string; truncated?: boolean }>(api, path)) {
+        // Lists cut long texts; such an item is read whole.
+        const item = listed.truncated ? (await api.call<object>('GET', `${path}/${encodeURIComponent(listed.id)}`)).data : listed;
+        const { truncated: _truncated, ...full } = item as { truncated?: boolean };
+        out.write(`${JSON.stringify(full)}\n`);
+        count++;
+      }
+      if (opts.out) {
+        await new Promise<void>((done) => (out as ReturnType<typeof createWriteStream>).end(done));
+        console.error(`${count} items written to ${opts.out}`);
+      }
+    });
+  return program;
+}
+
+/** Run with the given arguments (after the program name); resolves with the exit code. */
+export async function runCli(args: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(args, { from: 'user' });
+    return Number(process.exitCode ?? 0);
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2; // help, version, or a usage error (already printed)
+    if (err instanceof CliError) {
+      console.error(`error: ${err.message}`);
+      return err.exitCode;
+    }
+    console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
+  }
+}
+
+if (import.meta.main) process.exit(await runCli(Bun.argv.slice(2)));

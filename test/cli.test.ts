@@ -1,0 +1,146 @@
+// The command-line client (src/cli), end to end against a real server: knowledge bases, ingesting a
+// folder (walked, hidden entries skipped, a PDF among the files), a rerun that skips what is already
+// there, failures summed up with exit code 1, search tables, export as JSON Lines, help for every
+// command, and errors without stack traces.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { textPdf } from './extract/fixtures';
+import { freePort } from './helpers/s3';
+import { KEY, ORG, TestServer } from './helpers/server';
+
+const ROOT = resolve(import.meta.dir, '..');
+const work = mkdtempSync(join(tmpdir(), 'kb-cli-'));
+let server: TestServer;
+
+function cli(args: string[], env: Record<string, string> = {}) {
+  const run = Bun.spawnSync(['bun', join(ROOT, 'src', 'cli', 'main.ts'), ...args], {
+    cwd: work,
+    env: { ...process.env, KB_URL: server.url, KB_ORG: ORG, KB_KEY: KEY, ...env },
+  });
+  const stdout = run.stdout.toString();
+  const stderr = run.stderr.toString();
+  expect(stderr).not.toMatch(/^\s+at /m); // never a stack trace
+  return { code: run.exitCode, stdout, stderr };
+}
+
+beforeAll(async () => {
+  server = await TestServer.start();
+  const docs = join(work, 'docs');
+  mkdirSync(join(docs, 'policies'), { recursive: true });
+  mkdirSync(join(docs, '.git'));
+  writeFileSync(join(docs, 'refunds.md'), '# Refunds\n\nRefunds are issued within 14 days of purchase.\n');
+  writeFileSync(join(docs, 'policies', 'shipping.txt'), 'Shipping takes three to five business days.\n');
+  writeFileSync(join(docs, 'policies', 'refunds-copy.md'), '# Refunds\n\nRefunds are issued within 14 days of purchase.\n');
+  writeFileSync(join(docs, 'policies', 'warranty.pdf'), await textPdf([[['The warranty covers manufacturing defects for two years.']]]));
+  writeFileSync(join(docs, '.git', 'config'), 'hidden');
+});
+afterAll(async () => {
+  await server.stop();
+  server.cleanup();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe('a folder from nothing to searchable', () => {
+  let kb = '';
+
+  test('kb create prints the id; kb list shows it', () => {
+    const created = cli(['kb', 'create', 'Handbook', '--type', 'TEXT_HIGH_QUALITY']);
+    expect(created.code).toBe(0);
+    kb = created.stdout.trim();
+    expect(kb).toMatch(/^kb_[0-9a-f]{28}$/);
+    const list = cli(['kb', 'list']);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(new RegExp(`^${kb}\\s+Handbook\\s+\\d{4}-`, 'm'));
+  });
+
+  test('ingest uploads the folder, waits for indexing, and sums up', () => {
+    const run = cli(['ingest', 'docs', '--kb', kb, '--concurrency', '2']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('4 files: 3 uploaded, 1 skipped (already in the knowledge base), 0 failed to upload');
+    expect(run.stdout).toContain('indexed: 3 ready, 0 failed');
+    expect(run.stderr).toMatch(/upload \|.*\| 4\/4 files/); // the progress bars (plain lines when not a terminal)
+  }, 60_000);
+
+  test('a rerun skips everything already there', () => {
+    const run = cli(['ingest', 'docs', '--kb', kb]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('4 files: 0 uploaded, 4 skipped');
+  });
+
+  test('search prints a table of hits; filters and modes apply', () => {
+    const hybrid = cli(['search', 'money back', '--kb', kb]);
+    expect(hybrid.code).toBe(0);
+    expect(hybrid.stdout.split('\n')[0]).toMatch(/^#\s+score\s+full-text\s+semantic\s+content\s+text$/);
+    expect(hybrid.stdout).toContain('Refunds are issued within 14 days of purchase.');
+    const filtered = cli(['search', 'days', '--kb', kb, '--mode', 'full-text', '--filter', 'path=docs/policies/shipping.txt']);
+    expect(filtered.code).toBe(0);
+    expect(filtered.stdout).toContain('Shipping takes three to five business days.');
+    expect(filtered.stdout).not.toContain('Refunds');
+    const pdf = cli(['search', 'warranty', '--kb', kb, '--mode', 'semantic', '--limit', '1']);
+    expect(pdf.stdout).toContain('The warranty covers manufacturing defects for two years.');
+    expect(cli(['search', 'nothing matches this', '--kb', kb, '--mode', 'full-text']).stdout.trim()).toBe('no hits');
+  });
+
+  test('export writes every item as a JSON line, with its metadata', () => {
+    const out = join(work, 'export.jsonl');
+    const run = cli(['export', '--kb', kb, '--out', out]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain('3 items written');
+    const items = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(items.map((i) => i.metadata.path).sort()).toEqual(['docs/policies/refunds-copy.md', 'docs/policies/shipping.txt', 'docs/policies/warranty.pdf']); // the first of two equal files (walk order) is kept
+    for (const item of items) expect(item.metadata.sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(cli(['export', '--kb', kb]).stdout.trim().split('\n')).toHaveLength(3);
+  });
+
+  test('kb delete needs --yes', () => {
+    const refused = cli(['kb', 'delete', kb]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('add --yes to confirm');
+    expect(cli(['kb', 'delete', kb, '--yes']).code).toBe(0);
+    expect(cli(['kb', 'list']).stdout).not.toContain(kb);
+  });
+});
+
+describe('failures', () => {
+  test('a file the server refuses is listed with its reason; the exit code is 1', () => {
+    const kb = cli(['kb', 'create', 'Mixed']).stdout.trim();
+    const dir = join(work, 'mixed');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'good.txt'), 'A perfectly good text.');
+    writeFileSync(join(dir, 'blob.bin'), new Uint8Array([0, 1, 2, 3, 255, 254, 0, 7]));
+    const run = cli(['ingest', 'mixed', '--kb', kb]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain('2 files: 1 uploaded, 0 skipped (already in the knowledge base), 1 failed to upload');
+    expect(run.stdout).toMatch(/failures:\n {2}mixed\/blob\.bin: .*\(UNSUPPORTED_FILE_TYPE\)/);
+  }, 60_000);
+
+  test('server errors, usage errors and an unreachable server: one readable line each', async () => {
+    const missing = cli(['search', 'x', '--kb', 'kb_00000000000000000000000000aa']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr.trim()).toBe('error: Knowledge base not found (NOT_FOUND)');
+    const usage = cli(['search', 'x', '--kb', 'kb_x', '--weight', '2']);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("argument '2' is invalid. must be a number between 0 and 1");
+    expect(cli(['ingest', 'no-such-folder', '--kb', 'kb_x']).stderr.trim()).toBe('error: no such file or folder: no-such-folder');
+    expect(cli(['kb', 'list'], { KB_KEY: 'wrong-key-0000000000' }).stderr).toContain('(UNAUTHORIZED)');
+    const down = cli(['kb', 'list'], { KB_URL: `http://127.0.0.1:${await freePort()}` });
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(/^error: cannot reach the server at http:\/\/127\.0\.0\.1:\d+ .*is it running\?/);
+    const noKey = cli(['kb', 'list'], { KB_ORG: '', KB_KEY: '' });
+    expect(noKey.code).toBe(2);
+    expect(noKey.stderr).toContain('--org and --key');
+  });
+
+  test('--help on every command; an unknown command is a usage error', () => {
+    for (const args of [[], ['kb'], ['kb', 'create'], ['kb', 'list'], ['kb', 'delete'], ['ingest'], ['search'], ['export']]) {
+      const help = cli([...args, '--help']);
+      expect({ args, code: help.code }).toEqual({ args, code: 0 });
+      expect(help.stdout).toContain('Usage: kb-search');
+    }
+    const unknown = cli(['frobnicate']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("unknown command 'frobnicate'");
+  });
+});
