@@ -8,7 +8,7 @@
 //   3. http      search latency through the real server while idle and during a bulk load;
 //   4. memory    bytes per chunk of vectors, postings, text and metadata for each type;
 //   5. throughput chunks/s of the document workers per transformers model: fp32 vs int8, workers ×
-//                threads, texts per model call, length-ordered against input-ordered batches.
+//                threads, characters per model call, length-ordered against input-ordered batches.
 //
 //   bun bench/semantic.ts [--quick] [--json out.json] [--models use-lite,Xenova/bge-small-en-v1.5,Xenova/all-MiniLM-L6-v2@int8]
 //                         [--parts quality,vectors,http,memory,throughput] [--http-model auto] [--fresh]

@@ -108,6 +108,7 @@ export function loadConfig() {
       precision: (process.env.EMBEDDING_PRECISION === 'int8' ? 'int8' : 'fp32') as 'fp32' | 'int8',
       threads: int('EMBEDDING_THREADS', 1, 1),
       batchSize: int('EMBEDDING_BATCH_SIZE', 16, 1),
+      batchChars: int('EMBEDDING_BATCH_CHARS', 2048, 1),
       queryCacheSize: int('QUERY_CACHE_SIZE', 2048, 0),
       http: {
         url: process.env.EMBEDDING_HTTP_URL || '',

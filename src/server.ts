@@ -92,6 +92,7 @@ try {
       documentWorkers: config.ingestWorkers,
       queryWorkers: config.queryWorkers,
       batchSize: config.embedding.batchSize,
+      batchChars: config.embedding.batchChars,
       queryCacheSize: config.embedding.queryCacheSize,
       settings: {
         modelDir: config.embedding.modelDir,

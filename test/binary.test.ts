@@ -9,9 +9,12 @@
 // with room for a loaded CI machine; the time is printed), then: the API docs page and its
 // assets; text content, full-text and semantic search (USE-Lite, embedded); Markdown and PDF
 // uploads; OCR of a PNG, a rotated JPEG (@napi-rs/canvas) and a scanned PDF in a
-// TEXT_AND_MEDIA_HIGH_QUALITY knowledge base (tesseract's worker, wasm and data, embedded); a
-// transformers.js model through ONNX Runtime from kb-search-lib/; and, without kb-search-lib/,
-// that same model failing with an error that names the missing folder while the rest serves; and
+// TEXT_AND_MEDIA_HIGH_QUALITY knowledge base (tesseract's worker, wasm and data, embedded); the
+// real sentence-transformer all-MiniLM-L6-v2 (../shared/models, outside the checkout, so still
+// visible under the empty file system) through ONNX Runtime from kb-search-lib/, finding a
+// paraphrase that shares no word with the query; and, without kb-search-lib/, that same model
+// failing with an error that names the missing folder while the rest serves; `models pull` (a
+// tiny generated model served in the hub's URL layout) and `models list`; and
 // snapshots (the snapshot worker): an interval snapshot and one at shutdown, each uploaded to S3
 // (s3rver), a restart from the local snapshot and one from S3 on an empty data directory, both
 // answering every search exactly as before.
@@ -21,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Subprocess } from 'bun';
 import { followOutput, portOf } from './helpers/output';
+import { analyze } from '../engine/index';
 import { scannedPdf, rotatedJpeg, textPdf, textPng } from './extract/fixtures';
 import { writeTinyModel } from './fixtures/tiny-model';
 import { startS3, type TestS3 } from './helpers/s3';
@@ -208,27 +212,52 @@ describe('the compiled binary, without node_modules', () => {
 });
 
 describe('transformers.js models', () => {
-  let modelDir: string;
+  /** The real model, beside the checkout (never copied into it): outside the checkout, so the binary still sees it when an empty file system hides the checkout. */
+  const realModels = resolve(ROOT, '..', 'shared', 'models');
+  const REAL_MODEL = 'Xenova/all-MiniLM-L6-v2';
+  /** A tiny generated model, only to serve in the hub's URL layout to `models pull`. */
+  let tinyModels: string;
   beforeAll(async () => {
-    modelDir = join(work, 'models');
-    // Under the id of bge-small, so HIGH_QUALITY_MODEL=auto picks it.
-    await writeTinyModel(modelDir, { modelId: 'Xenova/bge-small-en-v1.5', dimensions: 384 });
+    expect(realModels.startsWith(`${ROOT}/`)).toBe(false);
+    expect(existsSync(join(realModels, REAL_MODEL, 'onnx', 'model.onnx'))).toBe(true);
+    tinyModels = join(work, 'models');
+    await writeTinyModel(tinyModels, { modelId: 'Xenova/bge-small-en-v1.5', dimensions: 384 });
   });
 
-  test('run on ONNX Runtime from kb-search-lib/ beside the binary', async () => {
-    const tiny = await BinaryServer.start(binary, appDir, { EMBEDDING_MODEL_DIR: modelDir, INGEST_WORKERS: '1' });
+  test('all-MiniLM-L6-v2 runs on ONNX Runtime from kb-search-lib/ beside the binary and finds a paraphrase', async () => {
+    const real = await BinaryServer.start(binary, appDir, { EMBEDDING_MODEL_DIR: realModels, HIGH_QUALITY_MODEL: 'auto', INGEST_WORKERS: '1' });
     try {
-      expect(tiny.output.join('\n')).toContain('"model":"Xenova/bge-small-en-v1.5","provider":"transformers"');
-      const kb = await tiny.createKb('TEXT_HIGH_QUALITY');
-      const car = await tiny.api('POST', `/knowledge-bases/${kb}/contents?wait=true`, { text: 'the red truck and the bus' });
-      expect(car.body.data.status).toBe('ready');
-      await tiny.api('POST', `/knowledge-bases/${kb}/contents?wait=true`, { text: 'a banana and a mango' });
-      // "automobile" shares no word with the truck text; the tiny model puts vehicles together.
-      const hits = await tiny.api('POST', `/knowledge-bases/${kb}/search/semantic`, { query: 'automobile' });
-      expect(hits.status).toBe(200);
-      expect(hits.body.data[0].contentId).toBe(car.body.data.id);
+      expect(real.logged('embedding model serves types')).toContainEqual(
+        expect.objectContaining({ model: REAL_MODEL, provider: 'transformers', dimensions: 384, types: ['TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY'] }),
+      );
+      expect(real.output.join('\n')).not.toContain('failed to load');
+      const kb = await real.createKb('TEXT_HIGH_QUALITY');
+      const config = await real.api('GET', `/knowledge-bases/${kb}/configuration`);
+      expect(config.body.data.embedding).toMatchObject({ provider: 'transformers', model: REAL_MODEL, dimensions: 384 });
+      const texts = {
+        pressure: "The physician prescribed medication for the patient's high blood pressure.",
+        concert: 'The orchestra rehearsed the symphony before the evening concert.',
+        snow: 'Heavy snowfall closed the mountain pass for three days.',
+        dog: 'The dog gave its paw for a treat.',
+      };
+      const names = new Map<string, string>();
+      for (const [name, text] of Object.entries(texts)) {
+        const added = await real.api('POST', `/knowledge-bases/${kb}/contents?wait=true`, { text });
+        expect(added.body.data.status).toBe('ready');
+        names.set(added.body.data.id, name);
+      }
+      // A paraphrase of the first text that shares no index term with it (the engine's analyzer);
+      // it shares "gave" and "treat" with the dog text, which full-text finds instead.
+      const query = 'doctor gave drugs to treat hypertension';
+      const terms = new Set(analyze(query));
+      expect(analyze(texts.pressure).filter((t) => terms.has(t))).toEqual([]);
+      const semantic = await real.api('POST', `/knowledge-bases/${kb}/search/semantic`, { query });
+      expect(semantic.status).toBe(200);
+      expect(semantic.body.data.map((h: any) => names.get(h.contentId))[0]).toBe('pressure');
+      expect(semantic.body.data[0].score).toBeGreaterThan(semantic.body.data[1].score);
+      expect((await real.fullText(kb, query)).map((h) => names.get(h.contentId))).toEqual(['dog']);
     } finally {
-      await tiny.stop();
+      await real.stop();
     }
   }, 60_000);
 
@@ -239,7 +268,7 @@ describe('transformers.js models', () => {
       hostname: '127.0.0.1',
       fetch(req) {
         const m = /^\/([^/]+\/[^/]+)\/resolve\/main\/(.+)$/.exec(new URL(req.url).pathname);
-        const path = m ? join(modelDir, m[1]!, m[2]!) : '';
+        const path = m ? join(tinyModels, m[1]!, m[2]!) : '';
         return m && existsSync(path) ? new Response(Bun.file(path)) : new Response('Entry not found', { status: 404 });
       },
     });
@@ -271,11 +300,11 @@ describe('transformers.js models', () => {
     } catch {
       cpSync(binary, join(alone, 'kb-search'));
     }
-    const lone = await BinaryServer.start(join(alone, 'kb-search'), alone, { EMBEDDING_MODEL_DIR: modelDir, INGEST_WORKERS: '1' });
+    const lone = await BinaryServer.start(join(alone, 'kb-search'), alone, { EMBEDDING_MODEL_DIR: realModels, HIGH_QUALITY_MODEL: 'auto', INGEST_WORKERS: '1' });
     try {
-      const log = lone.output.join('\n');
-      expect(log).toContain('embedding model failed to load');
-      expect(log).toContain('kb-search-lib');
+      const failed = lone.output.filter((l) => l.includes('embedding model failed to load')).join('\n');
+      expect(failed).toContain(REAL_MODEL);
+      expect(failed).toContain(join(alone, 'kb-search-lib'));
       // USE-Lite (embedded) still serves the cost-effective type.
       const kb = await lone.createKb('TEXT_COST_EFFECTIVE');
       const added = await lone.api('POST', `/knowledge-bases/${kb}/contents?wait=true`, { text: 'Storage quotas reset monthly.' });

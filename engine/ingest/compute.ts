@@ -4,7 +4,7 @@
 import { LRUCache } from 'lru-cache';
 import type { EmbeddingSettings } from '../embedding/factory';
 import { EmbeddingError, specKey, type EmbeddingSpec } from '../embedding/provider';
-import type { ItemResult } from './handlers';
+import type { EmbeddingBatch, ItemResult } from './handlers';
 import { WorkerPool } from '../workers/pool';
 import { workerUrl } from '../workers/entry-points';
 import { BACKGROUND_NICENESS } from '../workers/priority';
@@ -14,8 +14,10 @@ export interface ComputeOptions {
   documentWorkers: number;
   queryWorkers?: number;
   settings?: EmbeddingSettings;
-  /** Texts per embedding call inside a worker. */
+  /** Most texts in one embedding call inside a worker (default 16). */
   batchSize?: number;
+  /** Most characters in one embedding call (default 2,048: two full MiniLM chunks). */
+  batchChars?: number;
   queryCacheSize?: number;
   /** Worker script (tests substitute one that can crash on demand). */
   workerUrl?: URL;
@@ -25,7 +27,7 @@ export class Compute {
   readonly documents: WorkerPool;
   readonly queries: WorkerPool;
   private readonly cache: LRUCache<string, Float32Array>;
-  readonly batchSize: number;
+  readonly batch: EmbeddingBatch;
 
   constructor(options: ComputeOptions) {
     const url = options.workerUrl ?? workerUrl('ingest');
@@ -34,11 +36,11 @@ export class Compute {
     this.documents = new WorkerPool({ size: options.documentWorkers, workerUrl: url, init: { ...settings, niceness: BACKGROUND_NICENESS } });
     this.queries = new WorkerPool({ size: options.queryWorkers ?? 1, workerUrl: url, init: settings });
     this.cache = new LRUCache({ max: options.queryCacheSize ?? 2048 });
-    this.batchSize = options.batchSize ?? 16;
+    this.batch = { texts: options.batchSize ?? 16, chars: options.batchChars ?? 2048 };
   }
 
   process(items: ProcessJob[], embedding: EmbeddingSpec | undefined): Promise<ItemResult[]> {
-    return this.documents.run<ItemResult[]>({ type: 'process', items, embedding, batchSize: this.batchSize });
+    return this.documents.run<ItemResult[]>({ type: 'process', items, embedding, batch: this.batch });
   }
 
   async embedQuery(spec: EmbeddingSpec, text: string): Promise<Float32Array> {
