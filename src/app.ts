@@ -15,6 +15,7 @@ import { validationError } from './http/validation';
 import { contentRoutes } from './routes/contents';
 import { knowledgeBaseRoutes } from './routes/knowledge-bases';
 import { docsRoutes } from './routes/docs';
+import { playgroundRoutes } from './routes/playground';
 import { searchRoutes } from './routes/search';
 import { uploadRoutes } from './routes/uploads';
 import type { UploadService } from './uploads';
@@ -142,6 +143,7 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       { detail: { summary: 'State recovered; the server can serve', tags: ['Operations'] } },
     )
     .use(docsRoutes(ctx.version))
+    .use(playgroundRoutes())
     .group(API_PREFIX, (api) => api.use(knowledgeBaseRoutes(ctx)).use(uploadRoutes(ctx, uploads)).use(contentRoutes(ctx)).use(searchRoutes(ctx)))
   registered = () => app.routes;
   return app;

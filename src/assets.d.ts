@@ -7,3 +7,8 @@ declare module 'swagger-ui-dist/swagger-ui.css' {
   const path: string;
   export default path;
 }
+// The playground's static files (package.json "imports"), served as they are.
+declare module '#playground/*' {
+  const path: string;
+  export default path;
+}

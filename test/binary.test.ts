@@ -155,15 +155,17 @@ describe('the compiled binary, without node_modules', () => {
     expect(server.output.join('\n')).not.toContain('failed to load');
   });
 
-  test('serves the API docs page and the assets it links (embedded files)', async () => {
-    const page = await fetch(`${server.url}/docs`);
-    expect(page.status).toBe(200);
-    const links = [...(await page.text()).matchAll(/(?:src|href)="(\/[^"]+\.(?:js|css))"/g)].map((m) => m[1]!);
-    expect(links.length).toBeGreaterThan(0);
-    for (const link of links) {
-      const res = await fetch(`${server.url}${link}`);
-      expect({ link, status: res.status }).toEqual({ link, status: 200 });
-      expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(1000);
+  test('serves the API docs page, the playground and the assets they link (embedded files)', async () => {
+    for (const path of ['/docs', '/playground']) {
+      const page = await fetch(`${server.url}${path}`);
+      expect(page.status).toBe(200);
+      const links = [...(await page.text()).matchAll(/(?:src|href)="(\/[^"]+\.(?:js|css))"/g)].map((m) => m[1]!);
+      expect(links.length).toBeGreaterThan(0);
+      for (const link of links) {
+        const res = await fetch(`${server.url}${link}`);
+        expect({ link, status: res.status }).toEqual({ link, status: 200 });
+        expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(1000);
+      }
     }
   });
 

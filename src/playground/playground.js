@@ -1,0 +1,251 @@
+// The playground: a page over the public API only (the same calls any client makes), with the
+// organization's key kept in this tab's sessionStorage. No framework, no CDN: served by the
+// server itself (src/routes/playground.ts) so it works offline.
+const API = '/api/v1';
+const MODES = ['full-text', 'semantic', 'hybrid'];
+const $ = (id) => document.getElementById(id);
+
+const session = {
+  get org() { return sessionStorage.getItem('kb-org') ?? ''; },
+  get key() { return sessionStorage.getItem('kb-key') ?? ''; },
+  save(org, key) { sessionStorage.setItem('kb-org', org); sessionStorage.setItem('kb-key', key); },
+};
+
+function authHeaders() {
+  return { 'x-service-organization-id': session.org, 'x-service-api-key': session.key };
+}
+
+/** Calls the API; resolves with `data` or throws the envelope's message. */
+async function api(method, path, body) {
+  const res = await fetch(API + path, {
+    method,
+    headers: { ...authHeaders(), ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = await res.json().catch(() => ({}));
+  if (!res.ok || json.success === false) throw new Error(json.error ? `${json.error.code}: ${json.error.message}` : `HTTP ${res.status}`);
+  return json;
+}
+
+function setStatus(el, text, isError = false) {
+  el.textContent = text;
+  el.classList.toggle('error', isError);
+}
+
+// --- organization and knowledge bases -----------------------------------------------------------
+
+async function connect() {
+  session.save($('org').value.trim(), $('key').value);
+  try {
+    await loadKnowledgeBases();
+    setStatus($('connection-status'), `Connected as ${session.org}`);
+  } catch (err) {
+    setStatus($('connection-status'), err.message, true);
+  }
+}
+
+async function loadKnowledgeBases(select) {
+  const { data } = await api('GET', '/knowledge-bases?limit=100');
+  const kbSelect = $('kb');
+  kbSelect.replaceChildren(...data.map((kb) => new Option(`${kb.name} (${kb.id})`, kb.id)));
+  if (select) kbSelect.value = select;
+  else if (sessionStorage.getItem('kb-id') && data.some((kb) => kb.id === sessionStorage.getItem('kb-id'))) kbSelect.value = sessionStorage.getItem('kb-id');
+  await selectKnowledgeBase();
+}
+
+async function createKnowledgeBase() {
+  try {
+    const name = $('new-kb-name').value.trim();
+    const { data } = await api('POST', '/knowledge-bases', { name, type: $('new-kb-type').value });
+    $('new-kb-name').value = '';
+    await loadKnowledgeBases(data.id);
+  } catch (err) {
+    setStatus($('ingestion'), err.message, true);
+  }
+}
+
+let progressTimer;
+
+async function selectKnowledgeBase() {
+  sessionStorage.setItem('kb-id', $('kb').value);
+  clearTimeout(progressTimer);
+  await showIngestion();
+}
+
+/** The knowledge base's ingestion progress, polled while anything is waiting. */
+async function showIngestion() {
+  const kbId = $('kb').value;
+  if (!kbId) return setStatus($('ingestion'), 'No knowledge base yet: create one.');
+  try {
+    const { data } = await api('GET', `/knowledge-bases/${kbId}`);
+    const { contents, chunksWaiting, chunksPerSecond, etaSeconds } = data.ingestion;
+    const busy = contents.pending + contents.processing > 0;
+    const pace = busy ? `, ${chunksWaiting} chunks waiting, ${chunksPerSecond.toFixed(1)} chunks/s, about ${Math.ceil(etaSeconds)} s left` : '';
+    setStatus($('ingestion'), `${contents.ready} ready, ${contents.pending + contents.processing} indexing, ${contents.failed} failed${pace}`);
+    $('ingestion').dataset.idle = String(!busy);
+    if (busy) progressTimer = setTimeout(showIngestion, 500);
+  } catch (err) {
+    setStatus($('ingestion'), err.message, true);
+  }
+}
+
+// --- uploads ------------------------------------------------------------------------------------
+
+/** One file through the multipart route, reporting upload progress (fetch cannot). */
+function uploadFile(kbId, file, metadata, onProgress) {
+  return new Promise((resolve, reject) => {
+    const form = new FormData();
+    form.append('file', file, file.name);
+    if (metadata) form.append('metadata', metadata);
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', `${API}/knowledge-bases/${kbId}/contents/file`);
+    for (const [name, value] of Object.entries(authHeaders())) xhr.setRequestHeader(name, value);
+    xhr.upload.onprogress = (e) => e.lengthComputable && onProgress(e.loaded / e.total);
+    xhr.onerror = () => reject(new Error('network error'));
+    xhr.onload = () => {
+      let json = {};
+      try { json = JSON.parse(xhr.responseText); } catch {}
+      if (xhr.status >= 200 && xhr.status < 300) resolve(json.data);
+      else reject(new Error(json.error ? `${json.error.code}: ${json.error.message}` : `HTTP ${xhr.status}`));
+    };
+    xhr.send(form);
+  });
+}
+
+async function uploadSelected() {
+  const kbId = $('kb').value;
+  const files = [...$('files').files];
+  const log = $('upload-log');
+  if (!kbId || files.length === 0) return;
+  const metadata = $('upload-metadata').value.trim() || undefined;
+  const bar = $('upload-progress');
+  const total = files.reduce((n, f) => n + f.size, 0) || 1;
+  let done = 0;
+  for (const file of files) {
+    const item = document.createElement('li');
+    item.textContent = `${file.name}: uploading…`;
+    log.append(item);
+    try {
+      const content = await uploadFile(kbId, file, metadata, (share) => (bar.value = (done + share * file.size) / total));
+      item.textContent = `${file.name}: accepted as ${content.id}`;
+    } catch (err) {
+      item.textContent = `${file.name}: ${err.message}`;
+      item.classList.add('error');
+    }
+    done += file.size;
+    bar.value = done / total;
+  }
+  await showIngestion();
+}
+
+// --- search -------------------------------------------------------------------------------------
+
+function addFilterRow(key = '', value = '') {
+  const row = document.createElement('span');
+  row.className = 'filter-row';
+  const k = Object.assign(document.createElement('input'), { placeholder: 'key', value: key, className: 'filter-key' });
+  const v = Object.assign(document.createElement('input'), { placeholder: 'value', value, className: 'filter-value' });
+  const remove = Object.assign(document.createElement('button'), { type: 'button', textContent: '×', title: 'Remove' });
+  remove.onclick = () => row.remove();
+  row.append(k, document.createTextNode('='), v, remove);
+  $('filter-rows').append(row);
+}
+
+/** key=value rows as a metadataFilter (numbers and booleans typed as such). */
+function metadataFilter() {
+  const filter = {};
+  for (const row of document.querySelectorAll('.filter-row')) {
+    const key = row.querySelector('.filter-key').value.trim();
+    const raw = row.querySelector('.filter-value').value.trim();
+    if (!key) continue;
+    filter[key] = raw === 'true' ? true : raw === 'false' ? false : raw !== '' && !Number.isNaN(Number(raw)) ? Number(raw) : raw;
+  }
+  return Object.keys(filter).length > 0 ? filter : undefined;
+}
+
+function searchBody(mode) {
+  const body = { query: $('query').value, limit: Number($('limit').value) || 10 };
+  const filter = metadataFilter();
+  if (filter) body.metadataFilter = filter;
+  if (mode === 'hybrid') body.semanticWeight = Number($('weight').value);
+  return body;
+}
+
+const lastHits = {};
+
+function renderColumn(mode, hits, millis, error) {
+  const column = document.querySelector(`.column[data-mode="${mode}"]`);
+  const list = column.querySelector('ol');
+  const meta = column.querySelector('.meta');
+  list.replaceChildren();
+  if (error) return setStatus(meta, error, true);
+  setStatus(meta, `${hits.length} hits in ${Math.round(millis)} ms${mode === 'hybrid' ? `, semantic weight ${Number($('weight').value).toFixed(2)}` : ''}`);
+  for (const hit of hits) {
+    const li = document.createElement('li');
+    li.className = 'hit';
+    li.dataset.chunkId = hit.id;
+    const score = Object.assign(document.createElement('span'), { className: 'score', textContent: hit.score.toFixed(4) });
+    li.append(score);
+    if (mode === 'hybrid') {
+      // Which leg brought this hit: its rank in that leg's own results, with the leg's score.
+      for (const leg of ['full-text', 'semantic']) {
+        const rank = (lastHits[leg] ?? []).findIndex((h) => h.id === hit.id);
+        const legScore = leg === 'full-text' ? hit.fullTextScore : hit.semanticScore;
+        if (rank < 0 && !(legScore > 0)) continue;
+        const badge = Object.assign(document.createElement('span'), { className: `leg ${leg}` });
+        badge.textContent = `${leg} ${rank >= 0 ? `#${rank + 1}` : ''} ${legScore !== undefined ? legScore.toFixed(3) : ''}`.replace(/\s+/g, ' ').trim();
+        li.append(badge);
+      }
+    }
+    const text = Object.assign(document.createElement('div'), { className: 'text', textContent: hit.contentChunk });
+    const metadata = Object.assign(document.createElement('div'), { className: 'metadata', textContent: `${hit.contentId} ${JSON.stringify(hit.metadata)}` });
+    li.append(text, metadata);
+    list.append(li);
+  }
+}
+
+async function runSearch(mode) {
+  const started = performance.now();
+  try {
+    const { data } = await api('POST', `/knowledge-bases/${$('kb').value}/search/${mode}`, searchBody(mode));
+    lastHits[mode] = data;
+    return { mode, hits: data, millis: performance.now() - started };
+  } catch (err) {
+    lastHits[mode] = [];
+    return { mode, error: err.message };
+  }
+}
+
+async function searchAll(event) {
+  event?.preventDefault();
+  if (!$('query').value.trim() || !$('kb').value) return;
+  // Hybrid renders last, so its leg badges can point at the other two columns.
+  const results = await Promise.all(MODES.map(runSearch));
+  for (const r of results) renderColumn(r.mode, r.hits ?? [], r.millis, r.error);
+  document.body.dataset.searched = String(Number(document.body.dataset.searched ?? 0) + 1);
+}
+
+let weightTimer;
+async function weightChanged() {
+  $('weight-value').textContent = Number($('weight').value).toFixed(2);
+  clearTimeout(weightTimer);
+  weightTimer = setTimeout(async () => {
+    if (!$('query').value.trim() || !$('kb').value) return;
+    const r = await runSearch('hybrid');
+    renderColumn('hybrid', r.hits ?? [], r.millis, r.error);
+  }, 150);
+}
+
+// --- wiring -------------------------------------------------------------------------------------
+
+$('org').value = session.org;
+$('key').value = session.key;
+$('connect').onclick = connect;
+$('refresh-kbs').onclick = () => loadKnowledgeBases().catch((err) => setStatus($('connection-status'), err.message, true));
+$('create-kb').onclick = createKnowledgeBase;
+$('kb').onchange = selectKnowledgeBase;
+$('upload').onclick = uploadSelected;
+$('search-form').onsubmit = searchAll;
+$('weight').oninput = weightChanged;
+$('add-filter').onclick = () => addFilterRow();
+if (session.org && session.key) connect();
