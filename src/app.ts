@@ -11,10 +11,12 @@ import { jsonAnswerBytes } from './http/json-bytes';
 import { pathOf } from './http/serve';
 import { RouteMethods } from './http/methods';
 import { requestIdOf } from './http/request-id';
+import { json } from './http/respond';
 import { validationError } from './http/validation';
 import { contentRoutes } from './routes/contents';
 import { knowledgeBaseRoutes } from './routes/knowledge-bases';
 import { docsRoutes } from './routes/docs';
+import { operationRoutes } from './routes/operations';
 import { playgroundRoutes } from './routes/playground';
 import { searchRoutes } from './routes/search';
 import { uploadRoutes } from './routes/uploads';
@@ -24,9 +26,6 @@ const API_PREFIX = '/api/v1';
 // What Response.json sends, so answers look the same whichever path made them.
 const JSON_CONTENT_TYPE = 'application/json;charset=utf-8';
 
-function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
-}
 
 function apiErrorResponse(err: ApiError, requestId?: string): Response {
   return json(err.status, errorBody(err.code, err.message, err.details, err.status >= 500 ? requestId : undefined), err.headers);
@@ -121,27 +120,7 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
     })
     // The root points at the API documentation.
     .get('/', ({ redirect }) => redirect('/docs', 302), { detail: { hide: true } })
-    .get('/health', () => ({ success: true as const, status: 'ok' }), { detail: { summary: 'The process is up', tags: ['Operations'] } })
-    .get(
-      '/metrics',
-      async () => {
-        const { body, contentType } = await ctx.metrics.render();
-        return new Response(body, { headers: { 'content-type': contentType } });
-      },
-      { detail: { summary: 'Prometheus metrics', tags: ['Operations'] } },
-    )
-    .get(
-      '/ready',
-      () => {
-        const reasons = ctx.notReady();
-        const engine = ctx.engine();
-        if (reasons.length > 0 || !engine) {
-          return json(503, errorBody('NOT_READY', `Not ready: ${reasons.join('; ')}`, reasons.map((r) => ({ path: '/', message: r }))), { 'retry-after': '1' });
-        }
-        return { success: true as const, status: 'ready', warnings: ctx.modelWarnings, recovery: engine.recovery, snapshots: { ...ctx.snapshotStatus(), logSeq: engine.lastSequence } };
-      },
-      { detail: { summary: 'State recovered; the server can serve', tags: ['Operations'] } },
-    )
+    .use(operationRoutes(ctx))
     .use(docsRoutes(ctx.version))
     .use(playgroundRoutes())
     .group(API_PREFIX, (api) => api.use(knowledgeBaseRoutes(ctx)).use(uploadRoutes(ctx, uploads)).use(contentRoutes(ctx)).use(searchRoutes(ctx)))

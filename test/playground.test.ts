@@ -10,6 +10,9 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { KEY, ORG, TestServer } from './helpers/server';
 
+// Page functions run in the browser; the test's own types have no DOM.
+declare const document: any;
+
 const CHROMIUM = '/usr/bin/chromium';
 let server: TestServer;
 let browser: Browser;
@@ -48,7 +51,7 @@ test('connect, create a knowledge base, upload with progress, search three ways 
   await page.fill('#new-kb-name', 'Playground test');
   await page.selectOption('#new-kb-type', 'TEXT_COST_EFFECTIVE');
   await page.click('#create-kb');
-  await page.waitForFunction(() => (document.getElementById('kb') as HTMLSelectElement).selectedOptions[0]?.textContent?.startsWith('Playground test'));
+  await page.waitForFunction(() => document.getElementById('kb').selectedOptions[0]?.textContent?.startsWith('Playground test'));
 
   for (const [name, team] of [['refunds.md', 'billing'], ['passwords.md', 'support']] as const) {
     await page.setInputFiles('#files', join(files, name));
@@ -56,7 +59,7 @@ test('connect, create a knowledge base, upload with progress, search three ways 
     await page.click('#upload');
     await page.waitForFunction((n) => [...document.querySelectorAll('#upload-log li')].some((li) => li.textContent?.startsWith(`${n}: accepted`)), name);
   }
-  expect(await page.locator('#upload-progress').evaluate((el: HTMLProgressElement) => el.value)).toBe(1);
+  expect(await page.locator('#upload-progress').evaluate((el: any) => el.value)).toBe(1);
   // Indexing progress: polled until nothing waits.
   await page.waitForFunction(() => document.getElementById('ingestion')?.textContent?.startsWith('2 ready, 0 indexing, 0 failed'), undefined, { timeout: 60_000 });
 

@@ -4,11 +4,15 @@ import type { Metadata } from '../../engine';
 import { ApiError, invalid, notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
-import { checkMetadata, checkNoControl, ContentCreatedSchema, ErrorSchema, ListQuery, MetadataSchema, JSON_BODY, positiveInt, SuccessSchema } from '../schemas/common';
+import { checkMetadata, checkNoControl, ContentCreatedSchema, API_ERRORS, errorAnswers, ListQuery, MetadataSchema, JSON_BODY, positiveInt, SuccessSchema } from '../schemas/common';
 import { contentListView, contentView } from './views';
 import { requireEngine } from './guards';
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 413: ErrorSchema, 500: ErrorSchema };
+// The error answers of each kind of route (documented and checked; see errorAnswers).
+const readErrors = errorAnswers(...API_ERRORS, 404);
+const listErrors = errorAnswers(...API_ERRORS, 400, 404);
+const addErrors = errorAnswers(...API_ERRORS, 400, 403, 404, 413);
+const replaceErrors = errorAnswers(...API_ERRORS, 400, 404, 413);
 
 const ContentSchema = t.Object({
   id: t.String(),
@@ -69,7 +73,7 @@ export const contentRoutes = (ctx: ServerContext) =>
       {
         query: ListQuery,
         detail: { summary: 'List content items, oldest first (texts cut to LIST_TEXT_CHARS characters, see truncated)', tags: ['Contents'] },
-        response: { 200: t.Object({ success: t.Literal(true), data: t.Array(ContentSchema), total: Type.Integer({ minimum: 0 }) }), ...errors },
+        response: { 200: t.Object({ success: t.Literal(true), data: t.Array(ContentSchema), total: Type.Integer({ minimum: 0 }) }), ...listErrors },
       },
     )
     .post(
@@ -86,7 +90,7 @@ export const contentRoutes = (ctx: ServerContext) =>
         await engine.waitForContent(item, ctx.config.waitTimeoutMs);
         return { success: true as const, data: { id: item.id, status: item.status } };
       },
-      { body: TextBody, parse: JSON_BODY, query: WaitQuery, detail: { summary: 'Add content from text', tags: ['Contents'] }, response: { 201: ContentCreatedSchema, ...errors } },
+      { body: TextBody, parse: JSON_BODY, query: WaitQuery, detail: { summary: 'Add content from text', tags: ['Contents'] }, response: { 201: ContentCreatedSchema, ...addErrors } },
     )
     .get(
       '/knowledge-bases/:id/contents/:contentId',
@@ -95,7 +99,7 @@ export const contentRoutes = (ctx: ServerContext) =>
         if (!item) throw notFound('Content');
         return { success: true as const, data: contentView(item) };
       },
-      { detail: { summary: 'Get a content item', tags: ['Contents'] }, response: { 200: t.Object({ success: t.Literal(true), data: ContentSchema }), ...errors } },
+      { detail: { summary: 'Get a content item', tags: ['Contents'] }, response: { 200: t.Object({ success: t.Literal(true), data: ContentSchema }), ...readErrors } },
     )
     .put(
       '/knowledge-bases/:id/contents/:contentId',
@@ -119,7 +123,7 @@ export const contentRoutes = (ctx: ServerContext) =>
         parse: JSON_BODY,
         query: WaitQuery,
         detail: { summary: 'Replace the text (and metadata, when given) of a content item', tags: ['Contents'] },
-        response: { 200: t.Object({ success: t.Literal(true), data: t.Optional(t.Object({ id: t.String(), status: t.String() })) }), ...errors },
+        response: { 200: t.Object({ success: t.Literal(true), data: t.Optional(t.Object({ id: t.String(), status: t.String() })) }), ...replaceErrors },
       },
     )
     .post(
@@ -131,7 +135,7 @@ export const contentRoutes = (ctx: ServerContext) =>
       },
       {
         detail: { summary: 'Index a failed content item again (no-op for other states)', tags: ['Contents'] },
-        response: { 200: ReindexAnswer, ...errors },
+        response: { 200: ReindexAnswer, ...readErrors },
       },
     )
     .post(
@@ -143,7 +147,7 @@ export const contentRoutes = (ctx: ServerContext) =>
       },
       {
         detail: { summary: 'Index every failed content item of a knowledge base again', tags: ['Contents'] },
-        response: { 200: t.Object({ success: t.Literal(true), data: t.Object({ queued: Type.Integer({ minimum: 0 }) }) }), ...errors },
+        response: { 200: t.Object({ success: t.Literal(true), data: t.Object({ queued: Type.Integer({ minimum: 0 }) }) }), ...readErrors },
       },
     )
     .delete(
@@ -152,5 +156,5 @@ export const contentRoutes = (ctx: ServerContext) =>
         if (!(await requireEngine(ctx).deleteContent(org, params.id, params.contentId))) throw notFound('Content');
         return { success: true as const };
       },
-      { detail: { summary: 'Delete a content item with its chunks', tags: ['Contents'] }, response: { 200: SuccessSchema, ...errors } },
+      { detail: { summary: 'Delete a content item with its chunks', tags: ['Contents'] }, response: { 200: SuccessSchema, ...readErrors } },
     );

@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia';
 import { ApiError, notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
-import { CreatedSchema, DescriptionSchema, ErrorSchema, JSON_BODY, ListQuery, literalUnion, NameSchema, positiveInt, SuccessSchema, storedDescription, storedName } from '../schemas/common';
+import { CreatedSchema, DescriptionSchema, API_ERRORS, errorAnswers, JSON_BODY, ListQuery, literalUnion, NameSchema, positiveInt, SuccessSchema, storedDescription, storedName } from '../schemas/common';
 import { configForType, KB_TYPES, type KbType } from '../kb-types';
 import { configurationView, knowledgeBaseView } from './views';
 import { requireEngine } from './guards';
@@ -30,7 +30,33 @@ const IngestionSchema = t.Object(
   { description: 'Ingestion progress of this knowledge base.' },
 );
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 500: ErrorSchema };
+const ConfigurationSchema = t.Object({
+  id: t.String(),
+  knowledgeBaseId: t.String(),
+  type: t.String({ examples: ['TEXT_HIGH_QUALITY'] }),
+  embedding: t.Object(
+    {
+      provider: t.String({ description: 'use-lite, transformers or http' }),
+      model: t.String(),
+      dimensions: Type.Integer({ minimum: 1 }),
+      metric: t.Literal('cosine'),
+      quantization: t.Union([t.Literal('f32'), t.Literal('i8')]),
+    },
+    { description: 'The model every vector of this knowledge base comes from (with its pooling, prefix and precision where they apply).' },
+  ),
+  chunking: t.Object({ size: Type.Integer({ minimum: 1 }), overlap: Type.Integer({ minimum: 0 }) }, { description: 'Chunk target and overlap in characters.' }),
+  bm25: t.Object({ k1: t.Number(), b: t.Number() }),
+  hnsw: t.Object({ connectivity: Type.Integer(), expansionAdd: Type.Integer(), expansionSearch: Type.Integer() }),
+  modalities: t.Array(t.String()),
+  createdAt: t.String(),
+  warning: t.Optional(t.String({ description: 'Present when a high-quality type is served by the small fallback model.' })),
+});
+
+// The error answers of each kind of route (documented and checked; see errorAnswers).
+const readErrors = errorAnswers(...API_ERRORS, 404);
+const listErrors = errorAnswers(...API_ERRORS, 400);
+const createErrors = errorAnswers(...API_ERRORS, 400, 403, 413);
+const updateErrors = errorAnswers(...API_ERRORS, 400, 404, 413);
 
 export const knowledgeBaseRoutes = (ctx: ServerContext) =>
   new Elysia({ name: "knowledge-bases" })
@@ -46,7 +72,7 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
       {
         query: ListQuery,
         detail: { summary: 'List knowledge bases of the organization, oldest first (page, limit ≤ 100, default 100; total counts all)', tags: ['Knowledge bases'] },
-        response: { 200: t.Object({ success: t.Literal(true), data: t.Array(KnowledgeBaseSchema), total: Type.Integer({ minimum: 0 }) }), ...errors },
+        response: { 200: t.Object({ success: t.Literal(true), data: t.Array(KnowledgeBaseSchema), total: Type.Integer({ minimum: 0 }) }), ...listErrors },
       },
     )
     .post(
@@ -69,7 +95,7 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
           { additionalProperties: false, examples: [{ name: 'Support articles', description: 'Public help center', type: 'TEXT_HIGH_QUALITY' }] },
         ),
         detail: { summary: 'Create a knowledge base', tags: ['Knowledge bases'] },
-        response: { 201: CreatedSchema, ...errors },
+        response: { 201: CreatedSchema, ...createErrors },
       },
     )
     .get(
@@ -79,7 +105,7 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
         if (!kb) throw notFound('Knowledge base');
         return { success: true as const, data: { ...knowledgeBaseView(kb), ingestion: requireEngine(ctx).ingestionProgress(org, params.id)! } };
       },
-      { detail: { summary: 'Get a knowledge base, with its ingestion progress', tags: ['Knowledge bases'] }, response: { 200: t.Object({ success: t.Literal(true), data: t.Composite([KnowledgeBaseSchema, t.Object({ ingestion: IngestionSchema })]) }), ...errors } },
+      { detail: { summary: 'Get a knowledge base, with its ingestion progress', tags: ['Knowledge bases'] }, response: { 200: t.Object({ success: t.Literal(true), data: t.Composite([KnowledgeBaseSchema, t.Object({ ingestion: IngestionSchema })]) }), ...readErrors } },
     )
     .get(
       '/knowledge-bases/:id/configuration',
@@ -88,7 +114,7 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
         if (!kb) throw notFound('Knowledge base');
         return { success: true as const, data: configurationView(kb) };
       },
-      { detail: { summary: 'Read the embedding configuration fixed at creation', tags: ['Knowledge bases'] } },
+      { detail: { summary: 'Read the embedding configuration fixed at creation', tags: ['Knowledge bases'] }, response: { 200: t.Object({ success: t.Literal(true), data: ConfigurationSchema }), ...readErrors } },
     )
     .put(
       '/knowledge-bases/:id',
@@ -109,10 +135,10 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
         parse: JSON_BODY,
         body: t.Object(
           { name: NameSchema, description: t.Optional(DescriptionSchema), type: TypeSchema },
-          { additionalProperties: false },
+          { additionalProperties: false, examples: [{ name: 'Support handbook', description: 'Answers for the support team', type: 'TEXT_HIGH_QUALITY' }] },
         ),
         detail: { summary: 'Rename a knowledge base (type must stay the same)', tags: ['Knowledge bases'] },
-        response: { 200: SuccessSchema, ...errors },
+        response: { 200: SuccessSchema, ...updateErrors },
       },
     )
     .delete(
@@ -121,5 +147,5 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
         if (!(await requireEngine(ctx).deleteKnowledgeBase(org, params.id))) throw notFound('Knowledge base');
         return { success: true as const };
       },
-      { detail: { summary: 'Delete a knowledge base and everything it holds', tags: ['Knowledge bases'] }, response: { 200: SuccessSchema, ...errors } },
+      { detail: { summary: 'Delete a knowledge base and everything it holds', tags: ['Knowledge bases'] }, response: { 200: SuccessSchema, ...readErrors } },
     );

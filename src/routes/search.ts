@@ -4,7 +4,7 @@ import type { MetadataFilter } from '../../engine';
 import { notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
-import { checkFilter, ErrorSchema, JSON_BODY, MetadataFilterSchema, StrictInteger, trimmed } from '../schemas/common';
+import { API_ERRORS, checkFilter, errorAnswers, JSON_BODY, MetadataFilterSchema, StrictInteger, trimmed } from '../schemas/common';
 import { hitView } from './views';
 import { requireEngine } from './guards';
 
@@ -75,8 +75,8 @@ export function readSearch(body: { query: string; limit?: number; metadataFilter
   return { query, limit: body.limit ?? 10, filter: body.metadataFilter as MetadataFilter | undefined };
 }
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 500: ErrorSchema };
-const embeddingErrors = { ...errors, 502: ErrorSchema };
+const errors = errorAnswers(...API_ERRORS, 400, 404, 413);
+const embeddingErrors = errorAnswers(...API_ERRORS, 400, 404, 413, 502);
 
 export const searchRoutes = (ctx: ServerContext) =>
   new Elysia({ name: 'search' })

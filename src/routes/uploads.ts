@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
-import { ContentCreatedSchema, ErrorSchema } from '../schemas/common';
+import { API_ERRORS, ContentCreatedSchema, errorAnswers } from '../schemas/common';
 import type { UploadService } from '../uploads';
 import { parseWait } from './contents';
 import { requireEngine } from './guards';
@@ -38,6 +38,6 @@ export const uploadRoutes = (ctx: ServerContext, uploads: UploadService) =>
           },
         },
       },
-      response: { 201: ContentCreatedSchema, 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 413: ErrorSchema, 500: ErrorSchema, 502: ErrorSchema },
+      response: { 201: ContentCreatedSchema, ...errorAnswers(...API_ERRORS, 400, 403, 404, 413, 502) },
     },
   );

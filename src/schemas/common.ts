@@ -105,6 +105,64 @@ export const ErrorSchema = t.Object({
   }),
 });
 
+/** What each error status means on this API, with an example answer (the OpenAPI document shows both). */
+const ERROR_STATUSES = {
+  400: {
+    description: 'Invalid request: VALIDATION_ERROR (one details entry per problem), INVALID_JSON, KB_TYPE_IMMUTABLE, UNSUPPORTED_FILE_TYPE, EMPTY_FILE or NO_TEXT_EXTRACTED.',
+    error: { code: 'VALIDATION_ERROR', message: 'Invalid request body', details: [{ path: '/name', message: 'must be a string of 1 to 255 characters; got 42' }] },
+  },
+  401: {
+    description: 'The x-service-api-key and x-service-organization-id headers are missing, or the key is not valid for the organization.',
+    error: { code: 'UNAUTHORIZED', message: 'The API key is not valid for this organization' },
+  },
+  403: {
+    description: 'QUOTA_EXCEEDED: the organization holds as many knowledge bases or content items as it may.',
+    error: { code: 'QUOTA_EXCEEDED', message: 'Quota reached: knowledgeBases', details: [{ path: '/', message: 'at most 100 knowledge bases per organization' }] },
+  },
+  404: {
+    description: 'No such knowledge base or content item in this organization (also for malformed ids and for those of other organizations).',
+    error: { code: 'NOT_FOUND', message: 'Knowledge base not found' },
+  },
+  413: {
+    description: 'PAYLOAD_TOO_LARGE: the body, file, page count or extracted text is over its limit.',
+    error: { code: 'PAYLOAD_TOO_LARGE', message: 'The request body is larger than the limit of 1048576 bytes' },
+  },
+  429: {
+    description: 'RATE_LIMITED: too many requests for this organization; the Retry-After header says when to retry.',
+    error: { code: 'RATE_LIMITED', message: 'Too many requests for this organization; retry in 1 s' },
+  },
+  500: {
+    description: 'INTERNAL: an unexpected error; the requestId (also in the x-request-id header) finds it in the logs.',
+    error: { code: 'INTERNAL', message: 'Internal server error', requestId: '0f3a9c1e-lx2k9d' },
+  },
+  502: {
+    description: 'EMBEDDING_FAILED (the embedding model failed) or EXTRACTION_FAILED (the file parser failed or ran out of time).',
+    error: { code: 'EMBEDDING_FAILED', message: 'The embedding model failed: connection refused' },
+  },
+  503: {
+    description: 'NOT_READY: the server is starting (replaying its log, loading models); Retry-After says when to ask again.',
+    error: { code: 'NOT_READY', message: 'Not ready: replaying the log', details: [{ path: '/', message: 'replaying the log' }] },
+  },
+} as const;
+
+export type ErrorStatus = keyof typeof ERROR_STATUSES;
+
+/**
+ * The error answers of a route: each status with the error envelope, what it means and an example.
+ * Routes list the statuses they can give; every /api/v1 route can give API_ERRORS.
+ */
+export function errorAnswers<S extends ErrorStatus>(...statuses: S[]): { [K in S]: typeof ErrorSchema } {
+  const answers: Partial<Record<ErrorStatus, typeof ErrorSchema>> = {};
+  for (const status of statuses) {
+    const { description, error } = ERROR_STATUSES[status];
+    answers[status] = t.Object(ErrorSchema.properties, { description, examples: [{ success: false, error }] });
+  }
+  return answers as { [K in S]: typeof ErrorSchema };
+}
+
+/** What any authenticated route can answer, whatever it does. */
+export const API_ERRORS = [401, 429, 500] as const;
+
 export const SuccessSchema = t.Object({ success: t.Literal(true) });
 export const CreatedSchema = t.Object({
   success: t.Literal(true),
