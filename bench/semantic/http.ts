@@ -145,9 +145,15 @@ export async function httpPart(data: SciFact) {
       Array.from({ length: SIZES.httpWriters }, async () => {
         while (bulkNext < bulkDocs.length) {
           const doc = bulkDocs[bulkNext++]!;
-          const res = await fetch(`${base}/api/v1/knowledge-bases/${kbId}/contents`, { method: 'POST', headers, body: JSON.stringify({ text: doc.text, metadata: { sciId: doc.id } }) });
-          await res.arrayBuffer();
-          ackStatus[res.status] = (ackStatus[res.status] ?? 0) + 1;
+          // As a client should: a 429 is retried after its Retry-After (4 writers outrun the
+          // per-organization rate limit), so every document is written once.
+          for (;;) {
+            const res = await fetch(`${base}/api/v1/knowledge-bases/${kbId}/contents`, { method: 'POST', headers, body: JSON.stringify({ text: doc.text, metadata: { sciId: doc.id } }) });
+            await res.arrayBuffer();
+            ackStatus[res.status] = (ackStatus[res.status] ?? 0) + 1;
+            if (res.status !== 429) break;
+            await Bun.sleep(1000 * Number(res.headers.get('retry-after') ?? 1));
+          }
           acked++;
         }
       }),
