@@ -4,11 +4,16 @@
 import { LRUCache } from 'lru-cache';
 import type { EmbeddingSettings } from '../embedding/factory';
 import { EmbeddingError, specKey, type EmbeddingSpec } from '../embedding/provider';
+import type { ChunkSpan } from '../chunking/chunker';
 import type { EmbeddingBatch, ItemResult } from './handlers';
+import { joinResults, splitSpans } from './split';
 import { WorkerPool } from '../workers/pool';
 import { workerUrl } from '../workers/entry-points';
 import { BACKGROUND_NICENESS } from '../workers/priority';
 import type { ProcessJob } from './process';
+
+/** Items longer than this many chunks are split across the document workers (split.ts). */
+const SPLIT_CHUNKS = 32;
 
 export interface ComputeOptions {
   documentWorkers: number;
@@ -40,7 +45,24 @@ export class Compute {
   }
 
   process(items: ProcessJob[], embedding: EmbeddingSpec | undefined): Promise<ItemResult[]> {
+    const only = items.length === 1 ? items[0]! : undefined;
+    if (only && this.documents.size > 1 && only.text.length > SPLIT_CHUNKS * only.chunking.size) {
+      return this.processAcrossWorkers(only, embedding).then((result) => [result]);
+    }
     return this.documents.run<ItemResult[]>({ type: 'process', items, embedding, batch: this.batch });
+  }
+
+  /** A large item: its spans found by one worker, then runs of them processed by all (split.ts). */
+  private async processAcrossWorkers(item: ProcessJob, embedding: EmbeddingSpec | undefined): Promise<ItemResult> {
+    let spans: ChunkSpan[];
+    try {
+      spans = await this.documents.run<ChunkSpan[]>({ type: 'chunk', text: item.text, chunking: item.chunking });
+    } catch (err) {
+      return { ok: false, error: `chunking failed: ${err instanceof Error ? err.message : String(err)}` };
+    }
+    const runs = splitSpans(spans, this.documents.size);
+    const parts = await Promise.all(runs.map((run) => this.documents.run<ItemResult[]>({ type: 'process', items: [{ ...item, spans: run }], embedding, batch: this.batch })));
+    return joinResults(parts.map((p) => p[0]!));
   }
 
   async embedQuery(spec: EmbeddingSpec, text: string): Promise<Float32Array> {

@@ -2,6 +2,7 @@
 // worker can wrap it.
 import { createProvider, specKey, type EmbeddingSettings } from '../embedding/factory';
 import type { EmbedKind, EmbeddingProvider, EmbeddingSpec } from '../embedding/provider';
+import { chunkText, type ChunkingOptions } from '../chunking/chunker';
 import { processContent, type ProcessedChunk, type ProcessJob } from './process';
 import { lowerThreadPriority } from '../workers/priority';
 
@@ -12,7 +13,8 @@ export type WorkerRequest =
   | { type: 'init'; settings: WorkerSettings }
   | { type: 'process'; jobId: number; items: ProcessJob[]; embedding?: EmbeddingSpec; batch: EmbeddingBatch }
   | { type: 'embed'; jobId: number; texts: string[]; kind: EmbedKind; embedding: EmbeddingSpec }
-  | { type: 'load'; jobId: number; embedding: EmbeddingSpec };
+  | { type: 'load'; jobId: number; embedding: EmbeddingSpec }
+  | { type: 'chunk'; jobId: number; text: string; chunking: ChunkingOptions };
 
 /**
  * A failure with `chunks` failed only at embedding (the model or its endpoint): worth retrying, and
@@ -75,6 +77,8 @@ export async function handle(req: WorkerRequest): Promise<{ value: unknown; tran
       const p = await provider(req.embedding);
       return { value: { model: p.model, dimensions: p.dimensions, millis: Math.round(performance.now() - started) }, transfer: [] };
     }
+    case 'chunk':
+      return { value: chunkText(req.text, req.chunking), transfer: [] };
     case 'embed': {
       const vectors = await (await provider(req.embedding)).embed(req.texts, req.kind);
       return { value: vectors, transfer: vectors.map((v) => v.buffer as ArrayBuffer) };

@@ -1,6 +1,6 @@
 // The CPU-heavy part of ingestion as one pure function: split a content item into chunks and
 // analyze each chunk for the full-text index. Runs inside an ingestion worker.
-import { chunkText, type ChunkingOptions } from '../chunking/chunker';
+import { chunkText, type ChunkingOptions, type ChunkSpan } from '../chunking/chunker';
 import { termVector } from '../analysis/analyzer';
 
 export interface ProcessJob {
@@ -8,6 +8,8 @@ export interface ProcessJob {
   chunking: ChunkingOptions;
   /** Start offsets of pages 1..n in `text`, for paged sources. */
   pages?: number[];
+  /** The chunks to make, when already found (a large item split across workers); else chunked here. */
+  spans?: ChunkSpan[];
 }
 
 export interface ProcessedChunk {
@@ -32,7 +34,7 @@ function pageAt(pages: number[], offset: number): number {
 }
 
 export function processContent(job: ProcessJob): ProcessedChunk[] {
-  return chunkText(job.text, job.chunking).map(({ start, end }) => {
+  return (job.spans ?? chunkText(job.text, job.chunking)).map(({ start, end }) => {
     const tv = termVector(job.text.slice(start, end));
     const chunk: ProcessedChunk = { start, end, terms: tv.terms, tfs: tv.tfs, length: tv.length };
     if (job.pages && job.pages.length > 0) chunk.page = pageAt(job.pages, start);
