@@ -11,7 +11,10 @@ interface SystemPackage {
   usedBy: string;
 }
 
-const NEEDED: SystemPackage[] = [{ binary: '/usr/bin/chromium', pkg: 'chromium', usedBy: 'test/playground.test.ts (headless browser)' }];
+const NEEDED: SystemPackage[] = [
+  { binary: '/usr/bin/chromium', pkg: 'chromium', usedBy: 'test/playground.test.ts (headless browser)' },
+  { binary: '/usr/sbin/nats-server', pkg: 'nats-server', usedBy: 'the cluster tests (a JetStream cluster of three servers)' },
+];
 
 function run(cmd: string[]): void {
   console.log(`[test-deps] ${cmd.join(' ')}`);

@@ -1,6 +1,6 @@
 // The log every state change goes through, as the engine sees it: numbered, durable, in order.
-// Today's one implementation keeps segment files on local disk (segment-log.ts); a replicated one
-// can take its place without the engine, the state machine or snapshots knowing the difference.
+// Two implementations: segment files on local disk (segment-log.ts, single node) and a NATS
+// JetStream stream replicated by JetStream's Raft (jetstream-log.ts, cluster mode).
 // Nothing outside engine/log/ knows how records are stored.
 
 export interface LogEntry {
@@ -12,7 +12,9 @@ export interface LogEntry {
  * Records (after, through] of a log, described so that another thread can read them itself
  * (readLogRange): a snapshot is built in a worker without copying the log through the main thread.
  */
-export type LogRange = { kind: 'segments'; files: string[]; afterSeq: number; throughSeq: number };
+export type LogRange =
+  | { kind: 'segments'; files: string[]; afterSeq: number; throughSeq: number }
+  | { kind: 'jetstream'; servers: string[]; stream: string; afterSeq: number; throughSeq: number };
 
 export interface RecordLog {
   /** Sequence number of the newest record appended. */

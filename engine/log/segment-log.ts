@@ -207,7 +207,7 @@ export class SegmentLog implements RecordLog {
   }
 
   /** Closed segments holding records in (afterSeq, throughSeq], in order. */
-  range(afterSeq: number, throughSeq: number): LogRange {
+  range(afterSeq: number, throughSeq: number): Extract<LogRange, { kind: 'segments' }> {
     const files: string[] = [];
     for (let i = 0; i < this.segments.length - 1; i++) {
       if (this.segments[i]!.firstSeq > throughSeq) break;
