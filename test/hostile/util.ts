@@ -282,7 +282,7 @@ export class RssSampler {
  * Sends requests to `server` one after another until `stop` resolves: each must answer 200. Returns
  * how many were sent and the slowest one's time.
  */
-export async function heartbeat(server: TestServer, kb: string, stop: Promise<unknown>, everyMs = 50): Promise<{ count: number; maxMs: number; failures: string[] }> {
+export async function heartbeat(server: TestServer, kb: string, stop: Promise<unknown>, everyMs = 50, onBeat?: (count: number) => void): Promise<{ count: number; maxMs: number; failures: string[] }> {
   let done = false;
   void stop.finally(() => (done = true));
   let count = 0;
@@ -297,6 +297,7 @@ export async function heartbeat(server: TestServer, kb: string, stop: Promise<un
           ? await call(server, 'GET', `${API}/knowledge-bases/${kb}`)
           : await call(server, 'POST', `${API}/knowledge-bases/${kb}/search/full-text`, { query: 'falcon' });
     count++;
+    onBeat?.(count);
     maxMs = Math.max(maxMs, res.ms);
     if (res.status !== 200) failures.push(`${res.status} ${res.raw.slice(0, 200)}`);
     await Bun.sleep(everyMs);
