@@ -8,11 +8,13 @@ import type { EmbeddingSpec } from './embedding/provider';
 import { OriginalsStore } from './files/originals';
 import { Compute } from './ingest/compute';
 import { progressOf, type IngestionProgress } from './ingest/progress';
-import { IngestionQueue } from './ingest/queue';
+import { JetStreamJobs, type IndexingJob } from './ingest/jetstream-jobs';
+import { IngestionQueue, unfinishedItems } from './ingest/queue';
 import { ContentWaiters } from './ingest/waiters';
 import type { ChunkHit, ContentItem, KnowledgeBase } from './kb/knowledge-base';
 import { decodePayload, encodePayload } from './log/codec';
-import type { LogRange, RecordLog } from './log/log';
+import { JetStreamLog } from './log/jetstream-log';
+import type { LogEntry, LogRange, RecordLog } from './log/log';
 import { SegmentLog } from './log/segment-log';
 import { searchFullText } from './search/full-text';
 import { needsQueryVector, searchHybrid, type HybridHit, type HybridOptions } from './search/hybrid';
@@ -26,7 +28,7 @@ import { LiveState } from './state/live-state';
 import type { Quotas } from './state/quotas';
 import { collectMetrics, countState, type EngineMetrics } from './state/metrics';
 import { GraphPacer } from './vector/graph-pacer';
-import type { EngineOptions, NewContent, RecoveryReport, SearchRequest } from './options';
+import type { EngineOptions, NewContent, RecoveryReport, ReplicationStatus, SearchRequest } from './options';
 
 export class Engine {
   private readonly state: LiveState;
@@ -35,6 +37,12 @@ export class Engine {
   private log!: RecordLog;
   private compute!: Compute;
   private ingestion!: IngestionQueue;
+  /** Cluster mode: the indexing jobs every node shares (undefined on a single node). */
+  private jobs: JetStreamJobs | undefined;
+  private ingestionStarted = false;
+  private sweepTimer: ReturnType<typeof setInterval> | undefined;
+  /** Items pending at the last sweep (key → version). */
+  private pendingAtLastSweep = new Map<string, number>();
   /** What the write methods (engine/methods) work on. */
   private readonly core: EngineCore;
   private closed = false;
@@ -55,7 +63,7 @@ export class Engine {
       originals,
       quotas: options.quotas,
       commit: (record, attachment) => this.commit(record, attachment),
-      enqueue: (kbId, id, version) => this.ingestion.enqueue(kbId, id, version),
+      enqueue: (kbId, id, version) => (this.jobs ? this.publishJob(kbId, id) : this.ingestion.enqueue(kbId, id, version)),
     };
   }
 
@@ -72,14 +80,28 @@ export class Engine {
     for (const g of start?.graphs ?? []) engine.state.kbs.get(g.kbId)?.attachGraph(g.path);
     const fromSnapshotMs = Math.round(performance.now() - started);
     let records = 0;
-    engine.log = await SegmentLog.open(
-      { dir: join(options.dataDir, 'wal'), segmentBytes: options.walSegmentBytes, afterSeq: start?.seq, warn: (m, d) => engine.say('warn', m, d) },
-      ({ payload }) => {
-        const { record, attachment } = decodePayload<LogRecord>(payload);
-        engine.state.apply(record, attachment);
-        records++;
-      },
-    );
+    const { cluster } = options;
+    if (cluster) {
+      // Every node follows the one stream: records it appends itself and those of other nodes are
+      // applied alike, in stream order, as they arrive.
+      engine.log = await JetStreamLog.open(
+        { servers: cluster.servers, stream: cluster.stream, replicas: cluster.replicas, onStopped: (err) => engine.fatal('the replicated log stopped', err) },
+        (entry) => {
+          if (engine.applyFollowed(entry) && !engine.recovery) records++;
+        },
+        start?.seq,
+      );
+      engine.jobs = await JetStreamJobs.open({ servers: cluster.servers, stream: `${cluster.stream}_JOBS`, replicas: cluster.replicas, ackWaitMs: cluster.jobAckWaitMs });
+    } else {
+      engine.log = await SegmentLog.open(
+        { dir: join(options.dataDir, 'wal'), segmentBytes: options.walSegmentBytes, afterSeq: start?.seq, warn: (m, d) => engine.say('warn', m, d) },
+        ({ payload }) => {
+          const { record, attachment } = decodePayload<LogRecord>(payload);
+          engine.state.apply(record, attachment);
+          records++;
+        },
+      );
+    }
     engine.compute = new Compute({ documentWorkers: 1, ...options.compute });
     engine.ingestion = new IngestionQueue({
       knowledgeBases: engine.state.kbs,
@@ -91,7 +113,7 @@ export class Engine {
       log: (l, m, d) => engine.say(l, m, d),
       held: options.holdIngestion,
     });
-    const requeued = engine.ingestion.requeueUnfinished();
+    const requeued = engine.jobs ? engine.publishUnfinished() : engine.ingestion.requeueUnfinished();
     engine.recovery = {
       snapshot: start ? { seq: start.seq, records: start.records, millis: fromSnapshotMs } : undefined,
       records,
@@ -100,26 +122,75 @@ export class Engine {
       millis: Math.round(performance.now() - started),
     };
     engine.pacer.schedule();
+    if (!options.holdIngestion) engine.startIngestion();
     return engine;
+  }
+
+  private fatal(message: string, err: unknown): void {
+    this.say('error', message, { error: String(err) });
+    this.options.onFatal?.(err);
+  }
+
+  /** Cluster mode: apply a record the stream delivered (appended by any node); whether it applied. */
+  private applyFollowed({ payload }: LogEntry): boolean {
+    const { record, attachment } = decodePayload<LogRecord>(payload);
+    const applied = this.state.apply(record, attachment);
+    if (applied) this.notifyWaiters(record);
+    return applied;
+  }
+
+  /** `?wait=true` answers once the item's outcome is applied and would survive a crash. */
+  private notifyWaiters(record: LogRecord): void {
+    if (record.t === 'content.indexed' || record.t === 'content.failed' || record.t === 'content.delete') {
+      this.waiters.notify(record.kbId, record.id, this.state.kbs.get(record.kbId)?.contents.get(record.id));
+    }
+  }
+
+  /** Cluster mode: queue the item's newest version for whichever node has room. */
+  private async publishJob(kbId: string, id: string): Promise<void> {
+    const item = this.state.kbs.get(kbId)?.contents.get(id);
+    if (!item) return;
+    // Everything applied so far includes the record that made this version.
+    await this.jobs!.publish({ kbId, id, version: item.current.version, seq: this.log.lastSequence });
+  }
+
+  /** Cluster mode, at start-up: jobs again for every unfinished item (a job stored within two minutes is not stored twice). */
+  private publishUnfinished(): number {
+    const items = [...unfinishedItems(this.state.kbs)];
+    void (async () => {
+      for (const { kbId, item } of items) await this.publishJob(kbId, item.id);
+    })().catch((err) => this.say('warn', 'could not queue unfinished items again', { error: String(err) }));
+    return items.length;
+  }
+
+  /** Cluster mode: take a job pulled from the shared queue once its version is applied here. */
+  private takeJob(job: IndexingJob, settle: (outcome: 'done' | 'failed') => void): void {
+    (this.log as JetStreamLog).whenFollowed(job.seq).then(
+      () => {
+        const item = this.state.kbs.get(job.kbId)?.contents.get(job.id);
+        if (!item || item.current.version !== job.version || item.status === 'ready' || item.status === 'failed') return settle('done');
+        this.ingestion.enqueue(job.kbId, job.id, job.version, settle);
+      },
+      () => settle('failed'),
+    );
   }
 
   /**
    * Apply a record and make it durable. State changes in memory at once (in log order); the
    * promise resolves when the record is durable, which is when the caller may acknowledge it.
    */
-  private async commit(record: LogRecord, attachment?: Uint8Array): Promise<void> {
+  private async commit(record: LogRecord, attachment?: Uint8Array): Promise<number> {
     if (this.closed) throw new Error('engine is closed');
+    // Cluster mode: applied (by applyFollowed, in stream order) once the append resolves.
+    if (this.options.cluster) return this.log.append(encodePayload(record, attachment));
     const durable = this.log.append(encodePayload(record, attachment));
     const applied = this.state.apply(record, attachment);
-    await durable.catch((err) => {
-      this.say('error', 'write-ahead log write failed; no further writes are accepted', { error: String(err) });
-      this.options.onFatal?.(err);
+    const seq = await durable.catch((err) => {
+      this.fatal('write-ahead log write failed; no further writes are accepted', err);
       throw err;
     });
-    // `?wait=true` answers only once the outcome would survive a crash.
-    if (applied && (record.t === 'content.indexed' || record.t === 'content.failed' || record.t === 'content.delete')) {
-      this.waiters.notify(record.kbId, record.id, this.state.kbs.get(record.kbId)?.contents.get(record.id));
-    }
+    if (applied) this.notifyWaiters(record);
+    return seq;
   }
 
   // --- what snapshots need (snapshots/snapshotter.ts) -----------------------------------------------
@@ -144,6 +215,14 @@ export class Engine {
 
   /** Remove log records a snapshot at `seq` covers; resolves with the log parts removed. */
   truncateLog(seq: number): Promise<number> {
+    // Cluster mode: the stream is shared. Purged only when snapshots are in a store every node can
+    // start from, and with a margin for nodes a little behind; a node whose own snapshot is older
+    // than what is left starts from the store's newest snapshot (LogGapError at open).
+    const cluster = this.options.cluster;
+    if (cluster) {
+      const below = seq + 1 - (cluster.purgeMarginRecords ?? 10_000);
+      return cluster.purge && below > 1 ? this.log.truncateBefore(below) : Promise.resolve(0);
+    }
     return this.log.truncateBefore(seq + 1);
   }
 
@@ -239,6 +318,52 @@ export class Engine {
   /** Start sending queued content to the workers (once the models are loaded, with holdIngestion). */
   startIngestion(): void {
     this.ingestion.start();
+    if (this.ingestionStarted) return;
+    this.ingestionStarted = true;
+    const room = () => this.compute.documents.size * (this.options.batchItems ?? 16) * 2 - this.ingestion.depth;
+    this.jobs?.start(room, (job, settle) => this.takeJob(job, settle));
+    if (this.jobs) {
+      let sweeping = false;
+      this.sweepTimer = setInterval(() => {
+        if (sweeping) return;
+        sweeping = true;
+        this.sweepLostJobs()
+          .catch((err) => this.say('warn', 'could not look for lost indexing jobs', { error: String(err) }))
+          .finally(() => (sweeping = false));
+      }, this.options.cluster?.jobSweepMs ?? 30_000);
+      this.sweepTimer.unref?.();
+    }
+  }
+
+  /**
+   * Cluster mode: an item logged by a node that died before queuing its job would stay pending
+   * for ever. Items pending at two sweeps in a row with no job in the queue get one, once this
+   * node has applied the stream as far as it reached when the job was found missing (so a job
+   * acknowledged meanwhile has its result applied here first).
+   */
+  private async sweepLostJobs(): Promise<void> {
+    const pendingNow = new Map<string, number>();
+    const suspects: { kbId: string; id: string; version: number }[] = [];
+    for (const { kbId, item } of unfinishedItems(this.state.kbs)) {
+      if (item.status !== 'pending') continue;
+      const key = `${kbId}/${item.id}`;
+      pendingNow.set(key, item.current.version);
+      if (this.pendingAtLastSweep.get(key) === item.current.version && suspects.length < 1000) suspects.push({ kbId, id: item.id, version: item.current.version });
+    }
+    this.pendingAtLastSweep = pendingNow;
+    const missing = [];
+    for (const s of suspects) if (!(await this.jobs!.has(s.kbId, s.id))) missing.push(s);
+    if (missing.length === 0) return;
+    const log = this.log as JetStreamLog;
+    await log.whenFollowed(await log.streamLastSequence());
+    let queued = 0;
+    for (const m of missing) {
+      const item = this.state.kbs.get(m.kbId)?.contents.get(m.id);
+      if (item?.status !== 'pending' || item.current.version !== m.version) continue;
+      await this.publishJob(m.kbId, m.id);
+      queued++;
+    }
+    if (queued > 0) this.say('info', 'queued indexing jobs found missing', { queued });
   }
 
   /** Load a model in every worker ahead of the first request; resolves with the load time. */
@@ -283,6 +408,17 @@ export class Engine {
     });
   }
 
+  /** Cluster mode: applied vs stream position and queued indexing jobs (undefined on a single node). Rejects when NATS does not answer in time. */
+  async replication(timeoutMs = 2000): Promise<ReplicationStatus | undefined> {
+    if (!this.jobs) return undefined;
+    const log = this.log as JetStreamLog;
+    const asked = Promise.all([log.streamLastSequence(), this.jobs.depth()]);
+    const timeout = Bun.sleep(timeoutMs).then(() => Promise.reject(new Error(`NATS did not answer within ${timeoutMs} ms`)));
+    const [streamSeq, jobsWaiting] = await Promise.race([asked, timeout]);
+    const appliedSeq = log.lastSequence;
+    return { appliedSeq, streamSeq, lag: Math.max(0, streamSeq - appliedSeq), jobsWaiting, jobsHere: this.ingestion.depth };
+  }
+
   /** Run `close` when the engine closes (before the log closes): parts built on the engine. */
   onClose = (close: () => Promise<void>): void => void this.closers.push(close);
 
@@ -291,6 +427,8 @@ export class Engine {
     if (this.closed) return;
     this.closed = true;
     for (const close of this.closers) await close();
+    clearInterval(this.sweepTimer);
+    await this.jobs?.close();
     this.pacer.stop();
     this.ingestion.close();
     await this.compute.close();

@@ -3,7 +3,7 @@
 
 // The engine and what it is opened with and reports.
 export { Engine } from './engine';
-export type { EngineOptions, NewContent, RecoveryReport, SearchRequest, StartingPoint } from './options';
+export type { EngineOptions, NewContent, RecoveryReport, ReplicationStatus, SearchRequest, StartingPoint } from './options';
 export { QuotaExceededError, type Quotas } from './state/quotas';
 export type { EngineMetrics } from './state/metrics';
 export { DEFAULT_EMBEDDING_RETRY } from './ingest/queue';
@@ -23,6 +23,7 @@ export { ExtractionError, ExtractionPool, shutdownOcr, type ExtractionPoolOption
 export { applyRecord, statusAfterIndexed, type RecordOf, type StateTarget } from './state/machine';
 export type { LogEntry, LogRange } from './log/log';
 export { readLogRange } from './log/range';
+export { JetStreamLog, LogGapError, RecordTooLargeError } from './log/jetstream-log';
 export { decodePayload, encodePayload } from './log/codec';
 export { encodeFrame, scanFrames, FRAME_HEADER } from './log/frame';
 export { VectorIndex } from './vector/vector-index';

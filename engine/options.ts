@@ -17,8 +17,35 @@ export interface StartingPoint {
   graphs: { kbId: string; path: string }[];
 }
 
+/** Cluster mode: the log is a replicated JetStream stream every node follows (see engine/log/jetstream-log.ts). */
+export interface ClusterOptions {
+  /** NATS server URLs (any of the cluster's servers). */
+  servers: string[];
+  /** The log stream's name; indexing jobs go to `<stream>_JOBS`. */
+  stream: string;
+  /** Copies JetStream keeps of each record and job (3 on a 3-server cluster). */
+  replicas: number;
+  /** An indexing job its node stopped reporting on goes to another node after this long (default 30 s). */
+  jobAckWaitMs?: number;
+  /**
+   * How often a node looks for items pending with no job queued (their writer died between
+   * logging them and queuing the job) and queues one (default 30 s; an item is looked at once it
+   * was pending at two looks in a row).
+   */
+  jobSweepMs?: number;
+  /**
+   * Purge the shared stream below this node's snapshots (only with a snapshot store other nodes
+   * can start from: a node whose own snapshot the purge passed starts from the store's newest),
+   * keeping `purgeMarginRecords` records below (default 10,000) for nodes a little behind.
+   */
+  purge?: boolean;
+  purgeMarginRecords?: number;
+}
+
 export interface EngineOptions {
   dataDir: string;
+  /** Run as one node of a cluster (absent: a single node with its log on local disk). */
+  cluster?: ClusterOptions;
   /** The state to begin from (the log is then replayed after its `seq`); empty when absent. */
   startFrom?: () => Promise<StartingPoint | undefined>;
   /** Worker threads (documents and query lanes) and embedding settings. */
@@ -49,6 +76,20 @@ export interface EngineOptions {
    * before the model loads and hold them (and /ready) back for whole batches.
    */
   holdIngestion?: boolean;
+}
+
+/** Cluster mode: how far this node has applied the shared log, and the indexing work waiting. */
+export interface ReplicationStatus {
+  /** The newest log record applied here. */
+  appliedSeq: number;
+  /** The newest record in the stream. */
+  streamSeq: number;
+  /** Records in the stream not yet applied here. */
+  lag: number;
+  /** Indexing jobs waiting in the cluster's queue (not yet taken by any node). */
+  jobsWaiting: number;
+  /** Items this node is indexing or has taken to index. */
+  jobsHere: number;
 }
 
 export interface RecoveryReport {

@@ -4,7 +4,7 @@
 // newest version. Deleted items and superseded versions disappear. Which records apply is decided
 // by the engine's state machine (applyRecord), the same that builds the state in memory; indexed
 // records carry their document numbers, so replaying the result numbers documents identically.
-import { applyRecord, statusAfterIndexed, type ContentStatus, type LogRecord, type RecordOf, type StateTarget } from '../engine';
+import { applyRecord, decodePayload, encodePayload, statusAfterIndexed, type ContentStatus, type LogRecord, type RecordOf, type StateTarget } from '../engine';
 
 export interface KeptRecord {
   seq: number;
@@ -30,6 +30,8 @@ const key = (kbId: string, id: string) => `${kbId}/${id}`;
 export class Compactor implements StateTarget {
   private readonly kbs = new Map<string, { create: KeptRecord; update?: KeptRecord }>();
   private readonly contents = new Map<string, ContentEntry>();
+  /** Document numbers handed out per knowledge base (as the live state counts them). */
+  private readonly docSpaces = new Map<string, number>();
   /** The record being added (the target methods receive only its decoded part). */
   private current!: KeptRecord;
   records = 0;
@@ -49,6 +51,24 @@ export class Compactor implements StateTarget {
     return entry && { version: entry.version, status: entry.status };
   }
 
+  docSpace(kbId: string): number {
+    return this.docSpaces.get(kbId) ?? 0;
+  }
+
+  /**
+   * The state machine settled a field differently from what the record's writer proposed (a
+   * version or document number taken meanwhile by another node's write): the kept record says
+   * what was applied, so replaying the snapshot rebuilds exactly this state.
+   */
+  private settle(fields: { version: number } | { firstDoc: number }): void {
+    const { record, attachment } = decodePayload<LogRecord>(this.current.payload);
+    this.current = {
+      ...this.current,
+      record: { ...this.current.record, ...fields } as LogRecord,
+      payload: encodePayload({ ...record, ...fields }, attachment.length > 0 ? attachment : undefined),
+    };
+  }
+
   createKnowledgeBase(record: RecordOf<'kb.create'>): void {
     this.kbs.set(record.kb.id, { create: this.current });
   }
@@ -59,10 +79,12 @@ export class Compactor implements StateTarget {
 
   deleteKnowledgeBase(record: RecordOf<'kb.delete'>): void {
     this.kbs.delete(record.id);
+    this.docSpaces.delete(record.id);
     for (const [k, c] of this.contents) if (c.kbId === record.id) this.contents.delete(k);
   }
 
   putContent(record: RecordOf<'content.put'>): void {
+    if (record.version !== (this.current.record as RecordOf<'content.put'>).version) this.settle({ version: record.version });
     const entry = this.contents.get(key(record.kbId, record.id));
     if (entry) {
       entry.latestPut = this.current;
@@ -80,6 +102,8 @@ export class Compactor implements StateTarget {
   }
 
   indexContent(record: RecordOf<'content.indexed'>): void {
+    if (record.firstDoc !== (this.current.record as RecordOf<'content.indexed'>).firstDoc) this.settle({ firstDoc: record.firstDoc });
+    this.docSpaces.set(record.kbId, record.firstDoc + record.chunks.length);
     const entry = this.contents.get(key(record.kbId, record.id))!;
     entry.live = { put: entry.latestPut, indexed: this.current };
     entry.status = statusAfterIndexed(record);

@@ -6,6 +6,6 @@ export { openEngine, newestSnapshot, Snapshotter, type SnapshotInfo } from './sn
 export { SnapshotManager, type SnapshotLogger, type SnapshotPolicy, type SnapshotStatus } from './policy';
 export { restoreFromStore } from './restore';
 export { LocalSnapshotStore } from './local-store';
-export { S3SnapshotStore } from './s3-store';
+export { S3ClusterSnapshots, S3SnapshotStore } from './s3-store';
 export type { SnapshotStore, StoredSnapshot } from './store';
 export { listSnapshotDirs, verifySnapshot, MANIFEST_FILE, RECORDS_FILE, type SnapshotManifest } from './format';

@@ -85,7 +85,9 @@ export class SnapshotManager {
       return;
     }
     const written = this.engine.lastSequence > this.seqAtLastSnapshot;
-    const logBytes = await this.engine.logBytes();
+    // The log may be out of reach for a moment (cluster mode: NATS): decide at the next check.
+    const logBytes = await this.engine.logBytes().catch(() => undefined);
+    if (logBytes === undefined) return;
     if (logBytes >= this.policy.logBytes && written) await this.run('log size');
     else if (written && now - this.lastAttempt >= this.policy.intervalMs) await this.run('interval');
   }

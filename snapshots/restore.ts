@@ -10,9 +10,10 @@ import type { SnapshotStore } from './store';
  * On an empty data directory, fetch the newest intact snapshot from the store (falling back to
  * older ones when a download fails its checksums). Returns its sequence number, if any.
  */
-export async function restoreFromStore(store: SnapshotStore, snapshotsDir: string, logger: SnapshotLogger): Promise<number | undefined> {
+export async function restoreFromStore(store: SnapshotStore, snapshotsDir: string, logger: SnapshotLogger, options: { evenOverLocal?: boolean } = {}): Promise<number | undefined> {
   if (store.isLocal) return undefined;
-  for (const local of await listSnapshotDirs(snapshotsDir)) {
+  // `evenOverLocal`: the local snapshots are too old (cluster mode: the stream was purged past them).
+  for (const local of options.evenOverLocal ? [] : await listSnapshotDirs(snapshotsDir)) {
     if ((await verifySnapshot(local.dir)).ok) return undefined; // a local snapshot is newer or as good
   }
   for (const { seq } of await store.list()) {

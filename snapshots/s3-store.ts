@@ -60,12 +60,20 @@ export class S3SnapshotStore implements SnapshotStore {
     await this.client.fPutObject(this.options.bucket, this.key(manifest.seq, MANIFEST_FILE), join(dir, MANIFEST_FILE));
   }
 
+  /** Names of every object under the prefix (and `under` below it). */
+  async objectNames(under = ''): Promise<string[]> {
+    const names: string[] = [];
+    const stream = this.client.listObjectsV2(this.options.bucket, `${this.prefix ? `${this.prefix}/` : ''}${under}`, true);
+    for await (const obj of stream as AsyncIterable<{ name?: string }>) if (obj.name) names.push(obj.name);
+    return names;
+  }
+
   async list(): Promise<StoredSnapshot[]> {
     const seqs: number[] = [];
-    const stream = this.client.listObjectsV2(this.options.bucket, this.prefix ? `${this.prefix}/` : '', true);
-    for await (const obj of stream as AsyncIterable<{ name?: string }>) {
-      const m = obj.name ? SNAP.exec(obj.name) : null;
-      if (m) seqs.push(Number(m[1]));
+    for (const name of await this.objectNames()) {
+      const m = SNAP.exec(name);
+      // Only this store's own snapshots (not those of cluster nodes below the same prefix).
+      if (m && name === this.key(Number(m[1]), MANIFEST_FILE)) seqs.push(Number(m[1]));
     }
     return seqs.sort((a, b) => b - a).map((seq) => ({ seq }));
   }
@@ -84,5 +92,56 @@ export class S3SnapshotStore implements SnapshotStore {
     const stream = this.client.listObjectsV2(this.options.bucket, this.key(seq, ''), true);
     for await (const obj of stream as AsyncIterable<{ name?: string }>) if (obj.name) names.push(obj.name);
     if (names.length > 0) await this.client.removeObjects(this.options.bucket, names);
+  }
+}
+
+const NODE_SNAP = /(?:^|\/)nodes\/([^/]+)\/snap-(\d{20})\/manifest\.json$/;
+
+/**
+ * Cluster mode: every node keeps its snapshots under `<prefix>/nodes/<node id>/` (each is a
+ * complete, self-consistent state at a stream sequence number), and a new or replaced node starts
+ * from the newest of any node's. Read-only: a node writes only its own (an S3SnapshotStore).
+ */
+export class S3ClusterSnapshots implements SnapshotStore {
+  readonly isLocal = false;
+  readonly name: string;
+  private readonly nodes: Map<number, S3SnapshotStore> = new Map();
+
+  constructor(private readonly options: S3StoreOptions) {
+    const prefix = (options.prefix ?? '').replace(/^\/+|\/+$/g, '');
+    this.name = `s3://${options.bucket}/${prefix ? `${prefix}/` : ''}nodes/*`;
+  }
+
+  /** A node's own store in the cluster layout. */
+  static ofNode(options: S3StoreOptions, nodeId: string): S3SnapshotStore {
+    const prefix = (options.prefix ?? '').replace(/^\/+|\/+$/g, '');
+    return new S3SnapshotStore({ ...options, prefix: [prefix, 'nodes', nodeId].filter(Boolean).join('/') });
+  }
+
+  async list(): Promise<StoredSnapshot[]> {
+    const base = new S3SnapshotStore(this.options);
+    this.nodes.clear();
+    for (const name of await base.objectNames('nodes/')) {
+      const m = NODE_SNAP.exec(name);
+      if (!m) continue;
+      const seq = Number(m[2]);
+      if (!this.nodes.has(seq)) this.nodes.set(seq, S3ClusterSnapshots.ofNode(this.options, m[1]!));
+    }
+    return [...this.nodes.keys()].sort((a, b) => b - a).map((seq) => ({ seq }));
+  }
+
+  async download(seq: number, destDir: string): Promise<void> {
+    if (!this.nodes.has(seq)) await this.list();
+    const store = this.nodes.get(seq);
+    if (!store) throw new Error(`no snapshot ${seq} in ${this.name}`);
+    await store.download(seq, destDir);
+  }
+
+  async upload(): Promise<void> {
+    throw new Error('a node uploads only to its own store (S3ClusterSnapshots.ofNode)');
+  }
+
+  async delete(): Promise<void> {
+    throw new Error('a node deletes only from its own store (S3ClusterSnapshots.ofNode)');
   }
 }

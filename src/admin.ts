@@ -1,5 +1,6 @@
 // Administration: organizations and API keys, stored durably in DATA_DIR/auth/keys.log (read by
-// the running server within a second of a change).
+// the running server within a second of a change), or in cluster mode (CLUSTER_NATS_URLS) in the
+// cluster's replicated key stream, valid on every node at once.
 //
 //   bun run admin org create --name "Acme"        → prints the new organization id
 //   bun run admin org list
@@ -7,7 +8,8 @@
 //   bun run admin key list [--org <orgId>]
 //   bun run admin key revoke <keyId>
 import { parseArgs } from 'node:util';
-import { appendKeyRecords, foldKeyRecords, keyFilePath, newKeyRecord, newOrgRecord, readKeyFile } from './auth/key-store';
+import { openKeyRecords } from './auth/key-records';
+import { foldKeyRecords, newKeyRecord, newOrgRecord } from './auth/key-store';
 import { loadConfig } from './config';
 
 const USAGE = `usage:
@@ -16,7 +18,7 @@ const USAGE = `usage:
   bun run admin key issue --org <orgId> [--label <label>]
   bun run admin key list [--org <orgId>]
   bun run admin key revoke <keyId>
-(DATA_DIR selects the data directory, default ./data)`;
+(DATA_DIR selects the data directory, default ./data; with CLUSTER_NATS_URLS set, the cluster's keys)`;
 
 function fail(message: string): never {
   console.error(`error: ${message}\n\n${USAGE}`);
@@ -43,8 +45,8 @@ if (values.help) {
   process.exit(0);
 }
 
-const path = keyFilePath(loadConfig().dataDir);
-const state = () => foldKeyRecords(readKeyFile(path).records);
+const store = await openKeyRecords(loadConfig()).catch((err) => fail(`cannot reach the key store: ${err instanceof Error ? err.message : String(err)}`));
+const state = () => foldKeyRecords(store.records());
 const [noun, verb, arg] = positionals;
 const out = (value: unknown, text: string) => console.log(values.json ? JSON.stringify(value) : text);
 
@@ -53,7 +55,7 @@ switch (`${noun} ${verb}`) {
     const name = values.name?.trim();
     if (!name) fail('--name is required');
     const record = newOrgRecord(name);
-    appendKeyRecords(path, [record]);
+    await store.append([record]);
     out(record, (record as { id: string }).id);
     break;
   }
@@ -67,7 +69,7 @@ switch (`${noun} ${verb}`) {
     if (!org) fail('--org is required');
     if (!state().orgs.has(org)) fail(`no organization ${org} (create it with: bun run admin org create --name ...)`);
     const { record, key } = newKeyRecord(org, values.label ?? '');
-    appendKeyRecords(path, [record]);
+    await store.append([record]);
     const keyId = (record as { keyId: string }).keyId;
     out({ keyId, orgId: org, key }, `key id: ${keyId}\norganization: ${org}\nkey: ${key}\n(store the key now: only its hash is kept)`);
     break;
@@ -83,10 +85,11 @@ switch (`${noun} ${verb}`) {
     const key = state().keys.get(arg);
     if (!key) fail(`no key ${arg}`);
     if (key.revokedAt) fail(`key ${arg} was already revoked at ${key.revokedAt}`);
-    appendKeyRecords(path, [{ t: 'key.revoke', keyId: arg, at: new Date().toISOString() }]);
+    await store.append([{ t: 'key.revoke', keyId: arg, at: new Date().toISOString() }]);
     out({ keyId: arg, revoked: true }, `revoked ${arg}`);
     break;
   }
   default:
     fail(noun ? `unknown command "${positionals.join(' ')}"` : 'no command');
 }
+await store.close();

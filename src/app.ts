@@ -1,6 +1,6 @@
 // The HTTP layer: authentication, the error envelope and the route modules, over the engine.
 import { Elysia } from 'elysia';
-import { EmbeddingError, QuotaExceededError } from '../engine';
+import { EmbeddingError, QuotaExceededError, RecordTooLargeError } from '../engine';
 import { ApiError, errorBody, STATUS_OF } from './errors';
 import type { KeyStore } from './auth/key-store';
 import type { ServerContext } from './http/context';
@@ -77,6 +77,10 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       if (error instanceof ApiError) return apiErrorResponse(error, requestId);
       if (error instanceof QuotaExceededError) {
         return apiErrorResponse(new ApiError('QUOTA_EXCEEDED', `Quota reached: ${error.message}`, [{ path: '/', message: `at most ${error.limit} ${error.quota === 'knowledgeBases' ? 'knowledge bases' : 'content items'} per organization` }]), requestId);
+      }
+      if (error instanceof RecordTooLargeError) {
+        // Cluster mode: the NATS servers' max_payload is below MAX_TEXT_BYTES (see "Running a cluster").
+        return apiErrorResponse(new ApiError('PAYLOAD_TOO_LARGE', `Too large for the cluster's log: ${error.message}`), requestId);
       }
       if (error instanceof EmbeddingError) {
         ctx.logger.warn({ requestId, err: error.message }, 'embedding failed');

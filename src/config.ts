@@ -1,5 +1,5 @@
 // Server configuration from environment variables, each with a documented default (README).
-import { availableParallelism } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { parseCorsOrigins } from './http/cors';
 
@@ -39,6 +39,28 @@ function s3Config() {
     prefix: process.env.S3_PREFIX || '',
     partSize: Math.round(num('S3_PART_SIZE_MB', 64) * MiB),
     pathStyle: process.env.S3_PATH_STYLE !== 'false',
+  };
+}
+
+/** Cluster mode when CLUSTER_NATS_URLS is set (see README, "Running a cluster"). */
+function clusterConfig() {
+  const urls = (process.env.CLUSTER_NATS_URLS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (urls.length === 0) return undefined;
+  const stream = process.env.CLUSTER_STREAM || 'KB_LOG';
+  if (!/^[A-Za-z0-9_-]+$/.test(stream)) throw new Error(`CLUSTER_STREAM may hold letters, digits, _ and - only (got "${stream}")`);
+  return {
+    servers: urls,
+    stream,
+    replicas: int('CLUSTER_REPLICAS', 3, 1),
+    nodeId: process.env.NODE_ID || hostname(),
+    /** Where other nodes reach this one (for forwarding); default http://<host>:<port>. */
+    advertiseUrl: process.env.NODE_ADVERTISE_URL || undefined,
+    jobAckWaitMs: int('CLUSTER_JOB_ACK_WAIT_MS', 30_000, 1000),
+    jobSweepMs: int('CLUSTER_JOB_SWEEP_MS', 30_000, 100),
+    /** Records kept in the stream below what this node's snapshots cover. */
+    purgeMarginRecords: int('CLUSTER_PURGE_MARGIN', 10_000, 0),
+    /** Records a node may be behind the stream and still answer /ready 200. */
+    maxLag: int('CLUSTER_MAX_LAG', 10_000, 0),
   };
 }
 
@@ -133,6 +155,7 @@ export function loadConfig() {
     // k1 1.2, b 0.75 sit on the plateau of the SciFact sweep (bench/fulltext.ts --sweep).
     bm25: { k1: num('BM25_K1', 1.2), b: num('BM25_B', 0.75) },
     logLevel: process.env.LOG_LEVEL || 'info',
+    cluster: clusterConfig(),
   };
 }
 

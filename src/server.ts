@@ -1,6 +1,6 @@
 // The server: listen at once (so /health and /ready answer during recovery), replay the
 // log, load the embedding models, then serve the API.
-import { toSpec, specKey, ExtractionPool, type Engine } from '../engine';
+import { toSpec, specKey, ExtractionPool, LogGapError, type Engine } from '../engine';
 import { rm } from 'node:fs/promises';
 import pkg from '../package.json';
 import { createApp, methodsOf } from './app';
@@ -8,10 +8,11 @@ import { UploadService } from './uploads';
 import { Metrics } from './http/metrics';
 import { RequestActivity, serve } from './http/serve';
 import { KeyStore, keyFilePath } from './auth/key-store';
+import { followKeyStream } from './auth/key-records';
 import { loadConfig } from './config';
 import { createLogger } from './logger';
 import { KB_TYPES, modelWarnings, typeEmbeddings } from './kb-types';
-import { LocalSnapshotStore, openEngine, restoreFromStore, S3SnapshotStore, SnapshotManager, type SnapshotStore } from '../snapshots';
+import { LocalSnapshotStore, openEngine, restoreFromStore, S3ClusterSnapshots, S3SnapshotStore, SnapshotManager, type SnapshotStore } from '../snapshots';
 import { join } from 'node:path';
 
 const config = loadConfig();
@@ -34,6 +35,8 @@ const modelReason = (model: string) => `loading embedding model ${model}`;
 const notReady = new Set<string>(['recovering state from the write-ahead log', ...[...bySpec.values()].map(({ spec }) => modelReason(spec.model))]);
 
 const keys = new KeyStore(keyFilePath(config.dataDir), config.apiKeys);
+// Cluster mode: keys issued through any node (bun run admin with CLUSTER_NATS_URLS) hold here too.
+const keyStream = config.cluster ? await followKeyStream(config.cluster, (record) => keys.add(record)) : undefined;
 const extraction = new ExtractionPool({ size: config.extraction.workers, timeoutMs: config.extraction.timeoutMs, memoryLimitBytes: config.extraction.memoryBytes });
 const uploads = new UploadService(config, extraction);
 // Temporary upload files of a previous run are garbage now.
@@ -79,14 +82,17 @@ const fatal = (err: unknown) => {
 };
 
 const snapshotsDir = join(config.dataDir, 'snapshots');
-const store: SnapshotStore = config.s3 ? new S3SnapshotStore(config.s3) : new LocalSnapshotStore(snapshotsDir);
+// Cluster mode: each node uploads to its own folder of the bucket; a new node starts from the
+// newest snapshot of any node (then follows the shared log after it).
+const store: SnapshotStore = !config.s3 ? new LocalSnapshotStore(snapshotsDir) : config.cluster ? S3ClusterSnapshots.ofNode(config.s3, config.cluster.nodeId) : new S3SnapshotStore(config.s3);
+const restoreSource: SnapshotStore = config.s3 && config.cluster ? new S3ClusterSnapshots(config.s3) : store;
 try {
   if (store instanceof S3SnapshotStore) {
     // A new machine starts from the newest snapshot in the bucket (then its own, empty, log).
     await store.ensureBucket().catch((err) => logger.warn({ store: store.name, err: String(err) }, 'snapshot store unreachable'));
-    await restoreFromStore(store, snapshotsDir, logger).catch((err) => logger.error({ store: store.name, err: String(err) }, 'could not restore from the snapshot store'));
+    await restoreFromStore(restoreSource, snapshotsDir, logger).catch((err) => logger.error({ store: store.name, err: String(err) }, 'could not restore from the snapshot store'));
   }
-  const opened = await openEngine({
+  const engineOptions: Parameters<typeof openEngine>[0] = {
     dataDir: config.dataDir,
     compute: {
       documentWorkers: config.ingestWorkers,
@@ -102,6 +108,7 @@ try {
       },
     },
     walSegmentBytes: config.walSegmentBytes,
+    cluster: config.cluster && { ...config.cluster, purge: config.s3 !== undefined },
     log: (level, message, details) => logger[level](details ?? {}, message),
     onFatal: fatal,
     idle: () => activity.idle(),
@@ -113,7 +120,18 @@ try {
       ...(config.quotas.knowledgeBases > 0 ? { knowledgeBases: config.quotas.knowledgeBases } : {}),
       ...(config.quotas.contents > 0 ? { contents: config.quotas.contents } : {}),
     },
-  });
+  };
+  let opened;
+  try {
+    opened = await openEngine(engineOptions);
+  } catch (err) {
+    // Cluster mode: the stream was purged past this node's own snapshot (it was down a long time):
+    // start from the newest snapshot any node put in the store instead.
+    if (!(err instanceof LogGapError) || !config.s3) throw err;
+    logger.warn({ err: err.message }, 'the log no longer holds what follows this node\'s snapshot; starting from the newest snapshot in the store');
+    if ((await restoreFromStore(restoreSource, snapshotsDir, logger, { evenOverLocal: true })) === undefined) throw err;
+    opened = await openEngine(engineOptions);
+  }
   engine = opened.engine;
   notReady.delete('recovering state from the write-ahead log');
   snapshots = new SnapshotManager(engine, opened.snapshots, store, config.snapshots, logger);
@@ -160,6 +178,7 @@ async function shutdown(signal: string) {
   }
   if (config.snapshots.onShutdown) await snapshots?.shutdown(30_000);
   await engine?.close();
+  await keyStream?.close();
   await extraction.close();
   logger.info({}, 'stopped');
   process.exit(0);

@@ -9,6 +9,7 @@ import type { ContentItem, KnowledgeBase } from '../kb/knowledge-base';
 import type { IndexedChunk, LogRecord } from '../records';
 import { markPending, markProcessing } from '../state/content-status';
 import type { Compute } from './compute';
+import { RecordTooLargeError } from '../log/jetstream-log';
 import { ThroughputMeter } from './progress';
 import type { ItemResult } from './handlers';
 
@@ -29,13 +30,15 @@ interface QueueEntry {
   version: number;
   /** Which attempt at embedding this is (1 when absent). */
   attempt?: number;
+  /** Told once the job is over: its result committed (or nothing left to do), or not (it failed). */
+  settled?: (outcome: 'done' | 'failed') => void;
 }
 
 export interface IngestionQueueOptions {
   knowledgeBases: Map<string, KnowledgeBase>;
   compute: Compute;
   /** Log a record (applied at once, resolved when durable). */
-  commit: (record: LogRecord, attachment?: Uint8Array) => Promise<void>;
+  commit: (record: LogRecord, attachment?: Uint8Array) => Promise<unknown>;
   /** Most content items in one worker request (default 16). */
   batchItems?: number;
   embeddingRetry?: { attempts: number; baseMs: number; maxMs: number };
@@ -46,6 +49,13 @@ export interface IngestionQueueOptions {
 }
 
 const now = () => new Date().toISOString();
+
+/** Items waiting for indexing or in flight (at start-up: those the last run left unfinished). */
+export function* unfinishedItems(knowledgeBases: Map<string, KnowledgeBase>): Generator<{ kbId: string; item: ContentItem }> {
+  for (const kb of knowledgeBases.values()) {
+    for (const item of kb.contents.values()) if (item.status === 'pending' || item.status === 'processing') yield { kbId: kb.id, item };
+  }
+}
 
 export class IngestionQueue {
   private readonly queue: QueueEntry[] = [];
@@ -65,21 +75,18 @@ export class IngestionQueue {
     return this.queue.length + this.inFlight;
   }
 
-  enqueue(kbId: string, id: string, version: number): void {
-    this.queue.push({ kbId, id, version });
+  enqueue(kbId: string, id: string, version: number, settled?: QueueEntry['settled']): void {
+    this.queue.push({ kbId, id, version, settled });
     this.pump();
   }
 
   /** At start-up: whatever was pending or in flight at the last stop is indexed again. Returns how many. */
   requeueUnfinished(): number {
     let requeued = 0;
-    for (const kb of this.options.knowledgeBases.values()) {
-      for (const item of kb.contents.values()) {
-        if (item.status !== 'pending' && item.status !== 'processing') continue;
-        markPending(item);
-        this.queue.push({ kbId: kb.id, id: item.id, version: item.current.version });
-        requeued++;
-      }
+    for (const { kbId, item } of unfinishedItems(this.options.knowledgeBases)) {
+      markPending(item);
+      this.queue.push({ kbId, id: item.id, version: item.current.version });
+      requeued++;
     }
     this.pump();
     return requeued;
@@ -114,7 +121,10 @@ export class IngestionQueue {
         const nextKb = knowledgeBases.get(next.kbId);
         const item = nextKb?.contents.get(next.id);
         this.queue.shift();
-        if (!nextKb || !item || item.current.version !== next.version) continue; // deleted or superseded
+        if (!nextKb || !item || item.current.version !== next.version) {
+          next.settled?.('done'); // deleted or superseded
+          continue;
+        }
         kb = nextKb;
         batch.push({ job: next, item });
         chars += item.current.text.length;
@@ -149,7 +159,18 @@ export class IngestionQueue {
         };
         this.throughput.record(done);
         this.options.onBatch?.(done);
-        return Promise.all(results.map((r, i) => this.commitResult(kb, batch[i]!.job, r)));
+        return Promise.all(
+          results.map((r, i) => {
+            const { job } = batch[i]!;
+            return this.commitResult(kb, job, r).then(
+              (retrying) => retrying || job.settled?.('done'),
+              (err) => {
+                job.settled?.('failed');
+                throw err;
+              },
+            );
+          }),
+        );
       })
       .catch((err) => this.options.log('error', 'could not record an ingestion result', { error: String(err) }))
       .finally(() => {
@@ -158,32 +179,45 @@ export class IngestionQueue {
       });
   }
 
-  private async commitResult(kb: KnowledgeBase, job: QueueEntry, result: ItemResult): Promise<void> {
+  /** Commit a job's result; true when the job is instead tried again later. */
+  private async commitResult(kb: KnowledgeBase, job: QueueEntry, result: ItemResult): Promise<boolean> {
     const item = kb.contents.get(job.id);
     // Deleted or updated while in flight: the newer version has its own job.
-    if (!item || item.current.version !== job.version || this.closed || this.options.knowledgeBases.get(kb.id) !== kb) return;
+    if (!item || item.current.version !== job.version || this.closed || this.options.knowledgeBases.get(kb.id) !== kb) return false;
     if (!result.ok && result.chunks === undefined) {
       await this.options.commit({ t: 'content.failed', kbId: job.kbId, id: job.id, version: job.version, error: result.error, at: now() });
-      return;
+      return false;
     }
-    if (!result.ok && this.retryLater(item, job, result.error)) return;
+    if (!result.ok && this.retryLater(item, job, result.error)) return true;
     const vectors = result.ok && result.vectors ? kb.storedVectors(result.vectors) : undefined;
-    await this.options.commit(
-      {
-        t: 'content.indexed',
-        kbId: job.kbId,
-        id: job.id,
-        version: job.version,
-        analyzer: ANALYZER_VERSION,
-        // Chunk ids and document numbers are fixed here, just before the record is applied (no
-        // await in between), so id order follows document order and replay rebuilds both.
-        chunks: result.chunks!.map((c): IndexedChunk => ({ id: newId('ch'), ...c })),
-        firstDoc: kb.docSpace,
-        ...(result.ok ? {} : { embeddingError: `${result.error} (after ${job.attempt ?? 1} attempts; found by full-text search only until re-indexed)` }),
-        at: now(),
-      },
-      vectors ? kb.vectorBytes(vectors) : undefined,
-    );
+    await this.commitIndexed(job, kb, result, vectors);
+    return false;
+  }
+
+  private async commitIndexed(job: QueueEntry, kb: KnowledgeBase, result: ItemResult, vectors: ReturnType<KnowledgeBase['storedVectors']>): Promise<void> {
+    try {
+      await this.options.commit(
+        {
+          t: 'content.indexed',
+          kbId: job.kbId,
+          id: job.id,
+          version: job.version,
+          analyzer: ANALYZER_VERSION,
+          // Chunk ids and document numbers are fixed here, just before the record is applied (no
+          // await in between), so id order follows document order and replay rebuilds both.
+          chunks: result.chunks!.map((c): IndexedChunk => ({ id: newId('ch'), ...c })),
+          firstDoc: kb.docSpace,
+          ...(result.ok ? {} : { embeddingError: `${result.error} (after ${job.attempt ?? 1} attempts; found by full-text search only until re-indexed)` }),
+          at: now(),
+        },
+        vectors ? kb.vectorBytes(vectors) : undefined,
+      );
+    } catch (err) {
+      // Cluster mode: an item whose result exceeds what NATS carries in one message fails (trying
+      // again would fail alike); the operator raises max_payload and re-indexes it.
+      if (!(err instanceof RecordTooLargeError)) throw err;
+      await this.options.commit({ t: 'content.failed', kbId: job.kbId, id: job.id, version: job.version, error: err.message, at: now() });
+    }
   }
 
   /**

@@ -3,8 +3,9 @@
 // acknowledged it, and the sequence number of the acknowledgement is the record's place in the one
 // order every node applies. Each append carries a message id (Nats-Msg-Id): a publish retried
 // after a lost acknowledgement is stored once. Nothing outside engine/log/ knows the stream exists.
-import { jetstream, jetstreamManager, DeliverPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstream, DeliverPolicy, StorageType, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { connectNats, ensureStream, publishRetried } from './nats';
 import { newId } from '../ids';
 import type { LogEntry, LogRange, RecordLog } from './log';
 
@@ -18,27 +19,89 @@ export interface JetStreamLogOptions {
   duplicateWindowMs?: number;
   /** Attempts of one append before it fails (a leader election takes a few seconds). */
   publishAttempts?: number;
+  /** Following stopped on an error (a record `visit` could not take): nothing later can be applied. */
+  onStopped?: (err: unknown) => void;
 }
 
 export type JetStreamRange = Extract<LogRange, { kind: 'jetstream' }>;
 
 const subjectOf = (stream: string) => `${stream}.records`;
 
-/** Records (afterSeq, throughSeq] of a stream, in order, through an ordered consumer. */
-export async function readStream(nc: NatsConnection, stream: string, afterSeq: number, throughSeq: number, visit: (entry: LogEntry) => void): Promise<void> {
-  if (throughSeq <= afterSeq) return;
+type StreamMessages = Awaited<ReturnType<Awaited<ReturnType<JetStreamClient['consumers']['get']>>['consume']>>;
+
+/**
+ * A consumer that delivers nothing for this long while records are known to be waiting is given
+ * up, and a new one made after the last record taken.
+ */
+const SILENT_CONSUMER_MS = 3000;
+
+/**
+ * The stream's records from `startSeq` on, through an ordered consumer (short pulls with idle
+ * heartbeats). The consumer lives on one server; when that server dies, the client's own recovery
+ * can keep re-pulling from a consumer that is gone, or (after a reconnect whose checks failed)
+ * stop watching heartbeats and wait silently. So the messages end after two missed heartbeats, and
+ * callers also give up a consumer that stays silent while records wait (SILENT_CONSUMER_MS); they
+ * make a new one after the last record they took.
+ */
+async function consumeFrom(js: JetStreamClient, stream: string, startSeq: number): Promise<StreamMessages> {
+  const consumer = await js.consumers.get(stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: startSeq });
+  const messages = await consumer.consume({ max_messages: 512, expires: 2000 });
+  void (async () => {
+    for await (const status of messages.status()) {
+      if (status.type === 'heartbeats_missed' && status.count >= 2) {
+        await messages.close();
+        return;
+      }
+    }
+  })().catch(() => {});
+  return messages;
+}
+
+/**
+ * A record as a LogEntry. The payload is copied into a plain Uint8Array: the client hands out Node
+ * Buffers viewing its receive buffer (and Buffer.slice makes another view, not a copy).
+ */
+const entryOf = (m: JsMsg): LogEntry => ({ seq: m.seq, payload: new Uint8Array(m.data) });
+
+/**
+ * Records (afterSeq, throughSeq] of a stream, in order. Rejects when no record arrives for
+ * `stallMs` (the servers it reads through lack them, or are gone).
+ */
+export async function readStream(nc: NatsConnection, stream: string, afterSeq: number, throughSeq: number, visit: (entry: LogEntry) => void, stallMs = 15_000): Promise<void> {
   const js = jetstream(nc);
-  const consumer = await js.consumers.get(stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSeq + 1 });
-  const messages = await consumer.consume({ max_messages: 512 });
+  let last = afterSeq;
+  let progressed = Date.now(); // the last record taken
+  let active = Date.now(); // the last record taken or consumer made
+  let messages: StreamMessages | undefined;
+  const watchdog = setInterval(() => {
+    if (Date.now() - active < Math.min(SILENT_CONSUMER_MS, stallMs)) return;
+    active = Date.now();
+    void messages?.close();
+  }, 250);
   try {
-    for await (const m of messages) {
-      if (m.seq > throughSeq) break;
-      visit({ seq: m.seq, payload: m.data });
-      if (m.seq >= throughSeq) break;
+    while (last < throughSeq && Date.now() - progressed < stallMs) {
+      try {
+        messages = await consumeFrom(js, stream, last + 1);
+        active = Date.now();
+        for await (const m of messages) {
+          if (m.seq <= last) continue;
+          progressed = active = Date.now();
+          last = m.seq;
+          if (m.seq > throughSeq) break;
+          visit(entryOf(m));
+          if (m.seq >= throughSeq) break;
+        }
+      } catch {
+        // The consumer could not be made (no JetStream leader yet): again shortly, until the stall.
+        await Bun.sleep(250);
+      } finally {
+        await messages?.close();
+      }
     }
   } finally {
-    await messages.close();
+    clearInterval(watchdog);
   }
+  if (last < throughSeq) throw new Error(`reading ${stream} stalled after record ${last} of ${throughSeq}`);
 }
 
 /** Reading a JetStreamRange from any thread (the snapshot worker): its own connection. */
@@ -51,9 +114,25 @@ export async function readJetStreamRange(range: JetStreamRange, visit: (entry: L
   }
 }
 
+/** The stream no longer holds the records right after where this node would start (they were purged). */
+export class LogGapError extends Error {}
+
+/** A record larger than the NATS servers accept in one message (their `max_payload`). */
+export class RecordTooLargeError extends Error {}
+
 export class JetStreamLog implements RecordLog {
-  private last = 0;
+  /** The newest record handed to `visit` (every record up to it has been, in order). */
+  private followed = 0;
   private firstSeq = 1;
+  private readonly waiting: { seq: number; resolve: () => void; reject: (err: unknown) => void }[] = [];
+  private failure: unknown;
+  private messages: StreamMessages | undefined;
+  private following: Promise<void> = Promise.resolve();
+  private closing = false;
+  /** When the last record was followed or the current consumer made. */
+  private active = Date.now();
+  private watchdog: ReturnType<typeof setInterval> | undefined;
+  private checking = false;
 
   private constructor(
     private readonly options: JetStreamLogOptions,
@@ -62,49 +141,144 @@ export class JetStreamLog implements RecordLog {
     private readonly jsm: JetStreamManager,
   ) {}
 
-  /** Connects, creates the stream when absent, and replays every record to `replay`. */
-  static async open(options: JetStreamLogOptions, replay: (entry: LogEntry) => void, afterSeq = 0): Promise<JetStreamLog> {
-    const nc = await connect({ servers: options.servers, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-    const jsm = await jetstreamManager(nc);
-    const log = new JetStreamLog(options, nc, jetstream(nc), jsm);
+  /**
+   * Connects, creates the stream when absent, and follows it: every record after `afterSeq` goes
+   * to `visit` in stream order — those already there before this resolves, then each new one as
+   * it arrives (whichever node appended it), until close(). Rejects when the records right after
+   * `afterSeq` were purged (start from a newer snapshot).
+   */
+  static async open(options: JetStreamLogOptions, visit: (entry: LogEntry) => void, afterSeq = 0): Promise<JetStreamLog> {
+    const nc = await connectNats(options.servers);
+    let jsm: JetStreamManager;
     try {
-      await jsm.streams.info(options.stream);
-    } catch {
-      await jsm.streams.add({
+      jsm = await ensureStream(nc, {
         name: options.stream,
         subjects: [subjectOf(options.stream)],
         storage: StorageType.File,
         num_replicas: options.replicas,
         duplicate_window: nanos(options.duplicateWindowMs ?? 120_000),
       });
+    } catch (err) {
+      await nc.close();
+      throw err;
     }
+    const log = new JetStreamLog(options, nc, jetstream(nc), jsm);
     const state = (await jsm.streams.info(options.stream)).state;
-    log.last = state.last_seq;
     log.firstSeq = state.first_seq;
-    await readStream(nc, options.stream, afterSeq, log.last, replay);
+    log.followed = afterSeq;
+    if (state.messages > 0 && state.first_seq > afterSeq + 1) {
+      await nc.close();
+      throw new LogGapError(`the log's records ${afterSeq + 1}…${state.first_seq - 1} were purged: start from a snapshot covering them`);
+    }
+    log.following = log.follow(visit);
+    log.watchdog = setInterval(() => void log.restartIfSilent(), 500);
+    try {
+      await log.whenFollowed(state.last_seq);
+    } catch (err) {
+      await log.close();
+      throw err;
+    }
     return log;
   }
 
-  get lastSequence(): number {
-    return this.last;
+  /**
+   * Hand every record after `followed` to `visit`, for as long as the log is open. When the
+   * consumer ends (its server died, NATS was out of reach) a new one starts after the last record
+   * followed.
+   */
+  private async follow(visit: (entry: LogEntry) => void): Promise<void> {
+    while (!this.closing) {
+      try {
+        this.messages = await consumeFrom(this.js, this.options.stream, this.followed + 1);
+        this.active = Date.now();
+        if (this.closing) await this.messages.close();
+        for await (const m of this.messages) {
+          if (m.seq <= this.followed) continue;
+          if (m.seq > this.followed + 1 && this.followed >= this.firstSeq - 1) {
+            return this.stop(new Error(`the log's records ${this.followed + 1}…${m.seq - 1} are gone (purged): this node must start from a newer snapshot`));
+          }
+          try {
+            visit(entryOf(m));
+          } catch (err) {
+            // A record that cannot be applied stops this node (the others go on): nothing after
+            // it could be applied in order.
+            return this.stop(err);
+          }
+          this.followed = m.seq;
+          this.active = Date.now();
+          this.release();
+        }
+      } catch {
+        // NATS out of reach or the consumer lost: start over after the last record followed.
+      }
+      if (!this.closing) await Bun.sleep(250);
+    }
   }
 
-  async append(payload: Uint8Array): Promise<number> {
-    const msgID = newId('rec');
-    const attempts = this.options.publishAttempts ?? 20;
-    let lastError: unknown;
-    for (let attempt = 1; attempt <= attempts; attempt++) {
-      try {
-        // The same id on every attempt: a record whose acknowledgement was lost is stored once.
-        const ack = await this.js.publish(subjectOf(this.options.stream), payload, { msgID, timeout: 5000 });
-        if (ack.seq > this.last) this.last = ack.seq;
-        return ack.seq;
-      } catch (err) {
-        lastError = err;
-        await Bun.sleep(Math.min(2000, 100 * attempt));
+  /**
+   * Give up a consumer that has delivered nothing for SILENT_CONSUMER_MS while records wait: an
+   * append waits for a later record, or the stream holds one. Idle, this asks the stream once per
+   * SILENT_CONSUMER_MS.
+   */
+  private async restartIfSilent(): Promise<void> {
+    if (this.closing || this.failure || this.checking || Date.now() - this.active < SILENT_CONSUMER_MS) return;
+    this.checking = true;
+    try {
+      const awaited = this.waiting.reduce((max, w) => Math.max(max, w.seq), 0);
+      const newest = awaited > this.followed ? awaited : await this.streamLastSequence();
+      if (newest > this.followed && Date.now() - this.active >= SILENT_CONSUMER_MS) void this.messages?.close();
+    } catch {
+      // NATS out of reach: the follow loop is reconnecting anyway.
+    } finally {
+      this.active = Date.now();
+      this.checking = false;
+    }
+  }
+
+  private stop(err: unknown): void {
+    this.failure = err;
+    for (const w of this.waiting.splice(0)) w.reject(err);
+    this.options.onStopped?.(err);
+  }
+
+  private release(): void {
+    for (let i = this.waiting.length - 1; i >= 0; i--) {
+      const w = this.waiting[i]!;
+      if (w.seq <= this.followed) {
+        this.waiting.splice(i, 1);
+        w.resolve();
       }
     }
-    throw new Error(`the record could not be logged in JetStream after ${attempts} attempts: ${String(lastError)}`);
+  }
+
+  /** Resolves once every record up to `seq` has been handed to `visit`. */
+  whenFollowed(seq: number): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (seq <= this.followed) return Promise.resolve();
+    return new Promise((resolve, reject) => this.waiting.push({ seq, resolve, reject }));
+  }
+
+  /** Sequence number of the newest record in the stream (from its leader). */
+  async streamLastSequence(): Promise<number> {
+    return (await this.jsm.streams.info(this.options.stream)).state.last_seq;
+  }
+
+  /** The newest record followed (applied, for the engine). */
+  get lastSequence(): number {
+    return this.followed;
+  }
+
+  /**
+   * Append a record; resolves with its sequence number once the stream's quorum has stored it
+   * and this log has handed it (and every record before it) to `visit`: read-your-writes.
+   */
+  async append(payload: Uint8Array): Promise<number> {
+    if (this.failure) throw this.failure;
+    const limit = this.nc.info?.max_payload ?? Infinity;
+    if (payload.length > limit) throw new RecordTooLargeError(`a record of ${payload.length} bytes is larger than the NATS servers accept (max_payload ${limit})`);
+    const { seq } = await publishRetried(this.js, subjectOf(this.options.stream), payload, newId('rec'), this.options.publishAttempts);
+    await this.whenFollowed(seq);
+    return seq;
   }
 
   /** A record is durable once acknowledged (the stream's quorum stored it). */
@@ -115,9 +289,9 @@ export class JetStreamLog implements RecordLog {
     await readStream(this.nc, this.options.stream, afterSeq, state.last_seq, visit);
   }
 
-  /** The stream has no parts to seal: everything acknowledged is readable at once. */
+  /** The stream has no parts to seal: everything followed is readable at once. */
   async roll(): Promise<number> {
-    return this.last;
+    return this.followed;
   }
 
   range(afterSeq: number, throughSeq: number): LogRange {
@@ -132,11 +306,21 @@ export class JetStreamLog implements RecordLog {
     return purged;
   }
 
+  private knownBytes = 0;
+
+  /** The stream's size; while NATS is out of reach, the last size read. */
   async sizeBytes(): Promise<number> {
-    return (await this.jsm.streams.info(this.options.stream)).state.bytes;
+    try {
+      this.knownBytes = (await this.jsm.streams.info(this.options.stream)).state.bytes;
+    } catch {}
+    return this.knownBytes;
   }
 
   async close(): Promise<void> {
+    this.closing = true;
+    clearInterval(this.watchdog);
+    await this.messages?.close();
+    await this.following;
     await this.nc.close();
   }
 }

@@ -14,7 +14,7 @@ export async function addContent(core: EngineCore, orgId: string, kbId: string, 
   checkOrgQuota(core, orgId, 'contents');
   const id = input.id ?? newId('ct');
   await core.commit({ t: 'content.put', kbId, id, version: 1, text: input.text, metadata: input.metadata ?? {}, source: input.source ?? { kind: 'text' }, pages: input.pages, at: now() });
-  core.enqueue(kbId, id, 1);
+  await core.enqueue(kbId, id, 1);
   return core.state.kbs.get(kbId)?.contents.get(id);
 }
 
@@ -63,7 +63,7 @@ export async function updateContent(
     createdAt: item.createdAt,
     at: now(),
   });
-  core.enqueue(kbId, contentId, version);
+  await core.enqueue(kbId, contentId, version);
   return item;
 }
 
@@ -93,5 +93,5 @@ export async function reindexFailed(core: EngineCore, orgId: string, kbId: strin
 async function retryFailed(core: EngineCore, item: ContentItem): Promise<void> {
   const version = item.current.version;
   await core.commit({ t: 'content.retry', kbId: item.kbId, id: item.id, version, at: now() });
-  if (item.status === 'pending' && item.current.version === version) core.enqueue(item.kbId, item.id, version);
+  if (item.status === 'pending' && item.current.version === version) await core.enqueue(item.kbId, item.id, version);
 }

@@ -11,10 +11,10 @@ export interface EngineCore {
   readonly state: LiveState;
   readonly originals: OriginalsStore;
   readonly quotas?: Partial<Quotas>;
-  /** Log a record, apply it at once, resolve once it is durable. */
-  commit(record: LogRecord, attachment?: Uint8Array): Promise<void>;
-  /** Queue a content version for chunking and embedding. */
-  enqueue(kbId: string, id: string, version: number): void;
+  /** Log a record and apply it; resolves with its log sequence number once it is durable and applied. */
+  commit(record: LogRecord, attachment?: Uint8Array): Promise<number>;
+  /** Queue a content version for chunking and embedding (cluster mode: in the shared job queue, resolved once queued). */
+  enqueue(kbId: string, id: string, version: number): void | Promise<void>;
 }
 
 export const now = () => new Date().toISOString();

@@ -42,6 +42,10 @@ export class LiveState implements StateTarget {
     return item && { version: item.current.version, status: item.status };
   }
 
+  docSpace(kbId: string): number {
+    return this.kbs.get(kbId)?.docSpace ?? 0;
+  }
+
   createKnowledgeBase(record: RecordOf<'kb.create'>): void {
     observeId(record.kb.id);
     this.kbs.set(record.kb.id, new KnowledgeBase(record.kb, this.graphThreshold));
@@ -86,8 +90,7 @@ export class LiveState implements StateTarget {
     const item = kb.contents.get(record.id)!;
     for (const c of record.chunks) observeId(c.id);
     const vectors = attachment && attachment.length > 0 ? kb.vectorsFromBytes(attachment, record.chunks.length) : undefined;
-    // Records written before document numbers were logged continue the numbering.
-    kb.applyIndexed(item, record.chunks, vectors, record.firstDoc ?? kb.docSpace);
+    kb.applyIndexed(item, record.chunks, vectors, record.firstDoc);
     if (statusAfterIndexed(record) === 'ready') markReady(item);
     else markFailed(item, record.embeddingError!);
     if (vectors) this.options.onVectorsAdded();

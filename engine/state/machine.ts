@@ -15,6 +15,8 @@ export interface StateTarget {
   hasKnowledgeBase(kbId: string): boolean;
   /** The item's newest version and its status; undefined when there is no such item. */
   contentState(kbId: string, id: string): { version: number; status: ContentStatus } | undefined;
+  /** Document numbers the knowledge base has handed out (the next indexed chunk gets this one or later). */
+  docSpace(kbId: string): number;
 
   createKnowledgeBase(record: RecordOf<'kb.create'>): void;
   updateKnowledgeBase(record: RecordOf<'kb.update'>): void;
@@ -44,10 +46,15 @@ export function applyRecord(target: StateTarget, record: LogRecord, attachment?:
       if (!target.hasKnowledgeBase(record.id)) return false;
       target.deleteKnowledgeBase(record);
       return true;
-    case 'content.put':
+    case 'content.put': {
       if (!target.hasKnowledgeBase(record.kbId)) return false;
-      target.putContent(record);
+      // Two nodes of a cluster may update one item at once, each from the same state: a version
+      // is always newer than the newest applied, whatever number its writer expected.
+      const item = target.contentState(record.kbId, record.id);
+      const version = item && record.version <= item.version ? item.version + 1 : record.version;
+      target.putContent(version === record.version ? record : { ...record, version });
       return true;
+    }
     case 'content.delete':
       if (!target.contentState(record.kbId, record.id)) return false;
       target.deleteContent(record);
@@ -57,12 +64,18 @@ export function applyRecord(target: StateTarget, record: LogRecord, attachment?:
       // older analyzer leaves the item pending, to be analyzed again after start-up.
       const item = target.contentState(record.kbId, record.id);
       if (!item || item.version !== record.version || record.analyzer !== ANALYZER_VERSION) return false;
-      target.indexContent(record, attachment);
+      // A second result for the same version (a job redelivered to another node) changes nothing.
+      if (item.status === 'ready' || item.status === 'failed') return false;
+      // Document numbers: the writer proposes the next free one; when another result took it
+      // meanwhile (cluster mode), the next free one at this point of the log is used instead.
+      const free = target.docSpace(record.kbId);
+      const firstDoc = Math.max(record.firstDoc ?? free, free);
+      target.indexContent(firstDoc === record.firstDoc ? record : { ...record, firstDoc }, attachment);
       return true;
     }
     case 'content.failed': {
       const item = target.contentState(record.kbId, record.id);
-      if (!item || item.version !== record.version) return false;
+      if (!item || item.version !== record.version || item.status === 'ready' || item.status === 'failed') return false;
       target.failContent(record);
       return true;
     }

@@ -270,7 +270,8 @@ export class VectorIndex {
   /** Split bytes written by `storedBytes` back into stored-form vectors. */
   fromBytes(bytes: Uint8Array, count: number): Store[] {
     const bytesPer = this.quantization === 'i8' ? 1 : 4;
-    const copy = bytes.slice(0, count * this.dimensions * bytesPer); // aligned copy
+    // An aligned copy (Uint8Array.prototype.slice: a Node Buffer's own slice() would be a view).
+    const copy = Uint8Array.prototype.slice.call(bytes, 0, count * this.dimensions * bytesPer);
     const all = this.quantization === 'i8' ? new Int8Array(copy.buffer) : new Float32Array(copy.buffer);
     return Array.from({ length: count }, (_, i) => all.subarray(i * this.dimensions, (i + 1) * this.dimensions));
   }

@@ -86,6 +86,8 @@ export class KeyStore {
   private fileSize = -1;
   private fileMtime = 0;
   private lastCheck = 0;
+  /** Records from the cluster's key stream (cluster mode). */
+  private readonly streamed: KeyRecord[] = [];
 
   constructor(
     private readonly path: string,
@@ -106,7 +108,7 @@ export class KeyStore {
   private reload(): void {
     const next = new Map<string, Buffer[]>();
     for (const [org, hashes] of this.envKeys) next.set(org, [...hashes]);
-    const { keys } = foldKeyRecords(readKeyFile(this.path).records);
+    const { keys } = foldKeyRecords([...readKeyFile(this.path).records, ...this.streamed]);
     for (const k of keys.values()) {
       if (k.revokedAt) continue;
       const list = next.get(k.orgId) ?? [];
@@ -132,6 +134,12 @@ export class KeyStore {
       this.fileMtime = mtime;
       this.reload();
     }
+  }
+
+  /** A record from the cluster's key stream: in effect at once. */
+  add(record: KeyRecord): void {
+    this.streamed.push(record);
+    this.reload();
   }
 
   /** True when `key` is an active key of `orgId`. */

@@ -2,7 +2,7 @@
 // contents by status, ingestion progress (chunks waiting, pace, time left), chunks and vectors per knowledge base type, embedding batch latency, log
 // size, worker crashes, plus the process defaults.
 import client from 'prom-client';
-import type { Engine } from '../../engine';
+import type { Engine, ReplicationStatus } from '../../engine';
 import type { SnapshotStatus } from '../../snapshots';
 
 export class Metrics {
@@ -72,6 +72,22 @@ export class Metrics {
       for (const [type, t] of Object.entries(m.byType)) g.set({ type }, t.graphPending);
     });
     gauge('kb_wal_bytes', 'Size of the write-ahead log', [], (g, m) => g.set(m.walBytes));
+    // Cluster mode only (absent on a single node).
+    const replication = (name: string, help: string, value: (r: ReplicationStatus) => number) =>
+      new client.Gauge({
+        name,
+        help,
+        registers: [registry],
+        async collect() {
+          const r = await engine()?.replication().catch(() => undefined);
+          this.reset();
+          if (r) this.set(value(r));
+        },
+      });
+    replication('kb_cluster_applied_sequence', 'The newest log record applied on this node', (r) => r.appliedSeq);
+    replication('kb_cluster_stream_sequence', 'The newest record in the cluster log stream', (r) => r.streamSeq);
+    replication('kb_cluster_lag_records', 'Log records not yet applied on this node', (r) => r.lag);
+    replication('kb_cluster_jobs_waiting', 'Indexing jobs queued in the cluster, not yet taken by a node', (r) => r.jobsWaiting);
     const snapshotGauge = (name: string, help: string, value: (s: SnapshotStatus) => number | undefined) =>
       new client.Gauge({
         name,

@@ -16,6 +16,19 @@ const ReadySchema = t.Object({
   warnings: t.Array(t.String(), { description: 'Said loudly: for example a high-quality type served by the small fallback model.' }),
   recovery: t.Object({}, { additionalProperties: true, description: 'How start-up recovered: the snapshot it began from, log records replayed, counts.' }),
   snapshots: t.Object({}, { additionalProperties: true, description: 'Snapshot policy state and the log sequence number.' }),
+  cluster: t.Optional(
+    t.Object(
+      {
+        nodeId: t.String(),
+        appliedSeq: t.Integer({ description: 'The newest log record applied on this node.' }),
+        streamSeq: t.Integer({ description: 'The newest record in the cluster\'s log stream.' }),
+        lag: t.Integer({ description: 'Records not yet applied here; above CLUSTER_MAX_LAG the node answers 503.' }),
+        jobsWaiting: t.Integer({ description: 'Indexing jobs queued in the cluster, not yet taken by a node.' }),
+        jobsHere: t.Integer({ description: 'Items this node is indexing or has taken to index.' }),
+      },
+      { description: 'Cluster mode only.' },
+    ),
+  ),
 });
 
 export const operationRoutes = (ctx: ServerContext) =>
@@ -40,13 +53,20 @@ export const operationRoutes = (ctx: ServerContext) =>
     )
     .get(
       '/ready',
-      () => {
+      async () => {
         const reasons = ctx.notReady();
         const engine = ctx.engine();
+        let cluster;
+        if (engine && ctx.config.cluster) {
+          // A node far behind the log, or cut off from it, answers stale reads: a load balancer should skip it.
+          const status = await engine.replication().catch((err: Error) => void reasons.push(`the cluster's log is unreachable: ${err.message}`));
+          if (status && status.lag > ctx.config.cluster.maxLag) reasons.push(`${status.lag} log records behind (CLUSTER_MAX_LAG ${ctx.config.cluster.maxLag})`);
+          if (status) cluster = { nodeId: ctx.config.cluster.nodeId, ...status };
+        }
         if (reasons.length > 0 || !engine) {
           return json(503, errorBody('NOT_READY', `Not ready: ${reasons.join('; ')}`, reasons.map((r) => ({ path: '/', message: r }))), { 'retry-after': '1' });
         }
-        return { success: true as const, status: 'ready' as const, warnings: ctx.modelWarnings, recovery: engine.recovery, snapshots: { ...ctx.snapshotStatus(), logSeq: engine.lastSequence } };
+        return json(200, { success: true, status: 'ready', warnings: ctx.modelWarnings, recovery: engine.recovery, snapshots: { ...ctx.snapshotStatus(), logSeq: engine.lastSequence }, ...(cluster ? { cluster } : {}) });
       },
       {
         detail: { summary: 'State recovered and models loaded: the server can serve', ...open },

@@ -84,7 +84,7 @@ describe('JetStream log on a three-server cluster', () => {
     for (;;) {
       seen.length = 0;
       try {
-        await readStream(only, 'KB_KILL', 0, 35, (e) => seen.push(e));
+        await readStream(only, 'KB_KILL', 0, 35, (e) => seen.push(e), 3000);
       } catch {}
       if (seen.length === 35 || Date.now() > deadline) break;
       await Bun.sleep(250); // the restarted replica catches up

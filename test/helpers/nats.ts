@@ -12,16 +12,18 @@ import { jetstreamManager } from '@nats-io/jetstream';
 
 export const NATS_SERVER = '/usr/sbin/nats-server';
 
-/** A free TCP port on loopback (the OS picks it; released before the server binds it). */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
+/** `n` distinct free TCP ports on loopback (all held at once while the OS picks them, then released). */
+async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+      const srv = createServer();
+      srv.once('error', reject);
+      srv.listen(0, '127.0.0.1', () => resolve(srv));
+    })),
+  );
+  const ports = servers.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  return ports;
 }
 
 interface Member {
@@ -43,10 +45,26 @@ export class NatsCluster {
     return this.members.map((m) => `nats://127.0.0.1:${m.clientPort}`);
   }
 
+  /** Start `size` clustered servers; again on other ports when one dies at start (a port taken meanwhile). */
   static async start(size = 3): Promise<NatsCluster> {
+    for (let attempt = 1; ; attempt++) {
+      const cluster = await NatsCluster.startOnce(size);
+      try {
+        await cluster.waitForJetStream();
+        return cluster;
+      } catch (err) {
+        const died = cluster.members.filter((m) => m.proc?.exitCode !== null && m.proc?.exitCode !== undefined);
+        await cluster.stop();
+        if (died.length === 0 || attempt >= 3) throw err;
+      }
+    }
+  }
+
+  private static async startOnce(size: number): Promise<NatsCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'kb-nats-'));
     const members: Member[] = [];
-    for (let i = 0; i < size; i++) members.push({ name: `n${i + 1}`, clientPort: await freePort(), routePort: await freePort(), config: '' });
+    const ports = await freePorts(2 * size);
+    for (let i = 0; i < size; i++) members.push({ name: `n${i + 1}`, clientPort: ports[2 * i]!, routePort: ports[2 * i + 1]!, config: '' });
     for (const m of members) {
       m.config = join(dir, `${m.name}.conf`);
       const routes = members.filter((o) => o !== m).map((o) => `"nats-route://127.0.0.1:${o.routePort}"`);
@@ -62,7 +80,6 @@ export class NatsCluster {
     }
     const cluster = new NatsCluster(dir, members);
     for (let i = 0; i < size; i++) cluster.startMember(i);
-    await cluster.waitForJetStream();
     return cluster;
   }
 
@@ -85,6 +102,8 @@ export class NatsCluster {
             await nc.close();
           }
         } catch (err) {
+          const dead = this.members.find((m) => m.proc && m.proc.exitCode !== null);
+          if (dead) throw new Error(`nats-server ${dead.name} exited with ${dead.proc!.exitCode}`);
           if (Date.now() > deadline) throw new Error(`JetStream not ready at ${url}: ${(err as Error).message}`);
           await Bun.sleep(200);
         }

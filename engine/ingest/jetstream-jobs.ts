@@ -1,0 +1,147 @@
+// Indexing jobs in cluster mode: a JetStream work-queue stream shared by every node, so each content
+// version is chunked and embedded once in the cluster, not once per node. A job is published when
+// its content version is logged (with a message id per version: published again, it is stored
+// once); any node with room pulls it, indexes it, logs the result, then acknowledges it. A node that
+// dies mid-job never acknowledges: JetStream hands the job to another node after the ack wait.
+// While a job runs, its node tells JetStream it is still working, so long jobs are not handed out
+// twice.
+import { AckPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type Consumer, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
+import { nanos, type NatsConnection } from '@nats-io/transport-node';
+import { connectNats, ensureStream, publishRetried } from '../log/nats';
+
+export interface IndexingJob {
+  kbId: string;
+  id: string;
+  version: number;
+  /** Log sequence number of the record that made this version (the job waits until it is applied). */
+  seq: number;
+}
+
+export interface JetStreamJobsOptions {
+  servers: string[];
+  /** Stream name; job subjects are `<stream>.<kbId>.<contentId>`. */
+  stream: string;
+  replicas: number;
+  /** A job not acknowledged (nor reported as in progress) for this long goes to another node. */
+  ackWaitMs?: number;
+}
+
+const CONSUMER = 'indexers';
+
+export class JetStreamJobs {
+  private closed = false;
+  private pulling: Promise<void> = Promise.resolve();
+  /** Jobs pulled and not yet over, with what keeps them ours. */
+  private readonly held = new Map<JsMsg, ReturnType<typeof setInterval>>();
+
+  private constructor(
+    private readonly options: JetStreamJobsOptions,
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+  ) {}
+
+  static async open(options: JetStreamJobsOptions): Promise<JetStreamJobs> {
+    const nc = await connectNats(options.servers);
+    try {
+      const jsm = await ensureStream(nc, {
+        name: options.stream,
+        subjects: [`${options.stream}.>`],
+        retention: RetentionPolicy.Workqueue,
+        storage: StorageType.File,
+        num_replicas: options.replicas,
+        duplicate_window: nanos(120_000),
+      });
+      try {
+        await jsm.consumers.info(options.stream, CONSUMER);
+      } catch (err) {
+        if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound)) throw err;
+        await jsm.consumers.add(options.stream, {
+          durable_name: CONSUMER,
+          ack_policy: AckPolicy.Explicit,
+          ack_wait: nanos(options.ackWaitMs ?? 30_000),
+          max_deliver: -1,
+        });
+      }
+    } catch (err) {
+      await nc.close();
+      throw err;
+    }
+    return new JetStreamJobs(options, nc, jetstream(nc));
+  }
+
+  /** Publish a job (stored once per content version within two minutes). */
+  async publish(job: IndexingJob): Promise<void> {
+    const subject = `${this.options.stream}.${job.kbId}.${job.id}`;
+    await publishRetried(this.js, subject, JSON.stringify(job), `${job.kbId}.${job.id}.${job.version}`);
+  }
+
+  /** Whether a job for the item is queued or held by a node (not yet acknowledged). */
+  async has(kbId: string, id: string): Promise<boolean> {
+    const jsm = await jetstreamManager(this.nc, { checkAPI: false });
+    // null when the subject holds no message (acknowledged jobs are removed from a work queue).
+    return (await jsm.streams.getMessage(this.options.stream, { last_by_subj: `${this.options.stream}.${kbId}.${id}` })) !== null;
+  }
+
+  /** Jobs waiting in the cluster (not yet pulled by any node). */
+  async depth(): Promise<number> {
+    const jsm = await jetstreamManager(this.nc, { checkAPI: false });
+    return (await jsm.consumers.info(this.options.stream, CONSUMER)).num_pending;
+  }
+
+  /**
+   * Pull jobs while `room()` says this node can take more; each goes to `take` with `settle`, to
+   * be called once it is over: 'done' acknowledges it, 'failed' hands it back for another try.
+   */
+  start(room: () => number, take: (job: IndexingJob, settle: (outcome: 'done' | 'failed') => void) => void): void {
+    this.pulling = this.pull(room, take);
+  }
+
+  private async pull(room: () => number, take: (job: IndexingJob, settle: (outcome: 'done' | 'failed') => void) => void): Promise<void> {
+    let consumer: Consumer | undefined;
+    const keepAliveMs = Math.max(1000, (this.options.ackWaitMs ?? 30_000) / 3);
+    while (!this.closed) {
+      const n = room();
+      if (n <= 0) {
+        await Bun.sleep(50);
+        continue;
+      }
+      try {
+        consumer ??= await this.js.consumers.get(this.options.stream, CONSUMER);
+        const batch = await consumer.fetch({ max_messages: n, expires: 1000 });
+        for await (const m of batch) {
+          if (this.closed) {
+            m.nak();
+            continue;
+          }
+          this.held.set(m, setInterval(() => m.working(), keepAliveMs));
+          let over = false;
+          take(m.json<IndexingJob>(), (outcome) => {
+            if (over) return;
+            over = true;
+            clearInterval(this.held.get(m));
+            this.held.delete(m);
+            if (outcome === 'done') m.ack();
+            else m.nak(1000);
+          });
+        }
+      } catch {
+        // The servers are changing leaders or unreachable: the client reconnects; look the consumer
+        // up again shortly.
+        consumer = undefined;
+        if (!this.closed) await Bun.sleep(250);
+      }
+    }
+  }
+
+  /** Stop pulling; jobs still held go back to the queue at once for other nodes. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.pulling;
+    for (const [m, timer] of this.held) {
+      clearInterval(timer);
+      m.nak();
+    }
+    this.held.clear();
+    await this.nc.drain().catch(() => this.nc.close());
+  }
+}
