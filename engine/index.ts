@@ -39,4 +39,4 @@ export { searchHybrid, needsQueryVector } from './search/hybrid';
 export { analyze } from './analysis/analyzer';
 
 // Models on demand (the `models` command).
-export { DEFAULT_HUB_URL, listModels, ModelPullError, modelPath, pullModel, type InstalledModel, type ModelDtype, type PullProgress } from './embedding/hub';
+export { DEFAULT_HUB_URL, listModels, missingModelFiles, ModelPullError, modelPath, pullModel, type InstalledModel, type ModelDtype, type PullProgress } from './embedding/hub';

@@ -12,12 +12,19 @@ import { followKeyStream } from './auth/key-records';
 import { loadConfig } from './config';
 import { createLogger } from './logger';
 import { KB_TYPES, modelWarnings, typeEmbeddings } from './kb-types';
+import { pullConfiguredModels } from './models-at-start';
 import { LocalSnapshotStore, openEngine, restoreFromStore, S3ClusterSnapshots, S3SnapshotStore, SnapshotManager, type SnapshotStore } from '../snapshots';
 import { join } from 'node:path';
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel);
 let engine: Engine | undefined;
+try {
+  await pullConfiguredModels(config, logger);
+} catch (err) {
+  logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'the configured embedding model could not be pulled');
+  process.exit(1);
+}
 const embeddings = typeEmbeddings(config);
 const warnings = modelWarnings(embeddings);
 for (const warning of warnings) logger.warn({ modelDir: config.embedding.modelDir }, warning);
@@ -102,7 +109,9 @@ try {
       queryCacheSize: config.embedding.queryCacheSize,
       settings: {
         modelDir: config.embedding.modelDir,
-        allowRemoteModels: config.embedding.allowRemoteModels,
+        // Models load from EMBEDDING_MODEL_DIR only (pulled there at start when allowed): the
+        // loader never reaches for the hub itself.
+        allowRemoteModels: false,
         threads: config.embedding.threads,
         http: config.embedding.http.url ? config.embedding.http : undefined,
       },

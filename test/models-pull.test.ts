@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { listModels, ModelPullError, pullModel } from '../engine';
 import { createTransformersProvider } from '../engine/embedding/providers/transformers';
 import { freePort } from './helpers/s3';
+import { addContent, createKb, TestServer } from './helpers/server';
 
 const ROOT = resolve(import.meta.dir, '..');
 const SOURCE = resolve(ROOT, '..', 'shared', 'models');
@@ -184,4 +185,62 @@ describe('bun run models', () => {
     expect(usage.code).toBe(2);
     expect(usage.err).toContain('usage:');
   }, 120_000);
+});
+
+describe('the server with EMBEDDING_ALLOW_REMOTE=true', () => {
+  const serverEnv = (modelDir: string, hubUrl: string) => ({
+    EMBEDDING_ALLOW_REMOTE: 'true',
+    EMBEDDING_HUB_URL: hubUrl,
+    EMBEDDING_MODEL_DIR: modelDir,
+    HIGH_QUALITY_MODEL: `transformers:${ID}`,
+    EMBEDDING_PRECISION: 'int8',
+  });
+
+  test('pulls the configured model at first start, before /ready, and serves with it; a later start needs no hub', async () => {
+    const modelDir = join(work, 'server');
+    const gets = hub.gets.length;
+    const server = await TestServer.start({ env: serverEnv(modelDir, hub.url) });
+    try {
+      const log = server.output.join('\n');
+      expect(log).toContain('pulling the configured embedding model');
+      expect(log).toContain('embedding model pulled');
+      expect(hub.gets.slice(gets).map((g) => g.file)).toContain('onnx/model_quantized.onnx');
+      expect(readFileSync(join(modelDir, ID, 'onnx/model_quantized.onnx'))).toEqual(readFileSync(join(SOURCE, ID, 'onnx/model_quantized.onnx')));
+      const kbId = await createKb(server, 'pulled', 'TEXT_HIGH_QUALITY');
+      const configuration = await server.api('GET', `/api/v1/knowledge-bases/${kbId}/configuration`);
+      expect(configuration.body.data.embedding).toMatchObject({ provider: 'transformers', model: ID, precision: 'int8' });
+      const cat = await addContent(server, kbId, 'The cat sat on the mat and purred in the afternoon sun.');
+      await addContent(server, kbId, 'Quarterly revenue grew by twelve percent on strong export sales.');
+      const found = await server.api('POST', `/api/v1/knowledge-bases/${kbId}/search/semantic`, { query: 'a kitten resting on a rug', limit: 1 });
+      expect(found.status).toBe(200);
+      expect(found.body.data[0].contentId).toBe(cat);
+    } finally {
+      await server.kill9();
+    }
+    // Started again with the hub gone: the files on disk serve, nothing is asked of the hub.
+    const again = await TestServer.start({ dataDir: server.dataDir, env: serverEnv(modelDir, `http://127.0.0.1:${await freePort()}`) });
+    try {
+      expect(again.output.join('\n')).not.toContain('pulling the configured embedding model');
+      expect((await again.api('GET', '/ready')).status).toBe(200);
+    } finally {
+      await again.kill9();
+      again.cleanup();
+    }
+  }, 120_000);
+
+  test('an unreachable hub stops the first start with the folder to fill by hand', async () => {
+    const modelDir = join(work, 'server-offline');
+    const dataDir = TestServer.tempDir();
+    const proc = Bun.spawn(['bun', join(ROOT, 'src/main.ts')], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ...serverEnv(modelDir, `http://127.0.0.1:${await freePort()}`) },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    rmSync(dataDir, { recursive: true, force: true });
+    expect(code).toBe(1);
+    expect(out + err).toContain('the configured embedding model could not be pulled');
+    expect(out + err).toContain(`copy its files into ${join(modelDir, 'Xenova', 'all-MiniLM-L6-v2')}/`);
+  }, 60_000);
 });

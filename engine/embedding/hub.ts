@@ -65,6 +65,12 @@ export function modelPath(modelDir: string, id: string): string {
   return join(modelDir, ...id.split('/'));
 }
 
+/** The files of `dtypes` a model still lacks in `modelDir` (none: it loads without the hub). */
+export function missingModelFiles(modelDir: string, id: string, dtypes: readonly ModelDtype[]): string[] {
+  const dir = modelPath(modelDir, id);
+  return modelFileList(dtypes).filter((f) => !f.optional && !existsSync(join(dir, f.name))).map((f) => f.name);
+}
+
 function byHand(target: string, files: readonly { name: string; optional?: boolean }[]): string {
   return `To install the model without network, copy its files into ${target}/ (${files.filter((f) => !f.optional).map((f) => f.name).join(', ')}).`;
 }
