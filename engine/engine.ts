@@ -37,6 +37,8 @@ export class Engine {
   private log!: RecordLog;
   private compute!: Compute;
   private ingestion!: IngestionQueue;
+  /** Cluster mode: the shared stream this node follows (the same object as `log`). */
+  private stream: JetStreamLog | undefined;
   /** Cluster mode: the indexing jobs every node shares (undefined on a single node). */
   private jobs: JetStreamJobs | undefined;
   private ingestionStarted = false;
@@ -84,10 +86,10 @@ export class Engine {
     if (cluster) {
       // Every node follows the one stream: records it appends itself and those of other nodes are
       // applied alike, in stream order, as they arrive.
-      engine.log = await JetStreamLog.open(
+      engine.log = engine.stream = await JetStreamLog.open(
         { servers: cluster.servers, stream: cluster.stream, replicas: cluster.replicas, onStopped: (err) => engine.fatal('the replicated log stopped', err) },
         (entry) => {
-          if (engine.applyFollowed(entry) && !engine.recovery) records++;
+          if (engine.applyLogged(entry) && !engine.recovery) records++;
         },
         start?.seq,
       );
@@ -95,9 +97,8 @@ export class Engine {
     } else {
       engine.log = await SegmentLog.open(
         { dir: join(options.dataDir, 'wal'), segmentBytes: options.walSegmentBytes, afterSeq: start?.seq, warn: (m, d) => engine.say('warn', m, d) },
-        ({ payload }) => {
-          const { record, attachment } = decodePayload<LogRecord>(payload);
-          engine.state.apply(record, attachment);
+        (entry) => {
+          engine.applyLogged(entry);
           records++;
         },
       );
@@ -131,8 +132,8 @@ export class Engine {
     this.options.onFatal?.(err);
   }
 
-  /** Cluster mode: apply a record the stream delivered (appended by any node); whether it applied. */
-  private applyFollowed({ payload }: LogEntry): boolean {
+  /** Apply a logged record (replayed at start-up, or delivered by the stream in cluster mode, appended by any node); whether it applied. */
+  private applyLogged({ payload }: LogEntry): boolean {
     const { record, attachment } = decodePayload<LogRecord>(payload);
     const applied = this.state.apply(record, attachment);
     if (applied) this.notifyWaiters(record);
@@ -165,7 +166,7 @@ export class Engine {
 
   /** Cluster mode: take a job pulled from the shared queue once its version is applied here. */
   private takeJob(job: IndexingJob, settle: (outcome: 'done' | 'failed') => void): void {
-    (this.log as JetStreamLog).whenFollowed(job.seq).then(
+    this.stream!.whenFollowed(job.seq).then(
       () => {
         const item = this.state.kbs.get(job.kbId)?.contents.get(job.id);
         if (!item || item.current.version !== job.version || item.status === 'ready' || item.status === 'failed') return settle('done');
@@ -181,7 +182,7 @@ export class Engine {
    */
   private async commit(record: LogRecord, attachment?: Uint8Array): Promise<number> {
     if (this.closed) throw new Error('engine is closed');
-    // Cluster mode: applied (by applyFollowed, in stream order) once the append resolves.
+    // Cluster mode: applied (by applyLogged, in stream order) once the append resolves.
     if (this.options.cluster) return this.log.append(encodePayload(record, attachment));
     const durable = this.log.append(encodePayload(record, attachment));
     const applied = this.state.apply(record, attachment);
@@ -354,8 +355,8 @@ export class Engine {
     const missing = [];
     for (const s of suspects) if (!(await this.jobs!.has(s.kbId, s.id))) missing.push(s);
     if (missing.length === 0) return;
-    const log = this.log as JetStreamLog;
-    await log.whenFollowed(await log.streamLastSequence());
+    const stream = this.stream!;
+    await stream.whenFollowed(await stream.streamLastSequence());
     let queued = 0;
     for (const m of missing) {
       const item = this.state.kbs.get(m.kbId)?.contents.get(m.id);
@@ -410,12 +411,12 @@ export class Engine {
 
   /** Cluster mode: applied vs stream position and queued indexing jobs (undefined on a single node). Rejects when NATS does not answer in time. */
   async replication(timeoutMs = 2000): Promise<ReplicationStatus | undefined> {
-    if (!this.jobs) return undefined;
-    const log = this.log as JetStreamLog;
-    const asked = Promise.all([log.streamLastSequence(), this.jobs.depth()]);
+    const { stream, jobs } = this;
+    if (!stream || !jobs) return undefined;
+    const asked = Promise.all([stream.streamLastSequence(), jobs.depth()]);
     const timeout = Bun.sleep(timeoutMs).then(() => Promise.reject(new Error(`NATS did not answer within ${timeoutMs} ms`)));
     const [streamSeq, jobsWaiting] = await Promise.race([asked, timeout]);
-    const appliedSeq = log.lastSequence;
+    const appliedSeq = stream.lastSequence;
     return { appliedSeq, streamSeq, lag: Math.max(0, streamSeq - appliedSeq), jobsWaiting, jobsHere: this.ingestion.depth };
   }
 

@@ -22,6 +22,9 @@ export interface S3StoreOptions {
 
 const SNAP = /snap-(\d{20})\/manifest\.json$/;
 
+/** A key prefix without leading or trailing slashes ('' for none). */
+const trimSlashes = (prefix: string | undefined) => (prefix ?? '').replace(/^\/+|\/+$/g, '');
+
 export class S3SnapshotStore implements SnapshotStore {
   readonly isLocal = false;
   readonly name: string;
@@ -39,7 +42,7 @@ export class S3SnapshotStore implements SnapshotStore {
       partSize: options.partSize,
       pathStyle: options.pathStyle ?? true,
     });
-    this.prefix = (options.prefix ?? '').replace(/^\/+|\/+$/g, '');
+    this.prefix = trimSlashes(options.prefix);
     this.name = `s3://${options.bucket}${this.prefix ? `/${this.prefix}` : ''}`;
   }
 
@@ -108,14 +111,13 @@ export class S3ClusterSnapshots implements SnapshotStore {
   private readonly nodes: Map<number, S3SnapshotStore> = new Map();
 
   constructor(private readonly options: S3StoreOptions) {
-    const prefix = (options.prefix ?? '').replace(/^\/+|\/+$/g, '');
+    const prefix = trimSlashes(options.prefix);
     this.name = `s3://${options.bucket}/${prefix ? `${prefix}/` : ''}nodes/*`;
   }
 
   /** A node's own store in the cluster layout. */
   static ofNode(options: S3StoreOptions, nodeId: string): S3SnapshotStore {
-    const prefix = (options.prefix ?? '').replace(/^\/+|\/+$/g, '');
-    return new S3SnapshotStore({ ...options, prefix: [prefix, 'nodes', nodeId].filter(Boolean).join('/') });
+    return new S3SnapshotStore({ ...options, prefix: [trimSlashes(options.prefix), 'nodes', nodeId].filter(Boolean).join('/') });
   }
 
   async list(): Promise<StoredSnapshot[]> {

@@ -88,6 +88,8 @@ export class KeyStore {
   private lastCheck = 0;
   /** Records from the cluster's key stream (cluster mode). */
   private readonly streamed: KeyRecord[] = [];
+  /** Stream records arrived since the last reload (a start-up replay adds many at once: one reload). */
+  private streamChanged = false;
 
   constructor(
     private readonly path: string,
@@ -119,6 +121,10 @@ export class KeyStore {
   }
 
   private refreshIfChanged(): void {
+    if (this.streamChanged) {
+      this.streamChanged = false;
+      this.reload();
+    }
     const t = Date.now();
     if (t - this.lastCheck < this.recheckMs) return;
     this.lastCheck = t;
@@ -136,10 +142,10 @@ export class KeyStore {
     }
   }
 
-  /** A record from the cluster's key stream: in effect at once. */
+  /** A record from the cluster's key stream: in effect from the next verification on. */
   add(record: KeyRecord): void {
     this.streamed.push(record);
-    this.reload();
+    this.streamChanged = true;
   }
 
   /** True when `key` is an active key of `orgId`. */

@@ -72,14 +72,19 @@ export class Metrics {
       for (const [type, t] of Object.entries(m.byType)) g.set({ type }, t.graphPending);
     });
     gauge('kb_wal_bytes', 'Size of the write-ahead log', [], (g, m) => g.set(m.walBytes));
-    // Cluster mode only (absent on a single node).
+    // Cluster mode only (absent on a single node). One question to NATS serves the four gauges of a scrape.
+    let asked: { at: number; status: Promise<ReplicationStatus | undefined> } | undefined;
+    const replicationNow = () => {
+      if (!asked || Date.now() - asked.at > 500) asked = { at: Date.now(), status: engine()?.replication().catch(() => undefined) ?? Promise.resolve(undefined) };
+      return asked.status;
+    };
     const replication = (name: string, help: string, value: (r: ReplicationStatus) => number) =>
       new client.Gauge({
         name,
         help,
         registers: [registry],
         async collect() {
-          const r = await engine()?.replication().catch(() => undefined);
+          const r = await replicationNow();
           this.reset();
           if (r) this.set(value(r));
         },
