@@ -7,17 +7,20 @@
 // measures joining, not a model), node 1 snapshots into S3 (s3rver) on a graceful stop, more items
 // are written, then a fourth node with an empty disk starts: the time until it answers /ready (and
 // the same from the stream alone, without the store).
+// The shards part: two nodes with two shards, one each; writes and searches sent to the holder vs
+// to the other node, which forwards them (the cost of a hop).
 //
-//   bun bench/cluster.ts [--parts throughput,join] [--seconds 10] [--concurrency 16] [--join-chunks 100000]
+//   bun bench/cluster.ts [--parts throughput,join,shards] [--seconds 10] [--concurrency 16] [--join-chunks 100000]
 import { parseArgs } from 'node:util';
 import { NatsCluster } from '../test/helpers/nats';
 import { startS3 } from '../test/helpers/s3';
 import { TestServer } from '../test/helpers/server';
+import { shardOf } from '../engine';
 import { HASH_DIMENSIONS, HASH_MODEL, startHashEmbedder } from './lib/hash-embed';
 
 const { values } = parseArgs({
   options: {
-    parts: { type: 'string', default: 'throughput,join' },
+    parts: { type: 'string', default: 'throughput,join,shards' },
     seconds: { type: 'string', default: '10' },
     concurrency: { type: 'string', default: '16' },
     'join-chunks': { type: 'string', default: '100000' },
@@ -228,6 +231,31 @@ async function join() {
   }
 }
 
+async function shards() {
+  const nats = await NatsCluster.start(3);
+  const env = (i: number) => ({ ...quiet, CLUSTER_NATS_URLS: nats.urls.join(','), CLUSTER_STREAM: 'BENCH_SHARDS', CLUSTER_REPLICAS: '3', CLUSTER_SHARDS: '2', NODE_SHARDS: String(i), NODE_ID: `bench-shard-${i}` });
+  const nodes = await Promise.all([0, 1].map((i) => TestServer.start({ env: env(i) })));
+  try {
+    await until('both nodes live', async () => (await nodes[0]!.api('GET', '/ready')).body.cluster?.liveNodes?.length === 2, 30_000);
+    let kbId = '';
+    while (!kbId) {
+      const id = await newKb(nodes[0]!);
+      if (shardOf(id, 2) === 1) kbId = id; // held by node 1 only
+    }
+    report('writes to the holder of the shard', await load([nodes[1]!], write(kbId)));
+    report('writes through the other node (forwarded)', await load([nodes[0]!], write(kbId)));
+    report('full-text search at the holder', await load([nodes[1]!], search(kbId)));
+    report('full-text search through the other node', await load([nodes[0]!], search(kbId)));
+  } finally {
+    for (const n of nodes) {
+      await n.kill9();
+      n.cleanup();
+    }
+    await nats.stop();
+  }
+}
+
 if (parts.has('throughput')) await throughput();
+if (parts.has('shards')) await shards();
 if (parts.has('join')) await join();
 console.log(`\n${seconds} s per measurement, ${concurrency} concurrent clients\n${rows.join('\n')}`);

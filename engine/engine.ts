@@ -28,6 +28,8 @@ import { LiveState } from './state/live-state';
 import type { Quotas } from './state/quotas';
 import { collectMetrics, countState, type EngineMetrics } from './state/metrics';
 import { GraphPacer } from './vector/graph-pacer';
+import { LiveNodes, type NodeEntry } from './cluster/live-nodes';
+import { ShardSet } from './shards';
 import type { EngineOptions, NewContent, RecoveryReport, ReplicationStatus, SearchRequest } from './options';
 
 export class Engine {
@@ -41,6 +43,10 @@ export class Engine {
   private stream: JetStreamLog | undefined;
   /** Cluster mode: the indexing jobs every node shares (undefined on a single node). */
   private jobs: JetStreamJobs | undefined;
+  /** Cluster mode: the live nodes and their shards (where requests for other shards go). */
+  private liveNodes: LiveNodes | undefined;
+  /** The knowledge bases whose content this node holds (all on a single node). */
+  readonly shards: ShardSet;
   private ingestionStarted = false;
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
   /** Items pending at the last sweep (key → version). */
@@ -53,12 +59,14 @@ export class Engine {
 
   private constructor(private readonly options: EngineOptions) {
     const originals = new OriginalsStore(join(options.dataDir, 'files'));
+    const shards = (this.shards = options.cluster?.shards ?? ShardSet.all());
     this.pacer = new GraphPacer(() => this.state.kbs.values(), options.idle);
     this.state = new LiveState({
       originals,
       graphThreshold: options.graphThreshold,
       discard: (task) => task.catch((err) => this.say('warn', 'could not remove stored files', { error: String(err) })),
       onVectorsAdded: () => this.recovery && this.pacer.schedule(), // once open: not during replay
+      holds: shards.holdsAll ? undefined : (kbId) => shards.holds(kbId),
     });
     this.core = {
       state: this.state,
@@ -79,7 +87,8 @@ export class Engine {
     const started = performance.now();
     const start = await options.startFrom?.();
     start?.replay((record, attachment) => engine.state.apply(record, attachment));
-    for (const g of start?.graphs ?? []) engine.state.kbs.get(g.kbId)?.attachGraph(g.path);
+    // A snapshot holding more shards than this node (its content was skipped above): their graphs too.
+    for (const g of start?.graphs ?? []) if (engine.shards.holds(g.kbId)) engine.state.kbs.get(g.kbId)?.attachGraph(g.path);
     const fromSnapshotMs = Math.round(performance.now() - started);
     let records = 0;
     const { cluster } = options;
@@ -87,13 +96,21 @@ export class Engine {
       // Every node follows the one stream: records it appends itself and those of other nodes are
       // applied alike, in stream order, as they arrive.
       engine.log = engine.stream = await JetStreamLog.open(
-        { servers: cluster.servers, stream: cluster.stream, replicas: cluster.replicas, onStopped: (err) => engine.fatal('the replicated log stopped', err) },
+        { servers: cluster.servers, stream: cluster.stream, replicas: cluster.replicas, shards: engine.shards.count, onStopped: (err) => engine.fatal('the replicated log stopped', err) },
         (entry) => {
           if (engine.applyLogged(entry) && !engine.recovery) records++;
         },
         start?.seq,
       );
-      engine.jobs = await JetStreamJobs.open({ servers: cluster.servers, stream: `${cluster.stream}_JOBS`, replicas: cluster.replicas, ackWaitMs: cluster.jobAckWaitMs });
+      engine.jobs = await JetStreamJobs.open({ servers: cluster.servers, stream: `${cluster.stream}_JOBS`, replicas: cluster.replicas, ackWaitMs: cluster.jobAckWaitMs, shards: engine.shards });
+      engine.liveNodes = await LiveNodes.open({
+        servers: cluster.servers,
+        bucket: `${cluster.stream}_NODES`,
+        replicas: cluster.replicas,
+        self: { nodeId: cluster.nodeId ?? 'node', url: cluster.advertiseUrl ?? '', shards: [...engine.shards.held] },
+        heartbeatMs: cluster.heartbeatMs,
+        log: (m, d) => engine.say('warn', m, d),
+      });
     } else {
       engine.log = await SegmentLog.open(
         { dir: join(options.dataDir, 'wal'), segmentBytes: options.walSegmentBytes, afterSeq: start?.seq, warn: (m, d) => engine.say('warn', m, d) },
@@ -221,8 +238,12 @@ export class Engine {
     // than what is left starts from the store's newest snapshot (LogGapError at open).
     const cluster = this.options.cluster;
     if (cluster) {
-      const below = seq + 1 - (cluster.purgeMarginRecords ?? 10_000);
-      return cluster.purge && below > 1 ? this.log.truncateBefore(below) : Promise.resolve(0);
+      if (!cluster.purge) return Promise.resolve(0);
+      return (async () => {
+        const floor = cluster.purgeFloor ? Math.min(seq, await cluster.purgeFloor()) : seq;
+        const below = floor + 1 - (cluster.purgeMarginRecords ?? 10_000);
+        return below > 1 ? this.log.truncateBefore(below) : 0;
+      })();
     }
     return this.log.truncateBefore(seq + 1);
   }
@@ -372,6 +393,18 @@ export class Engine {
     return this.compute.preload(spec);
   }
 
+  // --- shards (cluster mode) --------------------------------------------------------------------
+
+  /**
+   * Where requests about a knowledge base are answered: here, or (its shard held elsewhere) by one
+   * of the live nodes listed, in the order to try them.
+   */
+  routeOf(kbId: string): { here: true } | { here: false; shard: number; nodes: NodeEntry[] } {
+    if (this.shards.holds(kbId)) return { here: true };
+    const shard = this.shards.shardOf(kbId);
+    return { here: false, shard, nodes: this.liveNodes?.holding(shard) ?? [] };
+  }
+
   // --- search ---------------------------------------------------------------------------------
 
   searchFullText(orgId: string, kbId: string, req: SearchRequest): ChunkHit[] | undefined {
@@ -417,7 +450,15 @@ export class Engine {
     const timeout = Bun.sleep(timeoutMs).then(() => Promise.reject(new Error(`NATS did not answer within ${timeoutMs} ms`)));
     const [streamSeq, jobsWaiting] = await Promise.race([asked, timeout]);
     const appliedSeq = stream.lastSequence;
-    return { appliedSeq, streamSeq, lag: Math.max(0, streamSeq - appliedSeq), jobsWaiting, jobsHere: this.ingestion.depth };
+    return {
+      appliedSeq,
+      streamSeq,
+      lag: Math.max(0, streamSeq - appliedSeq),
+      jobsWaiting,
+      jobsHere: this.ingestion.depth,
+      shards: this.shards.toJSON(),
+      liveNodes: this.liveNodes?.all() ?? [],
+    };
   }
 
   /** Run `close` when the engine closes (before the log closes): parts built on the engine. */
@@ -429,6 +470,7 @@ export class Engine {
     this.closed = true;
     for (const close of this.closers) await close();
     clearInterval(this.sweepTimer);
+    await this.liveNodes?.close();
     await this.jobs?.close();
     this.pacer.stop();
     this.ingestion.close();

@@ -7,6 +7,8 @@ export type { EngineOptions, NewContent, RecoveryReport, ReplicationStatus, Sear
 export { QuotaExceededError, type Quotas } from './state/quotas';
 export type { EngineMetrics } from './state/metrics';
 export { DEFAULT_EMBEDDING_RETRY } from './ingest/queue';
+export { ShardSet, shardOf } from './shards';
+export type { NodeEntry } from './cluster/live-nodes';
 
 // The data it holds and answers with.
 export type { ChunkHit, ContentItem, KnowledgeBase } from './kb/knowledge-base';

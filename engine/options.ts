@@ -4,6 +4,7 @@ import type { IngestionBatch } from './ingest/queue';
 import type { Metadata, MetadataFilter } from './filter/metadata';
 import type { ContentSource, LogRecord } from './records';
 import type { Quotas } from './state/quotas';
+import type { ShardSet } from './shards';
 
 /** Where an engine's state begins before its log is replayed: a snapshot (see snapshots/). */
 export interface StartingPoint {
@@ -40,6 +41,20 @@ export interface ClusterOptions {
    */
   purge?: boolean;
   purgeMarginRecords?: number;
+  /**
+   * The lowest stream position every node can still start from (cluster-wide: each node's shards
+   * covered by a snapshot in the store at or after it); the purge never passes it. Absent: this
+   * node's own snapshot decides alone (every node holds every shard, and starts from any snapshot).
+   */
+  purgeFloor?: () => Promise<number>;
+  /** This node's name among the live nodes. */
+  nodeId?: string;
+  /** Where other nodes reach this one over HTTP (requests for shards it holds are forwarded there). */
+  advertiseUrl?: string;
+  /** The shards this node holds (default: all of one). */
+  shards?: ShardSet;
+  /** How often a node announces itself among the live nodes (default 1 s). */
+  heartbeatMs?: number;
 }
 
 export interface EngineOptions {
@@ -90,6 +105,10 @@ export interface ReplicationStatus {
   jobsWaiting: number;
   /** Items this node is indexing or has taken to index. */
   jobsHere: number;
+  /** The cluster's shard count and those held here. */
+  shards: { count: number; held: number[] };
+  /** Nodes announcing themselves alive (this one included), with the shards each holds. */
+  liveNodes: { nodeId: string; url: string; shards: number[] }[];
 }
 
 export interface RecoveryReport {

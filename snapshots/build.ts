@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { rmSync } from 'node:fs';
-import { copyFilePaced, decodePayload, encodeFrame, fsyncPath as fsyncFile, PacedFileWriter, readLogRange, scanFrames, VectorIndex, type KnowledgeBaseRecord, type LogEntry, type LogRange, type LogRecord } from '../engine';
+import { copyFilePaced, decodePayload, ShardSet, encodeFrame, fsyncPath as fsyncFile, PacedFileWriter, readLogRange, scanFrames, VectorIndex, type KnowledgeBaseRecord, type LogEntry, type LogRange, type LogRecord } from '../engine';
 import { Compactor, type KeptRecord } from './compactor';
 import { graphFileName, MANIFEST_FILE, RECORDS_FILE, SNAPSHOT_FORMAT, type SnapshotManifest } from './format';
 
@@ -23,6 +23,8 @@ export interface BuildRequest {
    * reconciled (keys not alive removed, missing vectors added). Deleted once used.
    */
   mainGraphs?: { kbId: string; path: string; docs: number[] }[];
+  /** Cluster mode with shards: the shards whose content the snapshot keeps (absent: all). */
+  shards?: { count: number; held: number[] };
 }
 
 /**
@@ -60,7 +62,8 @@ function vectorDocs(kept: KeptRecord[]): Map<string, number[]> {
 }
 
 export async function buildSnapshot(req: BuildRequest): Promise<SnapshotManifest> {
-  const compactor = new Compactor();
+  const shards = req.shards && new ShardSet(req.shards.count, req.shards.held);
+  const compactor = new Compactor(shards && ((kbId) => shards.holds(kbId)));
   let prevManifest: SnapshotManifest | undefined;
   let prevGraphDocs = new Map<string, number[]>();
   if (req.prevDir) {
@@ -121,6 +124,7 @@ export async function buildSnapshot(req: BuildRequest): Promise<SnapshotManifest
     files,
     graphs,
     stats: { ...compactor.stats, records: kept.length },
+    ...(shards && !shards.holdsAll ? { shards: shards.toJSON() } : {}),
   };
   const manifestPath = join(req.outDir, MANIFEST_FILE);
   await Bun.write(manifestPath, JSON.stringify(manifest, null, 2));

@@ -36,6 +36,9 @@ export class Compactor implements StateTarget {
   private current!: KeptRecord;
   records = 0;
 
+  /** `holds`: the knowledge bases whose content the snapshot keeps (a node's shards; default all). */
+  constructor(private readonly holds: (kbId: string) => boolean = () => true) {}
+
   add(kept: KeptRecord): void {
     this.records++;
     this.current = kept;
@@ -44,6 +47,10 @@ export class Compactor implements StateTarget {
 
   hasKnowledgeBase(kbId: string): boolean {
     return this.kbs.has(kbId);
+  }
+
+  holdsContent(kbId: string): boolean {
+    return this.holds(kbId);
   }
 
   contentState(kbId: string, id: string) {

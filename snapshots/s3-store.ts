@@ -3,6 +3,7 @@
 // Objects up to `partSize` go up in one PUT (read into memory first); larger ones as multipart.
 import { Client } from 'minio';
 import { join } from 'node:path';
+import { ShardSet } from '../engine';
 import { MANIFEST_FILE, snapshotDirName, type SnapshotManifest } from './format';
 import type { SnapshotStore, StoredSnapshot } from './store';
 
@@ -81,6 +82,12 @@ export class S3SnapshotStore implements SnapshotStore {
     return seqs.sort((a, b) => b - a).map((seq) => ({ seq }));
   }
 
+  /** A stored snapshot's manifest. */
+  async manifest(seq: number): Promise<SnapshotManifest> {
+    const stream = await this.client.getObject(this.options.bucket, this.key(seq, MANIFEST_FILE));
+    return JSON.parse(await new Response(stream as unknown as ReadableStream).text()) as SnapshotManifest;
+  }
+
   async download(seq: number, destDir: string): Promise<void> {
     const manifestPath = join(destDir, MANIFEST_FILE);
     await this.client.fGetObject(this.options.bucket, this.key(seq, MANIFEST_FILE), manifestPath);
@@ -137,6 +144,31 @@ export class S3ClusterSnapshots implements SnapshotStore {
     const store = this.nodes.get(seq);
     if (!store) throw new Error(`no snapshot ${seq} in ${this.name}`);
     await store.download(seq, destDir);
+  }
+
+  /**
+   * The lowest stream position the shared log must keep for every node to start again: each node
+   * with snapshots in the store needs one (its own or another's) holding at least its shards; the
+   * floor is the oldest of the newest such snapshot per node. Undefined while no node has one.
+   */
+  async purgeFloor(): Promise<number | undefined> {
+    const base = new S3SnapshotStore(this.options);
+    const stored: { node: string; seq: number }[] = [];
+    for (const name of await base.objectNames('nodes/')) {
+      const m = NODE_SNAP.exec(name);
+      if (m) stored.push({ node: m[1]!, seq: Number(m[2]) });
+    }
+    const shards = await Promise.all(stored.map((s) => S3ClusterSnapshots.ofNode(this.options, s.node).manifest(s.seq).then((m) => m.shards)));
+    const snapshots = stored.map((s, i) => ({ ...s, shards: shards[i] }));
+    const newestOf = new Map<string, (typeof snapshots)[number]>();
+    for (const s of snapshots) if ((newestOf.get(s.node)?.seq ?? -1) < s.seq) newestOf.set(s.node, s);
+    let floor: number | undefined;
+    for (const own of newestOf.values()) {
+      const needs = own.shards ? new ShardSet(own.shards.count, own.shards.held) : undefined;
+      const covering = snapshots.filter((s) => !needs || needs.coveredBy(s.shards)).reduce((max, s) => Math.max(max, s.seq), own.seq);
+      floor = Math.min(floor ?? covering, covering);
+    }
+    return floor;
   }
 
   async upload(): Promise<void> {

@@ -21,7 +21,13 @@ type Warn = (message: string, details: Record<string, unknown>) => void;
  * checks is reported and skipped for the one before it; build directories of snapshots that never
  * finished are removed first (no snapshot runs before the engine is open).
  */
-export async function newestSnapshot(root: string, warn: Warn, info: Warn = () => {}): Promise<(StartingPoint & { snapshot: SnapshotInfo }) | undefined> {
+export async function newestSnapshot(
+  root: string,
+  warn: Warn,
+  info: Warn = () => {},
+  /** Whether a snapshot holds every knowledge base this node needs (cluster mode with shards). */
+  covers: (manifest: SnapshotManifest) => boolean = () => true,
+): Promise<(StartingPoint & { snapshot: SnapshotInfo }) | undefined> {
   const unfinished = await removeUnfinishedSnapshots(root);
   if (unfinished.length > 0) info('removed unfinished snapshot directories', { removed: unfinished });
   for (const candidate of await listSnapshotDirs(root)) {
@@ -33,6 +39,10 @@ export async function newestSnapshot(root: string, warn: Warn, info: Warn = () =
       continue;
     }
     const { manifest } = check;
+    if (!covers(manifest)) {
+      info('snapshot skipped: it lacks shards this node holds', { snapshot: candidate.name, shards: manifest.shards });
+      continue;
+    }
     return {
       seq: manifest.seq,
       records: manifest.stats.records,
@@ -59,7 +69,8 @@ export async function openEngine(options: EngineOptions): Promise<{ engine: Engi
   const engine = await Engine.open({
     ...options,
     startFrom: async () => {
-      const start = await newestSnapshot(root, say('warn'), say('info'));
+      const shards = options.cluster?.shards;
+      const start = await newestSnapshot(root, say('warn'), say('info'), (m) => !shards || shards.coveredBy(m.shards));
       latest = start?.snapshot;
       return start;
     },
@@ -112,6 +123,7 @@ export class Snapshotter {
         outDir: tmp,
         graphThreshold: this.engine.graphThreshold,
         mainGraphs: reuseGraphs ? this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`)) : [],
+        shards: this.engine.shards.toJSON(),
       };
       this.pool ??= new WorkerPool({ size: 1, workerUrl: workerUrl('snapshot'), retries: 0 });
       const manifest = await this.pool.run<SnapshotManifest>(request);

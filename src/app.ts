@@ -9,6 +9,7 @@ import { parseJsonBody } from './http/body';
 import { RateLimiter } from './http/rate-limit';
 import { jsonAnswerBytes } from './http/json-bytes';
 import { pathOf } from './http/serve';
+import { forward } from './http/forward';
 import { RouteMethods } from './http/methods';
 import { requestIdOf } from './http/request-id';
 import { json } from './http/respond';
@@ -121,6 +122,17 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       set.status = 200;
       set.headers = {};
       return new Response(bytes, init);
+    })
+    // Cluster mode with shards: a route about a knowledge base whose shard another node holds is
+    // answered by that node (src/http/forward.ts), decided on the route the router matched.
+    .onBeforeHandle({ as: 'global' }, ({ route, params, request, body }) => {
+      const cluster = ctx.config.cluster;
+      const engine = ctx.engine();
+      if (!cluster || !engine || !route.startsWith(`${API_PREFIX}/knowledge-bases/:id`)) return;
+      const where = engine.routeOf((params as { id: string }).id);
+      if (where.here) return;
+      const sent = route.endsWith('/contents/file') ? 'stream' : body;
+      return forward(request, sent, where, cluster.nodeId, ctx.config.waitTimeoutMs + 60_000);
     })
     // The root points at the API documentation.
     .get('/', ({ redirect }) => redirect('/docs', 302), { detail: { hide: true } })

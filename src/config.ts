@@ -2,6 +2,7 @@
 import { availableParallelism, hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { parseCorsOrigins } from './http/cors';
+import { ShardSet } from '../engine';
 
 function int(name: string, fallback: number, min = 0): number {
   const raw = process.env[name];
@@ -42,6 +43,15 @@ function s3Config() {
   };
 }
 
+/** NODE_SHARDS of CLUSTER_SHARDS: `all` (default) or a list like `0,2,5-7`. */
+function shardsHeld(): ShardSet {
+  try {
+    return ShardSet.parse(process.env.NODE_SHARDS, int('CLUSTER_SHARDS', 1, 1));
+  } catch (err) {
+    throw new Error(`NODE_SHARDS / CLUSTER_SHARDS: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
 /** Cluster mode when CLUSTER_NATS_URLS is set (see README, "Running a cluster"). */
 function clusterConfig() {
   const urls = (process.env.CLUSTER_NATS_URLS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -53,8 +63,10 @@ function clusterConfig() {
     stream,
     replicas: int('CLUSTER_REPLICAS', 3, 1),
     nodeId: process.env.NODE_ID || hostname(),
-    /** Where other nodes reach this one (for forwarding); default http://<host>:<port>. */
+    /** Where other nodes reach this one (requests for its shards are forwarded there); default: http://<HOST, or the machine's name when HOST listens everywhere>:<port>. */
     advertiseUrl: process.env.NODE_ADVERTISE_URL || undefined,
+    /** Knowledge bases hash to this many shards; fixed when the cluster's stream is made. */
+    shards: shardsHeld(),
     jobAckWaitMs: int('CLUSTER_JOB_ACK_WAIT_MS', 30_000, 1000),
     jobSweepMs: int('CLUSTER_JOB_SWEEP_MS', 30_000, 100),
     /** Records kept in the stream below what this node's snapshots cover. */

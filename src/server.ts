@@ -2,6 +2,7 @@
 // log, load the embedding models, then serve the API.
 import { toSpec, specKey, ExtractionPool, LogGapError, type Engine } from '../engine';
 import { rm } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import pkg from '../package.json';
 import { createApp, methodsOf } from './app';
 import { UploadService } from './uploads';
@@ -13,7 +14,7 @@ import { loadConfig } from './config';
 import { createLogger } from './logger';
 import { KB_TYPES, modelWarnings, typeEmbeddings } from './kb-types';
 import { pullConfiguredModels } from './models-at-start';
-import { LocalSnapshotStore, openEngine, restoreFromStore, S3ClusterSnapshots, S3SnapshotStore, SnapshotManager, type SnapshotStore } from '../snapshots';
+import { LocalSnapshotStore, openEngine, restoreFromStore, S3ClusterSnapshots, S3SnapshotStore, SnapshotManager, type SnapshotManifest, type SnapshotStore } from '../snapshots';
 import { join } from 'node:path';
 
 const config = loadConfig();
@@ -88,16 +89,25 @@ const fatal = (err: unknown) => {
   process.exit(1);
 };
 
+/** Where other nodes reach this one by default: the address it listens on, or the machine's name. */
+function advertisedUrl(host: string, port: number | undefined): string {
+  const name = host === '0.0.0.0' || host === '::' || host === '' ? hostname() : host;
+  return `http://${name.includes(':') ? `[${name}]` : name}:${port}`;
+}
+
 const snapshotsDir = join(config.dataDir, 'snapshots');
 // Cluster mode: each node uploads to its own folder of the bucket; a new node starts from the
 // newest snapshot of any node (then follows the shared log after it).
 const store: SnapshotStore = !config.s3 ? new LocalSnapshotStore(snapshotsDir) : config.cluster ? S3ClusterSnapshots.ofNode(config.s3, config.cluster.nodeId) : new S3SnapshotStore(config.s3);
-const restoreSource: SnapshotStore = config.s3 && config.cluster ? new S3ClusterSnapshots(config.s3) : store;
+const clusterSnapshots = config.s3 && config.cluster ? new S3ClusterSnapshots(config.s3) : undefined;
+const restoreSource: SnapshotStore = clusterSnapshots ?? store;
+// Cluster mode with shards: only a snapshot holding this node's shards is a place to start from.
+const covers = (manifest: SnapshotManifest) => !config.cluster || config.cluster.shards.coveredBy(manifest.shards);
 try {
   if (store instanceof S3SnapshotStore) {
     // A new machine starts from the newest snapshot in the bucket (then its own, empty, log).
     await store.ensureBucket().catch((err) => logger.warn({ store: store.name, err: String(err) }, 'snapshot store unreachable'));
-    await restoreFromStore(restoreSource, snapshotsDir, logger).catch((err) => logger.error({ store: store.name, err: String(err) }, 'could not restore from the snapshot store'));
+    await restoreFromStore(restoreSource, snapshotsDir, logger, { covers }).catch((err) => logger.error({ store: store.name, err: String(err) }, 'could not restore from the snapshot store'));
   }
   const engineOptions: Parameters<typeof openEngine>[0] = {
     dataDir: config.dataDir,
@@ -117,7 +127,12 @@ try {
       },
     },
     walSegmentBytes: config.walSegmentBytes,
-    cluster: config.cluster && { ...config.cluster, purge: config.s3 !== undefined },
+    cluster: config.cluster && {
+      ...config.cluster,
+      purge: clusterSnapshots !== undefined,
+      advertiseUrl: config.cluster.advertiseUrl ?? advertisedUrl(config.host, server.port),
+      purgeFloor: clusterSnapshots && (async () => (await clusterSnapshots.purgeFloor()) ?? 0),
+    },
     log: (level, message, details) => logger[level](details ?? {}, message),
     onFatal: fatal,
     idle: () => activity.idle(),
@@ -138,7 +153,7 @@ try {
     // start from the newest snapshot any node put in the store instead.
     if (!(err instanceof LogGapError) || !config.s3) throw err;
     logger.warn({ err: err.message }, 'the log no longer holds what follows this node\'s snapshot; starting from the newest snapshot in the store');
-    if ((await restoreFromStore(restoreSource, snapshotsDir, logger, { evenOverLocal: true })) === undefined) throw err;
+    if ((await restoreFromStore(restoreSource, snapshotsDir, logger, { evenOverLocal: true, covers })) === undefined) throw err;
     opened = await openEngine(engineOptions);
   }
   engine = opened.engine;

@@ -4,10 +4,12 @@
 // once); any node with room pulls it, indexes it, logs the result, then acknowledges it. A node that
 // dies mid-job never acknowledges: JetStream hands the job to another node after the ack wait.
 // While a job runs, its node tells JetStream it is still working, so long jobs are not handed out
-// twice.
+// twice. With shards (engine/shards.ts), jobs go to one subject per shard, each with its own
+// durable consumer, and a node pulls only from the shards it holds (the others lack the content).
 import { AckPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type Consumer, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { connectNats, ensureStream, publishRetried } from '../log/nats';
+import { ShardSet } from '../shards';
 
 export interface IndexingJob {
   kbId: string;
@@ -19,18 +21,22 @@ export interface IndexingJob {
 
 export interface JetStreamJobsOptions {
   servers: string[];
-  /** Stream name; job subjects are `<stream>.<kbId>.<contentId>`. */
+  /** Stream name; job subjects are `<stream>.s<shard>.<kbId>.<contentId>`. */
   stream: string;
+  /** The shards this node indexes (default: all of one). */
+  shards?: ShardSet;
   replicas: number;
   /** A job not acknowledged (nor reported as in progress) for this long goes to another node. */
   ackWaitMs?: number;
 }
 
-const CONSUMER = 'indexers';
+/** The durable consumer every node holding the shard pulls from. */
+const consumerOf = (shard: number) => `indexers-s${shard}`;
 
 export class JetStreamJobs {
   private closed = false;
-  private pulling: Promise<void> = Promise.resolve();
+  private pulling: Promise<void>[] = [];
+  private readonly shards: ShardSet;
   /** Jobs pulled and not yet over, with what keeps them ours. */
   private readonly held = new Map<JsMsg, ReturnType<typeof setInterval>>();
 
@@ -38,7 +44,9 @@ export class JetStreamJobs {
     private readonly options: JetStreamJobsOptions,
     private readonly nc: NatsConnection,
     private readonly js: JetStreamClient,
-  ) {}
+  ) {
+    this.shards = options.shards ?? ShardSet.all();
+  }
 
   static async open(options: JetStreamJobsOptions): Promise<JetStreamJobs> {
     const nc = await connectNats(options.servers);
@@ -51,16 +59,19 @@ export class JetStreamJobs {
         num_replicas: options.replicas,
         duplicate_window: nanos(120_000),
       });
-      try {
-        await jsm.consumers.info(options.stream, CONSUMER);
-      } catch (err) {
-        if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound)) throw err;
-        await jsm.consumers.add(options.stream, {
-          durable_name: CONSUMER,
-          ack_policy: AckPolicy.Explicit,
-          ack_wait: nanos(options.ackWaitMs ?? 30_000),
-          max_deliver: -1,
-        });
+      for (const shard of (options.shards ?? ShardSet.all()).held) {
+        try {
+          await jsm.consumers.info(options.stream, consumerOf(shard));
+        } catch (err) {
+          if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound)) throw err;
+          await jsm.consumers.add(options.stream, {
+            durable_name: consumerOf(shard),
+            filter_subject: `${options.stream}.s${shard}.>`,
+            ack_policy: AckPolicy.Explicit,
+            ack_wait: nanos(options.ackWaitMs ?? 30_000),
+            max_deliver: -1,
+          });
+        }
       }
     } catch (err) {
       await nc.close();
@@ -69,9 +80,13 @@ export class JetStreamJobs {
     return new JetStreamJobs(options, nc, jetstream(nc));
   }
 
+  private subjectOf(kbId: string, id: string): string {
+    return `${this.options.stream}.s${this.shards.shardOf(kbId)}.${kbId}.${id}`;
+  }
+
   /** Publish a job (stored once per content version within two minutes). */
   async publish(job: IndexingJob): Promise<void> {
-    const subject = `${this.options.stream}.${job.kbId}.${job.id}`;
+    const subject = this.subjectOf(job.kbId, job.id);
     await publishRetried(this.js, subject, JSON.stringify(job), `${job.kbId}.${job.id}.${job.version}`);
   }
 
@@ -79,13 +94,14 @@ export class JetStreamJobs {
   async has(kbId: string, id: string): Promise<boolean> {
     const jsm = await jetstreamManager(this.nc, { checkAPI: false });
     // null when the subject holds no message (acknowledged jobs are removed from a work queue).
-    return (await jsm.streams.getMessage(this.options.stream, { last_by_subj: `${this.options.stream}.${kbId}.${id}` })) !== null;
+    return (await jsm.streams.getMessage(this.options.stream, { last_by_subj: this.subjectOf(kbId, id) })) !== null;
   }
 
-  /** Jobs waiting in the cluster (not yet pulled by any node). */
+  /** Jobs waiting in the cluster for the shards this node holds (not yet pulled by any node). */
   async depth(): Promise<number> {
     const jsm = await jetstreamManager(this.nc, { checkAPI: false });
-    return (await jsm.consumers.info(this.options.stream, CONSUMER)).num_pending;
+    const pending = await Promise.all(this.shards.held.map(async (shard) => (await jsm.consumers.info(this.options.stream, consumerOf(shard))).num_pending));
+    return pending.reduce((a, b) => a + b, 0);
   }
 
   /**
@@ -93,10 +109,10 @@ export class JetStreamJobs {
    * be called once it is over: 'done' acknowledges it, 'failed' hands it back for another try.
    */
   start(room: () => number, take: (job: IndexingJob, settle: (outcome: 'done' | 'failed') => void) => void): void {
-    this.pulling = this.pull(room, take);
+    this.pulling = this.shards.held.map((shard) => this.pull(consumerOf(shard), room, take));
   }
 
-  private async pull(room: () => number, take: (job: IndexingJob, settle: (outcome: 'done' | 'failed') => void) => void): Promise<void> {
+  private async pull(name: string, room: () => number, take: (job: IndexingJob, settle: (outcome: 'done' | 'failed') => void) => void): Promise<void> {
     let consumer: Consumer | undefined;
     const keepAliveMs = Math.max(1000, (this.options.ackWaitMs ?? 30_000) / 3);
     while (!this.closed) {
@@ -106,7 +122,7 @@ export class JetStreamJobs {
         continue;
       }
       try {
-        consumer ??= await this.js.consumers.get(this.options.stream, CONSUMER);
+        consumer ??= await this.js.consumers.get(this.options.stream, name);
         const batch = await consumer.fetch({ max_messages: n, expires: 1000 });
         for await (const m of batch) {
           if (this.closed) {
@@ -136,7 +152,7 @@ export class JetStreamJobs {
   /** Stop pulling; jobs still held go back to the queue at once for other nodes. */
   async close(): Promise<void> {
     this.closed = true;
-    await this.pulling;
+    await Promise.all(this.pulling);
     for (const [m, timer] of this.held) {
       clearInterval(timer);
       m.nak();

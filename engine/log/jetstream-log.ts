@@ -21,7 +21,16 @@ export interface JetStreamLogOptions {
   publishAttempts?: number;
   /** Following stopped on an error (a record `visit` could not take): nothing later can be applied. */
   onStopped?: (err: unknown) => void;
+  /**
+   * The cluster's shard count, fixed when the stream is made (in its description): a node
+   * configured with another count would apply records to the wrong shards, so it refuses to start.
+   */
+  shards?: number;
 }
+
+const describeShards = (count: number) => `kb-search log; shards=${count}`;
+/** The shard count a stream was made with (streams made before shards existed: 1). */
+const shardsOfStream = (description: string | undefined) => Number(/shards=(\d+)/.exec(description ?? '')?.[1] ?? 1);
 
 export type JetStreamRange = Extract<LogRange, { kind: 'jetstream' }>;
 
@@ -157,7 +166,12 @@ export class JetStreamLog implements RecordLog {
         storage: StorageType.File,
         num_replicas: options.replicas,
         duplicate_window: nanos(options.duplicateWindowMs ?? 120_000),
+        description: describeShards(options.shards ?? 1),
       });
+      const made = shardsOfStream((await jsm.streams.info(options.stream)).config.description);
+      if (made !== (options.shards ?? 1)) {
+        throw new Error(`the stream ${options.stream} was made for ${made} shard(s); this node is configured with CLUSTER_SHARDS=${options.shards ?? 1}`);
+      }
     } catch (err) {
       await nc.close();
       throw err;

@@ -18,6 +18,8 @@ export interface LiveStateOptions {
   discard: (task: Promise<void>) => void;
   /** Vectors were added: the background graph builder has work. */
   onVectorsAdded: () => void;
+  /** Cluster mode with shards: the knowledge bases whose content this node keeps (default all). */
+  holds?: (kbId: string) => boolean;
 }
 
 export class LiveState implements StateTarget {
@@ -35,6 +37,10 @@ export class LiveState implements StateTarget {
 
   hasKnowledgeBase(kbId: string): boolean {
     return this.kbs.has(kbId);
+  }
+
+  holdsContent(kbId: string): boolean {
+    return this.options.holds?.(kbId) ?? true;
   }
 
   contentState(kbId: string, id: string) {

@@ -13,6 +13,11 @@ export type RecordOf<T extends LogRecord['t']> = Extract<LogRecord, { t: T }>;
 /** What a target holds and what it does with each record the machine lets through. */
 export interface StateTarget {
   hasKnowledgeBase(kbId: string): boolean;
+  /**
+   * Whether content of the knowledge base is kept here (cluster mode with shards: only on nodes
+   * holding its shard; see engine/shards.ts). Knowledge-base records apply everywhere.
+   */
+  holdsContent(kbId: string): boolean;
   /** The item's newest version and its status; undefined when there is no such item. */
   contentState(kbId: string, id: string): { version: number; status: ContentStatus } | undefined;
   /** Document numbers the knowledge base has handed out (the next indexed chunk gets this one or later). */
@@ -34,6 +39,7 @@ export interface StateTarget {
 
 /** Apply one record to `target`. Returns whether it applied (false: a no-op, see above). */
 export function applyRecord(target: StateTarget, record: LogRecord, attachment?: Uint8Array): boolean {
+  if (record.t.startsWith('content.') && !target.holdsContent((record as { kbId: string }).kbId)) return false;
   switch (record.t) {
     case 'kb.create':
       target.createKnowledgeBase(record);

@@ -92,7 +92,9 @@ export class Metrics {
     replication('kb_cluster_applied_sequence', 'The newest log record applied on this node', (r) => r.appliedSeq);
     replication('kb_cluster_stream_sequence', 'The newest record in the cluster log stream', (r) => r.streamSeq);
     replication('kb_cluster_lag_records', 'Log records not yet applied on this node', (r) => r.lag);
-    replication('kb_cluster_jobs_waiting', 'Indexing jobs queued in the cluster, not yet taken by a node', (r) => r.jobsWaiting);
+    replication('kb_cluster_jobs_waiting', 'Indexing jobs queued for the shards this node holds, not yet taken by a node', (r) => r.jobsWaiting);
+    replication('kb_cluster_shards_held', 'Shards whose knowledge bases this node holds', (r) => r.shards.held.length);
+    replication('kb_cluster_live_nodes', 'Nodes announcing themselves alive, this one included', (r) => r.liveNodes.length);
     const snapshotGauge = (name: string, help: string, value: (s: SnapshotStatus) => number | undefined) =>
       new client.Gauge({
         name,

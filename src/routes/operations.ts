@@ -25,6 +25,13 @@ const ReadySchema = t.Object({
         lag: t.Integer({ description: 'Records not yet applied here; above CLUSTER_MAX_LAG the node answers 503.' }),
         jobsWaiting: t.Integer({ description: 'Indexing jobs queued in the cluster, not yet taken by a node.' }),
         jobsHere: t.Integer({ description: 'Items this node is indexing or has taken to index.' }),
+        shards: t.Object(
+          { count: t.Integer({ minimum: 1 }), held: t.Array(t.Integer({ minimum: 0 })) },
+          { description: 'Knowledge bases hash to `count` shards (CLUSTER_SHARDS); this node holds `held` (NODE_SHARDS).' },
+        ),
+        liveNodes: t.Array(t.Object({ nodeId: t.String(), url: t.String(), shards: t.Array(t.Integer({ minimum: 0 })) }), {
+          description: 'Nodes announcing themselves alive, with where they answer and the shards they hold; requests about knowledge bases of shards not held here go to them.',
+        }),
       },
       { description: 'Cluster mode only.' },
     ),

@@ -108,7 +108,13 @@ describe('cluster of three nodes on JetStream', () => {
     await eventually('item on node 3', () => n3.api('GET', `/api/v1/knowledge-bases/${kbId}/contents/${second}`), (r) => r.status === 200, 10_000);
     expect((await n2.api('PUT', `/api/v1/knowledge-bases/${kbId}/contents/${id}`, { text: 'The harbour master counts the fishing boats.' })).status).toBe(200);
     expect((await n3.api('DELETE', `/api/v1/knowledge-bases/${kbId}/contents/${second}`)).status).toBe(200);
-    await eventually('update on node 1', () => n1.api('GET', `/api/v1/knowledge-bases/${kbId}/contents/${id}`), (r) => r.body.data?.contentChunk === 'The harbour master counts the fishing boats.', 10_000);
+    await eventually(
+      'update on node 1',
+      () => n1.api('GET', `/api/v1/knowledge-bases/${kbId}/contents/${id}`),
+      // Indexed too: no record is still to come when the positions are compared below.
+      (r) => r.body.data?.contentChunk === 'The harbour master counts the fishing boats.' && r.body.data?.status === 'ready',
+      10_000,
+    );
     await eventually('delete on node 1', () => n1.api('GET', `/api/v1/knowledge-bases/${kbId}/contents/${second}`), (r) => r.status === 404, 10_000);
 
     // Each node reports where it stands in the log; all reach the same position.
@@ -370,6 +376,10 @@ describe('cluster of three nodes on JetStream', () => {
         expect(mine!.body.data.length).toBeGreaterThan(0);
         expect(mine!.body.data).toEqual(theirs!.body.data);
       }
+    } catch (err) {
+      // Said here: the restart in `finally` may fail too and would hide this error and the logs.
+      const tail = (node?: TestServer) => node?.output.filter((l) => !l.includes('"msg":"request"')).slice(-20).join('\n');
+      throw new Error(`${String(err)}\n--- node 3:\n${tail(nodes[2])}\n--- purger:\n${tail(purger)}`);
     } finally {
       await purger?.kill9();
       purger?.cleanup();

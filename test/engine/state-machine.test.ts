@@ -99,8 +99,8 @@ function toRecords(ops: Op[]): LogRecord[] {
   return out;
 }
 
-function liveState(root: string): LiveState {
-  return new LiveState({ originals: new OriginalsStore(join(root, 'files')), discard: () => {}, onVectorsAdded: () => {} });
+function liveState(root: string, holds?: (kbId: string) => boolean): LiveState {
+  return new LiveState({ originals: new OriginalsStore(join(root, 'files')), discard: () => {}, onVectorsAdded: () => {}, holds });
 }
 
 /** What a reader can observe of the state. */
@@ -140,6 +140,40 @@ describe('the state machine', () => {
           expect(compactor.kept().length).toBeLessThanOrEqual(records.length);
         }),
         { numRuns: 2000, seed: 20261123 },
+      );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test('a node holding some shards keeps exactly their content, live and compacted, and every knowledge base (500 random logs)', () => {
+    const root = mkdtempSync(join(tmpdir(), 'kb-machine-'));
+    const holds = (kbId: string) => kbId === KBS[0];
+    try {
+      fc.assert(
+        fc.property(fc.array(opArb, { minLength: 1, maxLength: 60 }), (ops) => {
+          const records = toRecords([{ op: 'create', kb: 0 }, { op: 'create', kb: 1 }, ...ops]);
+          const whole = liveState(root);
+          const sharded = liveState(root, holds);
+          const compactor = new Compactor(holds);
+          records.forEach((record, i) => {
+            try {
+              whole.apply(record);
+            } catch {
+              return;
+            }
+            sharded.apply(record);
+            compactor.add({ seq: i + 1, record, payload: encodePayload(record), attachment: new Uint8Array(0) });
+          });
+          // What the whole log builds, less the content of the knowledge base not held.
+          const expected = observe(whole).map((k) => (holds(k.kb.id) ? k : { ...k, items: [], walrus: [] }));
+          expect(observe(sharded)).toEqual(expected);
+          const compacted = liveState(root, holds);
+          for (const kept of compactor.kept()) compacted.apply(kept.record);
+          expect(observe(compacted)).toEqual(expected);
+          expect(compactor.kept().every((k) => !k.record.t.startsWith('content.') || holds((k.record as { kbId: string }).kbId))).toBe(true);
+        }),
+        { numRuns: 500, seed: 20261125 },
       );
     } finally {
       rmSync(root, { recursive: true, force: true });

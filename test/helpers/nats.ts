@@ -74,7 +74,8 @@ export class NatsCluster {
           `server_name: ${m.name}`,
           `listen: 127.0.0.1:${m.clientPort}`,
           `jetstream { store_dir: "${join(dir, m.name)}", max_memory_store: 64MB, max_file_store: 2GB }`,
-          `cluster { name: kb-test, listen: 127.0.0.1:${m.routePort}, routes: [${routes.join(', ')}] }`,
+          // One server runs JetStream on its own (a cluster block of one makes it refuse to start).
+          size > 1 ? `cluster { name: kb-test, listen: 127.0.0.1:${m.routePort}, routes: [${routes.join(', ')}] }` : '',
         ].join('\n'),
       );
     }
