@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { eventually } from '../helpers/eventually';
 import { NATS_SERVER, NatsCluster } from '../helpers/nats';
 import { mulberry32 } from '../helpers/random';
 import { startS3 } from '../helpers/s3';
@@ -36,18 +37,6 @@ async function startNode(i: number): Promise<TestServer> {
   dataDirs[i] ??= TestServer.tempDir();
   nodes[i] = await TestServer.start({ dataDir: dataDirs[i], env: env(i) });
   return nodes[i]!;
-}
-
-/** Poll until `check` holds (replication lag, indexing), or fail with what it last saw. */
-async function eventually<T>(what: string, probe: () => Promise<T>, check: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: T;
-  do {
-    last = await probe();
-    if (check(last)) return last;
-    await Bun.sleep(50);
-  } while (Date.now() < deadline);
-  throw new Error(`${what}: not after ${timeoutMs} ms (last: ${JSON.stringify(last).slice(0, 300)})`);
 }
 
 /** Until the node lists every item of the knowledge base (`count` of them, when given) as ready. */

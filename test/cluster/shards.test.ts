@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
 import { shardOf } from '../../engine';
+import { eventually } from '../helpers/eventually';
 import { NATS_SERVER, NatsCluster } from '../helpers/nats';
 import { startS3 } from '../helpers/s3';
 import { TestServer } from '../helpers/server';
@@ -37,17 +38,6 @@ async function startNode(i: number): Promise<TestServer> {
   dataDirs[i] ??= TestServer.tempDir();
   nodes[i] = await TestServer.start({ dataDir: dataDirs[i], env: env(i) });
   return nodes[i]!;
-}
-
-async function eventually<T>(what: string, probe: () => Promise<T>, check: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: T;
-  do {
-    last = await probe();
-    if (check(last)) return last;
-    await Bun.sleep(50);
-  } while (Date.now() < deadline);
-  throw new Error(`${what}: not after ${timeoutMs} ms (last: ${JSON.stringify(last).slice(0, 300)})`);
 }
 
 /** Knowledge bases made through node A until there is one on each shard: [shard 0, shard 1]. */
