@@ -337,11 +337,13 @@ export class Engine {
     return kb && progressOf([kb], this.ingestion.throughput.perSecond(kbId));
   }
 
-  /** Start sending queued content to the workers (once the models are loaded, with holdIngestion). */
+  /** Start sending queued content to the workers (once the models are loaded, with holdIngestion); in cluster mode, join the live nodes. */
   startIngestion(): void {
     this.ingestion.start();
     if (this.ingestionStarted) return;
     this.ingestionStarted = true;
+    // Cluster mode: the node serves from now on; other nodes may forward requests to it.
+    this.liveNodes?.announce();
     const room = () => this.compute.documents.size * (this.options.batchItems ?? 16) * 2 - this.ingestion.depth;
     this.jobs?.start(room, (job, settle) => this.takeJob(job, settle));
     if (this.jobs) {

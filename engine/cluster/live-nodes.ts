@@ -3,6 +3,8 @@
 // keeps entries for `ttlMs` after their last put (the servers' clock), so a node that stops beating
 // drops out without anyone deciding it is dead. Every node reads the bucket each heartbeat; a
 // request for a knowledge base whose shard this node does not hold goes to a node listed here.
+// A node reads the bucket from the start but puts its own entry only once it serves (announce()):
+// a node still loading its models would answer 503 to what is forwarded to it.
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -24,7 +26,7 @@ export interface LiveNodesOptions {
   self: NodeEntry;
   /** How often a node puts its entry and reads the others (default 1 s). */
   heartbeatMs?: number;
-  /** How long an entry outlives its last put (default 5 heartbeats). */
+  /** How long an entry outlives its last put (default 10 heartbeats: a node slow to beat on a loaded machine stays listed; a dead one listed meanwhile refuses connections, and requests go to the next holder). */
   ttlMs?: number;
   log?: (message: string, details: Record<string, unknown>) => void;
 }
@@ -38,6 +40,9 @@ export class LiveNodes {
   private timer: ReturnType<typeof setInterval> | undefined;
   private beating = false;
   private closed = false;
+  private announced = false;
+  /** The last heartbeat failed (said once, not every second while NATS is away). */
+  private failing = false;
 
   private constructor(
     private readonly options: LiveNodesOptions,
@@ -49,7 +54,7 @@ export class LiveNodes {
     const nc = await connectNats(options.servers);
     try {
       const heartbeatMs = options.heartbeatMs ?? 1000;
-      const kv = await new Kvm(jetstream(nc)).create(options.bucket, { ttl: options.ttlMs ?? 5 * heartbeatMs, replicas: options.replicas, history: 1 });
+      const kv = await new Kvm(jetstream(nc)).create(options.bucket, { ttl: options.ttlMs ?? 10 * heartbeatMs, replicas: options.replicas, history: 1 });
       const nodes = new LiveNodes(options, nc, kv);
       await nodes.beat();
       nodes.timer = setInterval(() => void nodes.beat(), heartbeatMs);
@@ -60,20 +65,30 @@ export class LiveNodes {
     }
   }
 
-  /** Put this node's entry, then read everyone's. */
+  /** From now on this node's entry is put each heartbeat (it serves requests). */
+  announce(): void {
+    if (this.announced) return;
+    this.announced = true;
+    void this.beat();
+  }
+
+  /** Put this node's entry (once announced), then read everyone's. */
   private async beat(): Promise<void> {
     if (this.beating || this.closed) return;
     this.beating = true;
     try {
       const { self } = this.options;
-      await within(2000, this.kv.put(self.nodeId, JSON.stringify(self)));
+      if (this.announced) await within(2000, this.kv.put(self.nodeId, JSON.stringify(self)));
       const keys: string[] = [];
       for await (const key of await within(2000, this.kv.keys())) keys.push(key);
       const entries = await Promise.all(keys.map((key) => within(2000, this.kv.get(key))));
       this.known = entries.flatMap((e) => (e && e.operation === 'PUT' ? [e.json<NodeEntry>()] : []));
+      if (this.failing) this.options.log?.('live nodes refreshed again', { nodes: this.known.length });
+      this.failing = false;
     } catch (err) {
       // NATS out of reach: keep the last view; forwarding to a dead node fails over to the next.
-      this.options.log?.('could not refresh the live nodes', { error: String(err) });
+      if (!this.failing) this.options.log?.('could not refresh the live nodes; keeping the last view', { error: String(err) });
+      this.failing = true;
     } finally {
       this.beating = false;
     }

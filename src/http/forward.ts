@@ -54,7 +54,7 @@ export async function forward(request: Request, body: unknown, target: ForwardTa
   const url = new URL(request.url);
   const pathAndQuery = pathOf(request.url) + url.search;
   let lastError: unknown;
-  for (const node of target.nodes) {
+  for (const [i, node] of target.nodes.entries()) {
     try {
       const answer = await fetch(node.url.replace(/\/+$/, '') + pathAndQuery, {
         method: request.method,
@@ -65,6 +65,13 @@ export async function forward(request: Request, body: unknown, target: ForwardTa
         // A streamed request body (Bun, as Node's fetch) says so.
         duplex: streamed ? 'half' : undefined,
       });
+      // 503: the node did nothing (it is starting or stopping, or does not hold the shard after all);
+      // another holder may answer. A streamed body is gone, so its answer stands.
+      if (answer.status === 503 && !streamed && i < target.nodes.length - 1) {
+        lastError = new Error(`${node.nodeId} answered 503`);
+        await answer.body?.cancel();
+        continue;
+      }
       const out = new Headers();
       answer.headers.forEach((value, name) => {
         if (!HOP_BY_HOP.has(name) && name !== 'content-encoding' && name !== REQUEST_ID_HEADER) out.set(name, value);

@@ -1,0 +1,77 @@
+// Forwarding a request to another node (src/http/forward.ts), against real HTTP listeners standing
+// in for the nodes: the answer comes back unchanged; a node that refuses the connection or answers
+// 503 (starting, stopping) passes the request to the next holder; a request that may have been
+// applied, or whose streamed body is spent, is not sent twice; one hop only.
+import { afterAll, describe, expect, test } from 'bun:test';
+import { forward, FORWARDED_HEADER } from '../../src/http/forward';
+import { ApiError } from '../../src/errors';
+import { freePort } from '../helpers/s3';
+
+const seen: { node: string; method: string; path: string; body: string; headers: Headers }[] = [];
+const servers: ReturnType<typeof Bun.serve>[] = [];
+function node(name: string, answer: (req: Request) => Response | Promise<Response>) {
+  const server = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    async fetch(req) {
+      seen.push({ node: name, method: req.method, path: new URL(req.url).pathname + new URL(req.url).search, body: await req.text(), headers: req.headers });
+      return answer(req);
+    },
+  });
+  servers.push(server);
+  return { nodeId: name, url: `http://127.0.0.1:${server.port}`, shards: [1] };
+}
+afterAll(() => servers.forEach((s) => s.stop(true)));
+
+const ok = node('ok', () => Response.json({ success: true, data: [] }, { headers: { 'x-extra': 'kept' } }));
+const starting = node('starting', () => Response.json({ success: false, error: { code: 'NOT_READY' } }, { status: 503 }));
+const broken = node('broken', () => new Response('boom', { status: 500 }));
+const incoming = (init: RequestInit = {}) =>
+  new Request('http://127.0.0.1:1/api/v1/knowledge-bases/kb_x/search/full-text?x=1', { method: 'POST', headers: { 'x-service-api-key': 'k', 'x-service-organization-id': 'o' }, ...init });
+
+describe('forward', () => {
+  test('the answer of the holder comes back unchanged, the credentials and the body go on', async () => {
+    seen.length = 0;
+    const res = await forward(incoming(), { query: 'refund' }, { shard: 1, nodes: [ok] }, 'node-a', 5000);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-extra')).toBe('kept');
+    expect(await res.json()).toEqual({ success: true, data: [] });
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ method: 'POST', path: '/api/v1/knowledge-bases/kb_x/search/full-text?x=1', body: '{"query":"refund"}' });
+    expect(seen[0]!.headers.get('x-service-api-key')).toBe('k');
+    expect(seen[0]!.headers.get(FORWARDED_HEADER)).toBe('node-a');
+  });
+
+  test('a refused connection or a 503 passes the request to the next holder', async () => {
+    seen.length = 0;
+    const gone = { nodeId: 'gone', url: `http://127.0.0.1:${await freePort()}`, shards: [1] };
+    const res = await forward(incoming(), { query: 'refund' }, { shard: 1, nodes: [gone, starting, ok] }, 'node-a', 5000);
+    expect(res.status).toBe(200);
+    expect(seen.map((s) => s.node)).toEqual(['starting', 'ok']);
+  });
+
+  test('other answers stand (the request may have been applied), as does the last 503', async () => {
+    seen.length = 0;
+    expect((await forward(incoming(), {}, { shard: 1, nodes: [broken, ok] }, 'node-a', 5000)).status).toBe(500);
+    expect((await forward(incoming(), {}, { shard: 1, nodes: [starting] }, 'node-a', 5000)).status).toBe(503);
+    expect(seen.map((s) => s.node)).toEqual(['broken', 'starting']);
+  });
+
+  test('a streamed upload goes to one node only', async () => {
+    seen.length = 0;
+    const upload = incoming({ body: new Blob(['file bytes']).stream(), headers: { 'content-type': 'application/octet-stream' } });
+    const res = await forward(upload, 'stream', { shard: 1, nodes: [starting, ok] }, 'node-a', 5000);
+    expect(res.status).toBe(503);
+    expect(seen.map((s) => [s.node, s.body])).toEqual([['starting', 'file bytes']]);
+  });
+
+  test('no live holder, or a request already forwarded: 503 NOT_READY, nothing sent', async () => {
+    seen.length = 0;
+    const none = forward(incoming(), {}, { shard: 3, nodes: [] }, 'node-a', 5000);
+    await expect(none).rejects.toBeInstanceOf(ApiError);
+    await expect(none).rejects.toMatchObject({ code: 'NOT_READY', headers: { 'retry-after': '1' } });
+    const looped = forward(incoming({ headers: { [FORWARDED_HEADER]: 'node-b' } }), {}, { shard: 1, nodes: [ok] }, 'node-a', 5000);
+    await expect(looped).rejects.toMatchObject({ code: 'NOT_READY' });
+    expect(seen).toHaveLength(0);
+  });
+});
