@@ -48,6 +48,11 @@ export interface IndexedChunk extends ProcessedChunk {
 
 export type LogRecord =
   | { t: 'kb.create'; kb: KnowledgeBaseRecord }
+  /**
+   * Only in snapshots of a node not holding the knowledge base's shard (cluster mode): the ids of
+   * its items, whose records that snapshot leaves out (the organization's content quota counts them).
+   */
+  | { t: 'kb.census'; kbId: string; ids: string[] }
   | { t: 'kb.update'; id: string; name: string; description: string; at: string }
   | { t: 'kb.delete'; id: string }
   | {

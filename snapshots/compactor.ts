@@ -32,6 +32,8 @@ export class Compactor implements StateTarget {
   private readonly contents = new Map<string, ContentEntry>();
   /** Document numbers handed out per knowledge base (as the live state counts them). */
   private readonly docSpaces = new Map<string, number>();
+  /** Knowledge bases whose content the snapshot leaves out: their item ids and the last record that changed them. */
+  private readonly elsewhere = new Map<string, { ids: Set<string>; seq: number }>();
   /** The record being added (the target methods receive only its decoded part). */
   private current!: KeptRecord;
   records = 0;
@@ -51,6 +53,18 @@ export class Compactor implements StateTarget {
 
   holdsContent(kbId: string): boolean {
     return this.holds(kbId);
+  }
+
+  itemElsewhere(kbId: string, id: string, exists: boolean): void {
+    const entry = this.elsewhere.get(kbId) ?? { ids: new Set<string>(), seq: 0 };
+    if (exists) entry.ids.add(id);
+    else entry.ids.delete(id);
+    entry.seq = this.current.seq;
+    this.elsewhere.set(kbId, entry);
+  }
+
+  setItemsElsewhere(kbId: string, ids: readonly string[]): void {
+    this.elsewhere.set(kbId, { ids: new Set(ids), seq: this.current.seq });
   }
 
   contentState(kbId: string, id: string) {
@@ -78,6 +92,8 @@ export class Compactor implements StateTarget {
 
   createKnowledgeBase(record: RecordOf<'kb.create'>): void {
     this.kbs.set(record.kb.id, { create: this.current });
+    // As in memory, a knowledge base made again starts empty.
+    this.elsewhere.delete(record.kb.id);
   }
 
   updateKnowledgeBase(record: RecordOf<'kb.update'>): void {
@@ -87,6 +103,7 @@ export class Compactor implements StateTarget {
   deleteKnowledgeBase(record: RecordOf<'kb.delete'>): void {
     this.kbs.delete(record.id);
     this.docSpaces.delete(record.id);
+    this.elsewhere.delete(record.id);
     for (const [k, c] of this.contents) if (c.kbId === record.id) this.contents.delete(k);
   }
 
@@ -144,6 +161,13 @@ export class Compactor implements StateTarget {
       if (c.latestPut !== c.live?.put) out.push(c.latestPut);
       if (c.failed) out.push(c.failed);
       if (c.retry) out.push(c.retry);
+    }
+    // One census per knowledge base kept elsewhere, in place of its content records (which are not
+    // kept): numbered as the last record that changed it, which is not kept either.
+    for (const [kbId, { ids, seq }] of this.elsewhere) {
+      if (ids.size === 0) continue;
+      const record: LogRecord = { t: 'kb.census', kbId, ids: [...ids] };
+      out.push({ seq, record, payload: encodePayload(record), attachment: new Uint8Array(0) });
     }
     return out.sort((a, b) => a.seq - b.seq);
   }

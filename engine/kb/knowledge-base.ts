@@ -59,6 +59,8 @@ function compareOrder(a: ContentItem, b: ContentItem): number {
 
 export class KnowledgeBase {
   readonly contents = new Map<string, ContentItem>();
+  /** Cluster mode, on a node not holding this knowledge base's shard: ids of its items (kept by other nodes). */
+  readonly itemsElsewhere = new Set<string>();
   /** Content items by (createdAt, id), for stable pagination. */
   private readonly order: ContentItem[] = [];
   private readonly chunks: (ChunkSlot | undefined)[] = [];
@@ -197,6 +199,7 @@ export class KnowledgeBase {
   clear(): void {
     for (const item of this.contents.values()) this.dropLiveChunks(item);
     this.contents.clear();
+    this.itemsElsewhere.clear();
     this.order.length = 0;
   }
 

@@ -43,6 +43,18 @@ export class LiveState implements StateTarget {
     return this.options.holds?.(kbId) ?? true;
   }
 
+  itemElsewhere(kbId: string, id: string, exists: boolean): void {
+    const ids = this.kbs.get(kbId)!.itemsElsewhere;
+    if (exists) ids.add(id);
+    else ids.delete(id);
+  }
+
+  setItemsElsewhere(kbId: string, ids: readonly string[]): void {
+    const held = this.kbs.get(kbId)!.itemsElsewhere;
+    held.clear();
+    for (const id of ids) held.add(id);
+  }
+
   contentState(kbId: string, id: string) {
     const item = this.kbs.get(kbId)?.contents.get(id);
     return item && { version: item.current.version, status: item.status };

@@ -18,6 +18,10 @@ export interface StateTarget {
    * holding its shard; see engine/shards.ts). Knowledge-base records apply everywhere.
    */
   holdsContent(kbId: string): boolean;
+  /** A knowledge base whose content is kept elsewhere: item `id` exists (a put) or no longer does (a delete). */
+  itemElsewhere(kbId: string, id: string, exists: boolean): void;
+  /** A knowledge base whose content is kept elsewhere: its items, as a snapshot counted them (kb.census). */
+  setItemsElsewhere(kbId: string, ids: readonly string[]): void;
   /** The item's newest version and its status; undefined when there is no such item. */
   contentState(kbId: string, id: string): { version: number; status: ContentStatus } | undefined;
   /** Document numbers the knowledge base has handed out (the next indexed chunk gets this one or later). */
@@ -39,7 +43,15 @@ export interface StateTarget {
 
 /** Apply one record to `target`. Returns whether it applied (false: a no-op, see above). */
 export function applyRecord(target: StateTarget, record: LogRecord, attachment?: Uint8Array): boolean {
-  if (record.t.startsWith('content.') && !target.holdsContent((record as { kbId: string }).kbId)) return false;
+  if (record.t.startsWith('content.')) {
+    const { kbId } = record as { kbId: string };
+    if (!target.holdsContent(kbId)) {
+      // Kept elsewhere: only which items exist is followed here (the content quota counts them).
+      // The same rule as below: a put on a live knowledge base makes the item exist, a delete ends it.
+      if (target.hasKnowledgeBase(kbId) && (record.t === 'content.put' || record.t === 'content.delete')) target.itemElsewhere(kbId, record.id, record.t === 'content.put');
+      return false;
+    }
+  }
   switch (record.t) {
     case 'kb.create':
       target.createKnowledgeBase(record);
@@ -51,6 +63,10 @@ export function applyRecord(target: StateTarget, record: LogRecord, attachment?:
     case 'kb.delete':
       if (!target.hasKnowledgeBase(record.id)) return false;
       target.deleteKnowledgeBase(record);
+      return true;
+    case 'kb.census':
+      if (!target.hasKnowledgeBase(record.kbId) || target.holdsContent(record.kbId)) return false;
+      target.setItemsElsewhere(record.kbId, record.ids);
       return true;
     case 'content.put': {
       if (!target.hasKnowledgeBase(record.kbId)) return false;

@@ -21,6 +21,7 @@ export class QuotaExceededError extends Error {
 export function checkQuota(kbs: Iterable<KnowledgeBase>, orgId: string, quota: keyof Quotas, limit: number | undefined): void {
   if (limit === undefined) return;
   let held = 0;
-  for (const kb of kbs) if (kb.record.orgId === orgId) held += quota === 'knowledgeBases' ? 1 : kb.contentCount;
+  // Cluster mode with shards: items of knowledge bases whose content other nodes keep count too.
+  for (const kb of kbs) if (kb.record.orgId === orgId) held += quota === 'knowledgeBases' ? 1 : kb.contentCount + kb.itemsElsewhere.size;
   if (held >= limit) throw new QuotaExceededError(quota, limit);
 }

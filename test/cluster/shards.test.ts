@@ -2,7 +2,8 @@
 // holding shard 0 and node B shard 1. A request about a knowledge base of the shard a node does not
 // hold is forwarded (text, uploads, searches, reads) and answers as the holder does; content of a
 // shard is kept and indexed only by its holders; authentication happens before forwarding; a
-// forwarded request is never forwarded again; with the holder gone the answer is a clear 503, and
+// forwarded request is never forwarded again; the content quota counts the items of every shard
+// (also through a snapshot); with the holder gone the answer is a clear 503, and
 // after its restart (from the stream alone) the same answers come back; snapshots hold only their
 // node's shards, and a new node starts only from a snapshot holding its shards; a node configured
 // with another shard count refuses the cluster's stream.
@@ -31,6 +32,8 @@ const env = (i: number, extra: Record<string, string> = {}): Record<string, stri
   CLUSTER_JOB_SWEEP_MS: '1000',
   SNAPSHOT_ON_SHUTDOWN: 'false',
   RATE_LIMIT_RPS: '0',
+  // Small, for the quota test (org_other); org_test stays below it.
+  MAX_CONTENTS_PER_ORG: '6',
   ...extra,
 });
 
@@ -42,6 +45,8 @@ async function startNode(i: number): Promise<TestServer> {
 
 /** Knowledge bases made through node A until there is one on each shard: [shard 0, shard 1]. */
 const kbOnShard: string[] = [];
+/** The same for org_other (the quota test). */
+const otherKbOnShard: string[] = [];
 
 beforeAll(async () => {
   if (!existsSync(NATS_SERVER)) throw new Error(`${NATS_SERVER} is missing: run "bun scripts/test-deps.ts"`);
@@ -164,6 +169,35 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
     expect(looped.body.error.code).toBe('NOT_READY');
   });
 
+  test('the content quota counts the items of every shard, wherever the write lands', async () => {
+    const other = { org: 'org_other', key: 'other-key-9876543210' };
+    for (let n = 0; otherKbOnShard.filter(Boolean).length < SHARDS && n < 64; n++) {
+      const res = await nodes[0]!.api('POST', '/api/v1/knowledge-bases', { name: `quota ${n}`, type: 'TEXT_COST_EFFECTIVE' }, other);
+      expect(res.status).toBe(201);
+      otherKbOnShard[shardOf(res.body.data.id, SHARDS)] ??= res.body.data.id;
+    }
+    // Three items on each shard, each written at its holder: six, the quota.
+    for (const [shard, kb] of otherKbOnShard.entries()) {
+      for (let i = 0; i < 3; i++) expect((await nodes[shard]!.api('POST', `/api/v1/knowledge-bases/${kb}/contents`, { text: `quota item ${i}` }, other)).status).toBe(201);
+    }
+    const caughtUp = () =>
+      eventually('both nodes at the stream head', () => Promise.all(nodes.map((n) => n.api('GET', '/ready'))), (rs) => rs.every((r) => r.body.cluster?.lag === 0 && r.body.cluster.appliedSeq === rs[0]!.body.cluster.appliedSeq));
+    await caughtUp();
+    // A seventh is refused on either shard, sent to either node: each holder counts the other shard's items.
+    for (const node of nodes) {
+      for (const kb of otherKbOnShard) {
+        const res = await node.api('POST', `/api/v1/knowledge-bases/${kb}/contents`, { text: 'one too many' }, other);
+        expect(res.status).toBe(403);
+        expect(res.body.error.code).toBe('QUOTA_EXCEEDED');
+      }
+    }
+    // One deleted on shard 1 makes room on shard 0.
+    const list = await nodes[0]!.api('GET', `/api/v1/knowledge-bases/${otherKbOnShard[1]}/contents`, undefined, other);
+    expect((await nodes[0]!.api('DELETE', `/api/v1/knowledge-bases/${otherKbOnShard[1]}/contents/${list.body.data[0].id}`, undefined, other)).status).toBe(200);
+    await caughtUp();
+    expect((await nodes[0]!.api('POST', `/api/v1/knowledge-bases/${otherKbOnShard[0]}/contents`, { text: 'room again' }, other)).status).toBe(201);
+  }, 60_000);
+
   test('with the holder killed the answer is 503 at once; after its restart from the stream the same answers come back', async () => {
     const kb = kbOnShard[1]!;
     const search = { query: 'basalt lava', limit: 5 };
@@ -188,6 +222,9 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
     const joined: TestServer[] = [];
     try {
       // Node A snapshots on a graceful stop into its folder of the bucket, then rejoins.
+      const metricsA = await (await fetch(`${nodes[0]!.url}/metrics`)).text();
+      const itemsOnA = [...metricsA.matchAll(/^kb_contents\{status="\w+"\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+      expect(itemsOnA).toBeGreaterThan(0);
       await nodes[0]!.stop();
       nodes[0] = await TestServer.start({ dataDir: dataDirs[0], env: { ...env(0), ...s3.env, SNAPSHOT_ON_SHUTDOWN: 'true' } });
       expect(await nodes[0]!.stop()).toBe(0);
@@ -196,7 +233,7 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
       const [stored] = await store.list();
       const manifest = await S3ClusterSnapshots.ofNode({ endpoint: '127.0.0.1', port: s3.port, useSSL: false, accessKey: 'S3RVER', secretKey: 'S3RVER', region: 'us-east-1', bucket: s3.bucket }, 'node-a').manifest(stored!.seq);
       expect(manifest.shards).toEqual({ count: 2, held: [0] });
-      expect(manifest.stats.contents).toBe(1); // shard 0's one item, none of shard 1's
+      expect(manifest.stats.contents).toBe(itemsOnA); // shard 0's items, none of shard 1's
 
       // A new holder of shard 1 must not start from A's snapshot: it replays the stream instead.
       const c = await TestServer.start({ env: { ...env(1, { NODE_ID: 'node-c' }), ...s3.env } });
@@ -207,6 +244,10 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
       const d = await TestServer.start({ env: { ...env(0, { NODE_ID: 'node-d' }), ...s3.env } });
       joined.push(d);
       expect((await d.api('GET', '/ready')).body.recovery.snapshot.seq).toBe(stored!.seq);
+      // A's snapshot kept org_other's shard-1 items as a census: D counts them against the quota.
+      const other = { org: 'org_other', key: 'other-key-9876543210' };
+      const refused = await d.api('POST', `/api/v1/knowledge-bases/${otherKbOnShard[0]}/contents`, { text: 'one too many' }, other);
+      expect(refused.status).toBe(403);
       // A node holding every shard snapshots too; a new holder of shard 1 then starts from that
       // snapshot and keeps only shard 1's content of it.
       const all = await TestServer.start({ env: { ...env(0, { NODE_ID: 'node-all', NODE_SHARDS: 'all', SNAPSHOT_ON_SHUTDOWN: 'true' }), ...s3.env } });

@@ -146,7 +146,7 @@ describe('the state machine', () => {
     }
   });
 
-  test('a node holding some shards keeps exactly their content, live and compacted, and every knowledge base (500 random logs)', () => {
+  test('a node holding some shards keeps exactly their content, live and compacted, every knowledge base, and the ids of the items kept elsewhere (500 random logs)', () => {
     const root = mkdtempSync(join(tmpdir(), 'kb-machine-'));
     const holds = (kbId: string) => kbId === KBS[0];
     try {
@@ -172,6 +172,12 @@ describe('the state machine', () => {
           for (const kept of compactor.kept()) compacted.apply(kept.record);
           expect(observe(compacted)).toEqual(expected);
           expect(compactor.kept().every((k) => !k.record.t.startsWith('content.') || holds((k.record as { kbId: string }).kbId))).toBe(true);
+          // The items kept elsewhere are still known by id (the content quota counts them), live and
+          // through the snapshot's census.
+          const census = (state: LiveState) => [...state.kbs.values()].map((k) => [k.id, [...k.itemsElsewhere].sort()]).sort();
+          const expectedCensus = [...whole.kbs.values()].map((k) => [k.id, holds(k.id) ? [] : [...k.contents.keys()].sort()]).sort();
+          expect(census(sharded)).toEqual(expectedCensus);
+          expect(census(compacted)).toEqual(expectedCensus);
         }),
         { numRuns: 500, seed: 20261125 },
       );
