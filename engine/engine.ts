@@ -200,7 +200,7 @@ export class Engine {
   private async commit(record: LogRecord, attachment?: Uint8Array): Promise<number> {
     if (this.closed) throw new Error('engine is closed');
     // Cluster mode: applied (by applyLogged, in stream order) once the append resolves.
-    if (this.options.cluster) return this.log.append(encodePayload(record, attachment));
+    if (this.options.cluster) return this.log.append(encodePayload(record, attachment), this.partitionOf(record));
     const durable = this.log.append(encodePayload(record, attachment));
     const applied = this.state.apply(record, attachment);
     const seq = await durable.catch((err) => {
@@ -209,6 +209,11 @@ export class Engine {
     });
     if (applied) this.notifyWaiters(record);
     return seq;
+  }
+
+  /** Cluster mode: the stream subject a record goes to (content by its knowledge base's shard). */
+  private partitionOf(record: LogRecord): string {
+    return record.t.startsWith('content.') ? `s${this.shards.shardOf((record as { kbId: string }).kbId)}` : 'kb';
   }
 
   // --- what snapshots need (snapshots/snapshotter.ts) -----------------------------------------------
@@ -396,6 +401,11 @@ export class Engine {
   }
 
   // --- shards (cluster mode) --------------------------------------------------------------------
+
+  /** Cluster mode: resolves true once the stream is applied up to `seq`, false after `timeoutMs` (single node: at once). */
+  whenApplied(seq: number, timeoutMs: number): Promise<boolean> {
+    return this.stream ? this.stream.waitFollowed(seq, timeoutMs) : Promise.resolve(true);
+  }
 
   /**
    * Where requests about a knowledge base are answered: here, or (its shard held elsewhere) by one

@@ -9,7 +9,7 @@ import { parseJsonBody } from './http/body';
 import { RateLimiter } from './http/rate-limit';
 import { jsonAnswerBytes } from './http/json-bytes';
 import { pathOf } from './http/serve';
-import { forward } from './http/forward';
+import { catchUp, forward } from './http/forward';
 import { RouteMethods } from './http/methods';
 import { requestIdOf } from './http/request-id';
 import { json } from './http/respond';
@@ -125,14 +125,19 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
     })
     // Cluster mode with shards: a route about a knowledge base whose shard another node holds is
     // answered by that node (src/http/forward.ts), decided on the route the router matched.
-    .onBeforeHandle({ as: 'global' }, ({ route, params, request, body }) => {
+    .onBeforeHandle({ as: 'global' }, async ({ route, params, request, body }) => {
       const cluster = ctx.config.cluster;
       const engine = ctx.engine();
       if (!cluster || !engine || !route.startsWith(`${API_PREFIX}/knowledge-bases/:id`)) return;
       const where = engine.routeOf((params as { id: string }).id);
-      if (where.here) return;
+      if (where.here) {
+        // Forwarded here: first apply the log as far as the sending node had (its client may have
+        // just made this knowledge base there).
+        await catchUp(request, (seq, ms) => engine.whenApplied(seq, ms));
+        return;
+      }
       const sent = route.endsWith('/contents/file') ? 'stream' : body;
-      return forward(request, sent, where, cluster.nodeId, ctx.config.waitTimeoutMs + 60_000);
+      return forward(request, sent, { ...where, appliedSeq: engine.lastSequence }, cluster.nodeId, ctx.config.waitTimeoutMs + 60_000);
     })
     // The root points at the API documentation.
     .get('/', ({ redirect }) => redirect('/docs', 302), { detail: { hide: true } })

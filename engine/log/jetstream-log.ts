@@ -34,7 +34,8 @@ const shardsOfStream = (description: string | undefined) => Number(/shards=(\d+)
 
 export type JetStreamRange = Extract<LogRange, { kind: 'jetstream' }>;
 
-const subjectOf = (stream: string) => `${stream}.records`;
+/** `<stream>.records`, or `<stream>.records.<partition>` (a shard, or `kb`); one stream, one order. */
+const subjectOf = (stream: string, partition?: string) => (partition ? `${stream}.records.${partition}` : `${stream}.records`);
 
 type StreamMessages = Awaited<ReturnType<Awaited<ReturnType<JetStreamClient['consumers']['get']>>['consume']>>;
 
@@ -162,7 +163,7 @@ export class JetStreamLog implements RecordLog {
     try {
       jsm = await ensureStream(nc, {
         name: options.stream,
-        subjects: [subjectOf(options.stream)],
+        subjects: [subjectOf(options.stream), subjectOf(options.stream, '>')],
         storage: StorageType.File,
         num_replicas: options.replicas,
         duplicate_window: nanos(options.duplicateWindowMs ?? 120_000),
@@ -272,6 +273,24 @@ export class JetStreamLog implements RecordLog {
     return new Promise((resolve, reject) => this.waiting.push({ seq, resolve, reject }));
   }
 
+  /**
+   * Resolves true once every record up to `seq` has been handed to `visit`, false after
+   * `timeoutMs` (or when following stopped); a position never reached leaves nothing behind.
+   */
+  waitFollowed(seq: number, timeoutMs: number): Promise<boolean> {
+    if (this.failure) return Promise.resolve(false);
+    if (seq <= this.followed) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter = { seq, resolve: () => (clearTimeout(timer), resolve(true)), reject: () => (clearTimeout(timer), resolve(false)) };
+      const timer = setTimeout(() => {
+        const i = this.waiting.indexOf(waiter);
+        if (i >= 0) this.waiting.splice(i, 1);
+        resolve(false);
+      }, timeoutMs);
+      this.waiting.push(waiter);
+    });
+  }
+
   /** Sequence number of the newest record in the stream (from its leader). */
   async streamLastSequence(): Promise<number> {
     return (await this.jsm.streams.info(this.options.stream)).state.last_seq;
@@ -286,11 +305,11 @@ export class JetStreamLog implements RecordLog {
    * Append a record; resolves with its sequence number once the stream's quorum has stored it
    * and this log has handed it (and every record before it) to `visit`: read-your-writes.
    */
-  async append(payload: Uint8Array): Promise<number> {
+  async append(payload: Uint8Array, partition?: string): Promise<number> {
     if (this.failure) throw this.failure;
     const limit = this.nc.info?.max_payload ?? Infinity;
     if (payload.length > limit) throw new RecordTooLargeError(`a record of ${payload.length} bytes is larger than the NATS servers accept (max_payload ${limit})`);
-    const { seq } = await publishRetried(this.js, subjectOf(this.options.stream), payload, newId('rec'), this.options.publishAttempts);
+    const { seq } = await publishRetried(this.js, subjectOf(this.options.stream, partition), payload, newId('rec'), this.options.publishAttempts);
     await this.whenFollowed(seq);
     return seq;
   }

@@ -19,8 +19,12 @@ export type LogRange =
 export interface RecordLog {
   /** Sequence number of the newest record appended. */
   readonly lastSequence: number;
-  /** Append a record; resolves with its sequence number once it is durable. */
-  append(payload: Uint8Array): Promise<number>;
+  /**
+   * Append a record; resolves with its sequence number once it is durable. `partition`: where a
+   * replicated log files it (cluster mode: `kb` for knowledge-base records, `s<shard>` for
+   * content), so that a reader could take only its shards; the order stays one for all.
+   */
+  append(payload: Uint8Array, partition?: string): Promise<number>;
   /** Wait until everything appended so far is durable. */
   sync(): Promise<void>;
   /** Every record after `afterSeq`, in order. */

@@ -11,6 +11,10 @@ import { pathOf } from './serve';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id';
 
 export const FORWARDED_HEADER = 'x-kb-forwarded-by';
+/** The log position the forwarding node had applied: the receiving node applies as far before answering. */
+export const APPLIED_HEADER = 'x-kb-applied-seq';
+/** How long a receiving node waits to reach that position before it answers 503. */
+const CATCH_UP_MS = 5000;
 
 /** Headers that describe one connection, not the request (and the length, recomputed). */
 const HOP_BY_HOP = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'upgrade', 'te', 'trailer', 'expect']);
@@ -19,6 +23,8 @@ export interface ForwardTarget {
   shard: number;
   /** Live nodes holding the shard, in the order to try them. */
   nodes: NodeEntry[];
+  /** The log position this node has applied (the target catches up to it first). */
+  appliedSeq?: number;
 }
 
 const unavailable = (shard: number, why: string) =>
@@ -43,6 +49,7 @@ export async function forward(request: Request, body: unknown, target: ForwardTa
     if (!HOP_BY_HOP.has(name)) headers.set(name, value);
   });
   headers.set(FORWARDED_HEADER, selfId);
+  if (target.appliedSeq !== undefined) headers.set(APPLIED_HEADER, String(target.appliedSeq));
   headers.set(REQUEST_ID_HEADER, requestIdOf(request));
   const streamed = body === 'stream' && request.body !== null;
   let payload: ReadableStream | string | undefined;
@@ -85,4 +92,18 @@ export async function forward(request: Request, body: unknown, target: ForwardTa
     }
   }
   throw unavailable(target.shard, String((lastError as Error)?.message ?? lastError));
+}
+
+/**
+ * On the receiving node: a forwarded request is answered once this node has applied the log as far
+ * as the forwarding node had, so what its client wrote there (a knowledge base just made) is here
+ * too. ApiError 503 when that takes longer than CATCH_UP_MS.
+ */
+export async function catchUp(request: Request, whenApplied: (seq: number, timeoutMs: number) => Promise<boolean>): Promise<void> {
+  if (!request.headers.has(FORWARDED_HEADER)) return;
+  const seq = Number(request.headers.get(APPLIED_HEADER));
+  if (!Number.isSafeInteger(seq) || seq <= 0) return;
+  if (!(await whenApplied(seq, CATCH_UP_MS))) {
+    throw new ApiError('NOT_READY', `This node has not yet applied the log as far as the node that forwarded the request (record ${seq}); retry shortly`, undefined, { 'retry-after': '1' });
+  }
 }

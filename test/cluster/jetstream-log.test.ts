@@ -48,6 +48,13 @@ describe('JetStream log on a three-server cluster', () => {
     const after: number[] = [];
     await other.read(25, (e) => after.push(e.seq));
     expect(after).toEqual([26, 27, 28, 29, 30]);
+    // Waiting for a position: at once when reached, false after the timeout when not, and a
+    // position reached meanwhile resolves the wait.
+    expect(await other.waitFollowed(30, 1000)).toBe(true);
+    expect(await other.waitFollowed(1_000_000, 100)).toBe(false);
+    const waiting = other.waitFollowed(31, 10_000);
+    await log.append(enc('r31'));
+    expect(await waiting).toBe(true);
     await Promise.all([log.close(), other.close()]);
   }, 60_000);
 

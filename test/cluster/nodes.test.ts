@@ -62,10 +62,19 @@ afterAll(async () => {
   await nats?.stop();
 });
 
+/**
+ * A knowledge base made through `node`, once every running node has applied it: the tests write
+ * to it through all three at once, and another node may not have followed the stream that far yet
+ * (its answer would be a 404).
+ */
 async function newKb(node: TestServer, name: string): Promise<string> {
   const res = await node.api('POST', '/api/v1/knowledge-bases', { name, type: 'TEXT_COST_EFFECTIVE' });
   expect(res.status).toBe(201);
-  return res.body.data.id;
+  const id = res.body.data.id as string;
+  for (const other of nodes) {
+    if (other && other.proc.exitCode === null) await eventually(`knowledge base on ${other.url}`, () => other.api('GET', `/api/v1/knowledge-bases/${id}`), (r) => r.status === 200, 10_000);
+  }
+  return id;
 }
 
 describe('cluster of three nodes on JetStream', () => {
@@ -282,7 +291,11 @@ describe('cluster of three nodes on JetStream', () => {
       await allReady(nodes[0]!, kbId, 30);
       // Node 1 snapshots on a graceful stop into its folder of the bucket, then rejoins as before.
       await nodes[0]!.stop();
-      nodes[0] = await TestServer.start({ dataDir: dataDirs[0], env: { ...env(0), ...s3.env, SNAPSHOT_ON_SHUTDOWN: 'true' } });
+      // No purge here (the purge test below is about that): with more than CLUSTER_PURGE_MARGIN
+      // records in the stream by now, node 1's snapshot would purge records node 3, which has no
+      // snapshot and no bucket, needs to start again later.
+      const noPurge = { CLUSTER_PURGE_MARGIN: '1000000000' };
+      nodes[0] = await TestServer.start({ dataDir: dataDirs[0], env: { ...env(0), ...s3.env, ...noPurge, SNAPSHOT_ON_SHUTDOWN: 'true' } });
       expect(await nodes[0]!.stop()).toBe(0);
       await startNode(0);
       // The tail: writes after that snapshot.
@@ -290,7 +303,7 @@ describe('cluster of three nodes on JetStream', () => {
       expect((await nodes[2]!.api('PUT', `/api/v1/knowledge-bases/${kbId}/contents/${ids[0]}`, { text: 'Field note 0, rewritten: a kestrel over the estuary.' })).status).toBe(200);
       expect((await nodes[2]!.api('DELETE', `/api/v1/knowledge-bases/${kbId}/contents/${ids[1]}`)).status).toBe(200);
 
-      fourth = await TestServer.start({ env: { ...env(3), ...s3.env } });
+      fourth = await TestServer.start({ env: { ...env(3), ...s3.env, ...noPurge } });
       const ready = await fourth.api('GET', '/ready');
       expect(ready.body.recovery.snapshot.seq).toBeGreaterThan(0);
       expect(ready.body.recovery.records).toBeGreaterThan(0); // the tail, from the stream
@@ -332,6 +345,7 @@ describe('cluster of three nodes on JetStream', () => {
   test('with snapshots in S3 the stream is purged below them; a node whose snapshot the purge passed starts from the store', async () => {
     const s3 = await startS3();
     let purger: TestServer | undefined;
+    let failure: unknown;
     try {
       const kbId = await newKb(nodes[0]!, 'purge');
       // Node 3 stops with a snapshot of its own (on its disk), then stays down while the stream is
@@ -366,17 +380,21 @@ describe('cluster of three nodes on JetStream', () => {
         expect(mine!.body.data).toEqual(theirs!.body.data);
       }
     } catch (err) {
-      // Said here: the restart in `finally` may fail too and would hide this error and the logs.
+      // With the last lines of both nodes; the clean-up below may fail too and must not hide it.
       const tail = (node?: TestServer) => node?.output.filter((l) => !l.includes('"msg":"request"')).slice(-20).join('\n');
-      throw new Error(`${String(err)}\n--- node 3:\n${tail(nodes[2])}\n--- purger:\n${tail(purger)}`);
-    } finally {
-      await purger?.kill9();
-      purger?.cleanup();
-      // Node 3 back without the bucket (its data directory now starts after the purge).
+      failure = new Error(`${String(err)}\n--- node 3:\n${tail(nodes[2])}\n--- purger:\n${tail(purger)}`);
+    }
+    await purger?.kill9();
+    purger?.cleanup();
+    // Node 3 back without the bucket (its data directory now starts after the purge).
+    try {
       await nodes[2]!.stop();
       await startNode(2);
-      await s3.stop();
+    } catch (err) {
+      failure ??= err;
     }
+    await s3.stop();
+    if (failure) throw failure;
   }, 240_000);
 
   test('cut off from NATS: /ready answers 503 (a load balancer skips the node), searches still answer; back once NATS is', async () => {

@@ -14,6 +14,8 @@ import { eventually } from '../helpers/eventually';
 import { NATS_SERVER, NatsCluster } from '../helpers/nats';
 import { startS3 } from '../helpers/s3';
 import { TestServer } from '../helpers/server';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { S3ClusterSnapshots } from '../../snapshots';
 
 let nats: NatsCluster;
@@ -43,6 +45,11 @@ async function startNode(i: number): Promise<TestServer> {
   return nodes[i]!;
 }
 
+/** Until both nodes have applied the knowledge base (the holder of its shard may trail the node that made it). */
+async function onBothNodes(kbId: string, auth?: { org: string; key: string }): Promise<void> {
+  for (const node of nodes) await eventually(`${kbId} on ${node.url}`, () => node.api('GET', '/api/v1/knowledge-bases', undefined, auth), (r) => r.body.data?.some((k: { id: string }) => k.id === kbId), 10_000);
+}
+
 /** Knowledge bases made through node A until there is one on each shard: [shard 0, shard 1]. */
 const kbOnShard: string[] = [];
 /** The same for org_other (the quota test). */
@@ -61,6 +68,7 @@ beforeAll(async () => {
     expect(res.status).toBe(201);
     kbOnShard[shardOf(res.body.data.id, SHARDS)] ??= res.body.data.id;
   }
+  for (const kb of kbOnShard) await onBothNodes(kb);
 }, 120_000);
 
 afterAll(async () => {
@@ -130,6 +138,25 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
     expect(bad.body.success).toBe(false);
   }, 60_000);
 
+  test('a knowledge base made through a node takes writes through it at once, forwarded to a holder that catches up first', async () => {
+    let made = 0;
+    for (let n = 0; made < 10 && n < 200; n++) {
+      const res = await nodes[0]!.api('POST', '/api/v1/knowledge-bases', { name: `fresh ${n}`, type: 'TEXT_COST_EFFECTIVE' });
+      expect(res.status).toBe(201);
+      const kb = res.body.data.id as string;
+      if (shardOf(kb, SHARDS) !== 1) {
+        expect((await nodes[0]!.api('DELETE', `/api/v1/knowledge-bases/${kb}`)).status).toBe(200);
+        continue;
+      }
+      made++;
+      // No wait in between: node B may not have applied the creation yet when the write reaches it.
+      const write = await nodes[0]!.api('POST', `/api/v1/knowledge-bases/${kb}/contents`, { text: `written at once ${n}` });
+      expect(write.status).toBe(201);
+      expect((await nodes[0]!.api('DELETE', `/api/v1/knowledge-bases/${kb}`)).status).toBe(200);
+    }
+    expect(made).toBe(10);
+  });
+
   test('an uploaded file is forwarded as it streams in', async () => {
     const kb = kbOnShard[1]!;
     const form = new FormData();
@@ -156,6 +183,17 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
     const readyOn = async (node: TestServer) => Number(/^kb_contents\{status="ready"\} (\d+)$/m.exec(await (await fetch(`${node.url}/metrics`)).text())?.[1]);
     expect(await readyOn(nodes[0]!)).toBe(1);
     expect(await readyOn(nodes[1]!)).toBe(3);
+    // In the one stream, knowledge-base records and each shard's content go to subjects of their own.
+    const nc = await connect({ servers: nats.urls });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const lastOn = async (subject: string) => (await jsm.streams.getMessage('KB_SHARDS', { last_by_subj: subject }))?.seq ?? 0;
+      for (const subject of ['KB_SHARDS.records.kb', 'KB_SHARDS.records.s0', 'KB_SHARDS.records.s1']) expect(await lastOn(subject)).toBeGreaterThan(0);
+      // The newest record of all: the indexed record of the shard-0 item just written.
+      expect(await lastOn('KB_SHARDS.records.s0')).toBe((await jsm.streams.info('KB_SHARDS')).state.last_seq);
+    } finally {
+      await nc.close();
+    }
   });
 
   test('authentication comes before forwarding; a forwarded request is not forwarded again', async () => {
@@ -176,6 +214,7 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
       expect(res.status).toBe(201);
       otherKbOnShard[shardOf(res.body.data.id, SHARDS)] ??= res.body.data.id;
     }
+    for (const kb of otherKbOnShard) await onBothNodes(kb, other);
     // Three items on each shard, each written at its holder: six, the quota.
     for (const [shard, kb] of otherKbOnShard.entries()) {
       for (let i = 0; i < 3; i++) expect((await nodes[shard]!.api('POST', `/api/v1/knowledge-bases/${kb}/contents`, { text: `quota item ${i}` }, other)).status).toBe(201);

@@ -3,7 +3,7 @@
 // 503 (starting, stopping) passes the request to the next holder; a request that may have been
 // applied, or whose streamed body is spent, is not sent twice; one hop only.
 import { afterAll, describe, expect, test } from 'bun:test';
-import { forward, FORWARDED_HEADER } from '../../src/http/forward';
+import { APPLIED_HEADER, catchUp, forward, FORWARDED_HEADER } from '../../src/http/forward';
 import { ApiError } from '../../src/errors';
 import { freePort } from '../helpers/s3';
 
@@ -73,5 +73,31 @@ describe('forward', () => {
     const looped = forward(incoming({ headers: { [FORWARDED_HEADER]: 'node-b' } }), {}, { shard: 1, nodes: [ok] }, 'node-a', 5000);
     await expect(looped).rejects.toMatchObject({ code: 'NOT_READY' });
     expect(seen).toHaveLength(0);
+  });
+});
+
+describe('catching up before answering a forwarded request', () => {
+  const forwarded = (seq: string) => new Request('http://127.0.0.1:1/api/v1/knowledge-bases/kb_x/contents', { headers: { [FORWARDED_HEADER]: 'node-a', [APPLIED_HEADER]: seq } });
+
+  test('the forwarding node says how far it had applied the log', async () => {
+    seen.length = 0;
+    await forward(incoming(), {}, { shard: 1, nodes: [ok], appliedSeq: 42 }, 'node-a', 5000);
+    expect(seen[0]!.headers.get(APPLIED_HEADER)).toBe('42');
+  });
+
+  test('the receiving node waits until it has applied as far; 503 when it cannot in time', async () => {
+    const asked: number[] = [];
+    await catchUp(forwarded('42'), async (seq) => (asked.push(seq), true));
+    expect(asked).toEqual([42]);
+    const late = catchUp(forwarded('43'), async () => false);
+    await expect(late).rejects.toMatchObject({ code: 'NOT_READY', headers: { 'retry-after': '1' } });
+  });
+
+  test('only forwarded requests with a sane position wait', async () => {
+    const asked: number[] = [];
+    const whenApplied = async (seq: number) => (asked.push(seq), true);
+    await catchUp(new Request('http://127.0.0.1:1/', { headers: { [APPLIED_HEADER]: '42' } }), whenApplied); // not forwarded
+    for (const bad of ['', 'abc', '-5', '0', '1e300', '9007199254740993']) await catchUp(forwarded(bad), whenApplied);
+    expect(asked).toEqual([]);
   });
 });
