@@ -55,10 +55,6 @@ export class ShardSet {
     return this.held.length === this.count;
   }
 
-  holdsShard(shard: number): boolean {
-    return this.holding[shard] === true;
-  }
-
   /** Whether this node applies the knowledge base's content and answers about it. */
   holds(kbId: string): boolean {
     return this.holdsAll || this.holding[shardOf(kbId, this.count)] === true;

@@ -5,7 +5,7 @@
 // A snapshot is valid only when its manifest parses and every file matches its checksum.
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { sha256File } from '../engine';
+import { sha256File, type ShardSet } from '../engine';
 
 export const SNAPSHOT_FORMAT = 1;
 export const MANIFEST_FILE = 'manifest.json';
@@ -29,6 +29,12 @@ export interface SnapshotManifest {
   /** Cluster mode with shards: the only shards whose content the snapshot holds (absent: all). */
   shards?: { count: number; held: number[] };
 }
+
+/**
+ * Whether a snapshot holds every knowledge base a node with `shards` needs (cluster mode with
+ * shards); any snapshot does for a node holding every shard.
+ */
+export const coversShards = (shards: ShardSet | undefined) => (manifest: SnapshotManifest) => !shards || shards.coveredBy(manifest.shards);
 
 const DIR = /^snap-(\d{20})$/;
 /** Where a snapshot is built before it is renamed to its `snap-<seq>` name (Snapshotter). */

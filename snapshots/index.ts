@@ -8,4 +8,4 @@ export { restoreFromStore } from './restore';
 export { LocalSnapshotStore } from './local-store';
 export { S3ClusterSnapshots, S3SnapshotStore } from './s3-store';
 export type { SnapshotStore, StoredSnapshot } from './store';
-export { listSnapshotDirs, verifySnapshot, MANIFEST_FILE, RECORDS_FILE, type SnapshotManifest } from './format';
+export { coversShards, listSnapshotDirs, verifySnapshot, MANIFEST_FILE, RECORDS_FILE, type SnapshotManifest } from './format';

@@ -127,15 +127,19 @@ export class S3ClusterSnapshots implements SnapshotStore {
     return new S3SnapshotStore({ ...options, prefix: [trimSlashes(options.prefix), 'nodes', nodeId].filter(Boolean).join('/') });
   }
 
-  async list(): Promise<StoredSnapshot[]> {
-    const base = new S3SnapshotStore(this.options);
-    this.nodes.clear();
-    for (const name of await base.objectNames('nodes/')) {
+  /** Every node's complete snapshots (those with a manifest). */
+  private async stored(): Promise<{ node: string; seq: number }[]> {
+    const out: { node: string; seq: number }[] = [];
+    for (const name of await new S3SnapshotStore(this.options).objectNames('nodes/')) {
       const m = NODE_SNAP.exec(name);
-      if (!m) continue;
-      const seq = Number(m[2]);
-      if (!this.nodes.has(seq)) this.nodes.set(seq, S3ClusterSnapshots.ofNode(this.options, m[1]!));
+      if (m) out.push({ node: m[1]!, seq: Number(m[2]) });
     }
+    return out;
+  }
+
+  async list(): Promise<StoredSnapshot[]> {
+    this.nodes.clear();
+    for (const { node, seq } of await this.stored()) if (!this.nodes.has(seq)) this.nodes.set(seq, S3ClusterSnapshots.ofNode(this.options, node));
     return [...this.nodes.keys()].sort((a, b) => b - a).map((seq) => ({ seq }));
   }
 
@@ -152,12 +156,7 @@ export class S3ClusterSnapshots implements SnapshotStore {
    * floor is the oldest of the newest such snapshot per node. Undefined while no node has one.
    */
   async purgeFloor(): Promise<number | undefined> {
-    const base = new S3SnapshotStore(this.options);
-    const stored: { node: string; seq: number }[] = [];
-    for (const name of await base.objectNames('nodes/')) {
-      const m = NODE_SNAP.exec(name);
-      if (m) stored.push({ node: m[1]!, seq: Number(m[2]) });
-    }
+    const stored = await this.stored();
     const shards = await Promise.all(stored.map((s) => S3ClusterSnapshots.ofNode(this.options, s.node).manifest(s.seq).then((m) => m.shards)));
     const snapshots = stored.map((s, i) => ({ ...s, shards: shards[i] }));
     const newestOf = new Map<string, (typeof snapshots)[number]>();

@@ -6,7 +6,7 @@ import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { decodePayload, Engine, fsyncPathAsync, scanFrames, WorkerPool, workerUrl, type EngineOptions, type LogRecord, type StartingPoint } from '../engine';
 import type { BuildRequest } from './build';
-import { listSnapshotDirs, RECORDS_FILE, removeUnfinishedSnapshots, snapshotDirName, verifySnapshot, type SnapshotManifest } from './format';
+import { coversShards, listSnapshotDirs, RECORDS_FILE, removeUnfinishedSnapshots, snapshotDirName, verifySnapshot, type SnapshotManifest } from './format';
 
 export interface SnapshotInfo {
   seq: number;
@@ -69,8 +69,7 @@ export async function openEngine(options: EngineOptions): Promise<{ engine: Engi
   const engine = await Engine.open({
     ...options,
     startFrom: async () => {
-      const shards = options.cluster?.shards;
-      const start = await newestSnapshot(root, say('warn'), say('info'), (m) => !shards || shards.coveredBy(m.shards));
+      const start = await newestSnapshot(root, say('warn'), say('info'), coversShards(options.cluster?.shards));
       latest = start?.snapshot;
       return start;
     },

@@ -125,7 +125,8 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
     })
     // Cluster mode with shards: a route about a knowledge base whose shard another node holds is
     // answered by that node (src/http/forward.ts), decided on the route the router matched.
-    .onBeforeHandle({ as: 'global' }, async ({ route, params, request, body }) => {
+    // Not async: searches served here pass through without a promise.
+    .onBeforeHandle({ as: 'global' }, ({ route, params, request, body }) => {
       const cluster = ctx.config.cluster;
       const engine = ctx.engine();
       if (!cluster || !engine || !route.startsWith(`${API_PREFIX}/knowledge-bases/:id`)) return;
@@ -133,8 +134,7 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       if (where.here) {
         // Forwarded here: first apply the log as far as the sending node had (its client may have
         // just made this knowledge base there).
-        await catchUp(request, (seq, ms) => engine.whenApplied(seq, ms));
-        return;
+        return catchUp(request, (seq, ms) => engine.whenApplied(seq, ms));
       }
       const sent = route.endsWith('/contents/file') ? 'stream' : body;
       return forward(request, sent, { ...where, appliedSeq: engine.lastSequence }, cluster.nodeId, ctx.config.waitTimeoutMs + 60_000);

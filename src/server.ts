@@ -14,7 +14,7 @@ import { loadConfig } from './config';
 import { createLogger } from './logger';
 import { KB_TYPES, modelWarnings, typeEmbeddings } from './kb-types';
 import { pullConfiguredModels } from './models-at-start';
-import { LocalSnapshotStore, openEngine, restoreFromStore, S3ClusterSnapshots, S3SnapshotStore, SnapshotManager, type SnapshotManifest, type SnapshotStore } from '../snapshots';
+import { coversShards, LocalSnapshotStore, openEngine, restoreFromStore, S3ClusterSnapshots, S3SnapshotStore, SnapshotManager, type SnapshotStore } from '../snapshots';
 import { join } from 'node:path';
 
 const config = loadConfig();
@@ -102,7 +102,7 @@ const store: SnapshotStore = !config.s3 ? new LocalSnapshotStore(snapshotsDir) :
 const clusterSnapshots = config.s3 && config.cluster ? new S3ClusterSnapshots(config.s3) : undefined;
 const restoreSource: SnapshotStore = clusterSnapshots ?? store;
 // Cluster mode with shards: only a snapshot holding this node's shards is a place to start from.
-const covers = (manifest: SnapshotManifest) => !config.cluster || config.cluster.shards.coveredBy(manifest.shards);
+const covers = coversShards(config.cluster?.shards);
 try {
   if (store instanceof S3SnapshotStore) {
     // A new machine starts from the newest snapshot in the bucket (then its own, empty, log).

@@ -36,7 +36,6 @@ const consumerOf = (shard: number) => `indexers-s${shard}`;
 export class JetStreamJobs {
   private closed = false;
   private pulling: Promise<void>[] = [];
-  private readonly shards: ShardSet;
   /** Jobs pulled and not yet over, with what keeps them ours. */
   private readonly held = new Map<JsMsg, ReturnType<typeof setInterval>>();
 
@@ -44,11 +43,11 @@ export class JetStreamJobs {
     private readonly options: JetStreamJobsOptions,
     private readonly nc: NatsConnection,
     private readonly js: JetStreamClient,
-  ) {
-    this.shards = options.shards ?? ShardSet.all();
-  }
+    private readonly shards: ShardSet,
+  ) {}
 
   static async open(options: JetStreamJobsOptions): Promise<JetStreamJobs> {
+    const shards = options.shards ?? ShardSet.all();
     const nc = await connectNats(options.servers);
     try {
       const jsm = await ensureStream(nc, {
@@ -59,7 +58,7 @@ export class JetStreamJobs {
         num_replicas: options.replicas,
         duplicate_window: nanos(120_000),
       });
-      for (const shard of (options.shards ?? ShardSet.all()).held) {
+      for (const shard of shards.held) {
         try {
           await jsm.consumers.info(options.stream, consumerOf(shard));
         } catch (err) {
@@ -77,7 +76,7 @@ export class JetStreamJobs {
       await nc.close();
       throw err;
     }
-    return new JetStreamJobs(options, nc, jetstream(nc));
+    return new JetStreamJobs(options, nc, jetstream(nc), shards);
   }
 
   private subjectOf(kbId: string, id: string): string {

@@ -99,11 +99,12 @@ export async function forward(request: Request, body: unknown, target: ForwardTa
  * as the forwarding node had, so what its client wrote there (a knowledge base just made) is here
  * too. ApiError 503 when that takes longer than CATCH_UP_MS.
  */
-export async function catchUp(request: Request, whenApplied: (seq: number, timeoutMs: number) => Promise<boolean>): Promise<void> {
+export function catchUp(request: Request, whenApplied: (seq: number, timeoutMs: number) => Promise<boolean>): Promise<void> | undefined {
+  // Undefined (no promise) for every request that was not forwarded: the common path stays synchronous.
   if (!request.headers.has(FORWARDED_HEADER)) return;
   const seq = Number(request.headers.get(APPLIED_HEADER));
   if (!Number.isSafeInteger(seq) || seq <= 0) return;
-  if (!(await whenApplied(seq, CATCH_UP_MS))) {
-    throw new ApiError('NOT_READY', `This node has not yet applied the log as far as the node that forwarded the request (record ${seq}); retry shortly`, undefined, { 'retry-after': '1' });
-  }
+  return whenApplied(seq, CATCH_UP_MS).then((reached) => {
+    if (!reached) throw new ApiError('NOT_READY', `This node has not yet applied the log as far as the node that forwarded the request (record ${seq}); retry shortly`, undefined, { 'retry-after': '1' });
+  });
 }

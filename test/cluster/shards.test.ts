@@ -77,6 +77,9 @@ afterAll(async () => {
   await nats?.stop();
 });
 
+/** Ready items a node holds, from its /metrics. */
+const readyOn = async (node: TestServer) => Number(/^kb_contents\{status="ready"\} (\d+)$/m.exec(await (await fetch(`${node.url}/metrics`)).text())?.[1]);
+
 const TEXTS = [
   'Tidal forces stretch the oceans twice a day as the moon passes overhead.',
   'Sourdough needs a lively starter, patience and a very hot oven.',
@@ -180,7 +183,6 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
     expect(own.status).toBe(201);
     expect(own.body.data.status).toBe('ready');
     // kb_contents counts what a node holds: A one item (shard 0), B the three of shard 1.
-    const readyOn = async (node: TestServer) => Number(/^kb_contents\{status="ready"\} (\d+)$/m.exec(await (await fetch(`${node.url}/metrics`)).text())?.[1]);
     expect(await readyOn(nodes[0]!)).toBe(1);
     expect(await readyOn(nodes[1]!)).toBe(3);
     // In the one stream, knowledge-base records and each shard's content go to subjects of their own.
@@ -268,9 +270,10 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
       nodes[0] = await TestServer.start({ dataDir: dataDirs[0], env: { ...env(0), ...s3.env, SNAPSHOT_ON_SHUTDOWN: 'true' } });
       expect(await nodes[0]!.stop()).toBe(0);
       await startNode(0);
-      const store = new S3ClusterSnapshots({ endpoint: '127.0.0.1', port: s3.port, useSSL: false, accessKey: 'S3RVER', secretKey: 'S3RVER', region: 'us-east-1', bucket: s3.bucket });
+      const storeOptions = { endpoint: '127.0.0.1', port: s3.port, useSSL: false, accessKey: 'S3RVER', secretKey: 'S3RVER', region: 'us-east-1', bucket: s3.bucket };
+      const store = new S3ClusterSnapshots(storeOptions);
       const [stored] = await store.list();
-      const manifest = await S3ClusterSnapshots.ofNode({ endpoint: '127.0.0.1', port: s3.port, useSSL: false, accessKey: 'S3RVER', secretKey: 'S3RVER', region: 'us-east-1', bucket: s3.bucket }, 'node-a').manifest(stored!.seq);
+      const manifest = await S3ClusterSnapshots.ofNode(storeOptions, 'node-a').manifest(stored!.seq);
       expect(manifest.shards).toEqual({ count: 2, held: [0] });
       expect(manifest.stats.contents).toBe(itemsOnA); // shard 0's items, none of shard 1's
 
@@ -292,7 +295,7 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
       const all = await TestServer.start({ env: { ...env(0, { NODE_ID: 'node-all', NODE_SHARDS: 'all', SNAPSHOT_ON_SHUTDOWN: 'true' }), ...s3.env } });
       joined.push(all);
       expect(await all.stop()).toBe(0);
-      const allSeq = (await S3ClusterSnapshots.ofNode({ endpoint: '127.0.0.1', port: s3.port, useSSL: false, accessKey: 'S3RVER', secretKey: 'S3RVER', region: 'us-east-1', bucket: s3.bucket }, 'node-all').list())[0]!.seq;
+      const allSeq = (await S3ClusterSnapshots.ofNode(storeOptions, 'node-all').list())[0]!.seq;
       const e = await TestServer.start({ env: { ...env(1, { NODE_ID: 'node-e' }), ...s3.env } });
       joined.push(e);
       expect((await e.api('GET', '/ready')).body.recovery.snapshot.seq).toBe(allSeq);
@@ -302,7 +305,6 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
         expect(mine.body).toEqual((await holder.api('GET', path)).body);
         expect(mine.body.total).toBeGreaterThan(0);
       }
-      const readyOn = async (node: TestServer) => Number(/^kb_contents\{status="ready"\} (\d+)$/m.exec(await (await fetch(`${node.url}/metrics`)).text())?.[1]);
       expect(await readyOn(e)).toBe(await readyOn(nodes[1]!));
     } finally {
       for (const n of joined) {
