@@ -236,7 +236,7 @@ async function shards() {
   const env = (i: number) => ({ ...quiet, CLUSTER_NATS_URLS: nats.urls.join(','), CLUSTER_STREAM: 'BENCH_SHARDS', CLUSTER_REPLICAS: '3', CLUSTER_SHARDS: '2', NODE_SHARDS: String(i), NODE_ID: `bench-shard-${i}` });
   const nodes = await Promise.all([0, 1].map((i) => TestServer.start({ env: env(i) })));
   try {
-    await until('both nodes live', async () => (await nodes[0]!.api('GET', '/ready')).body.cluster?.liveNodes?.length === 2, 30_000);
+    await until('both nodes live', async () => (await nodes[0]!.api('GET', '/ready')).body.cluster?.liveNodeCount === 2, 30_000);
     let kbId = '';
     while (!kbId) {
       const id = await newKb(nodes[0]!);

@@ -96,15 +96,16 @@ export class Engine {
       // Every node follows the one stream: records it appends itself and those of other nodes are
       // applied alike, in stream order, as they arrive.
       engine.log = engine.stream = await JetStreamLog.open(
-        { servers: cluster.servers, stream: cluster.stream, replicas: cluster.replicas, shards: engine.shards.count, onStopped: (err) => engine.fatal('the replicated log stopped', err) },
+        { servers: cluster.servers, auth: cluster.natsAuth, stream: cluster.stream, replicas: cluster.replicas, shards: engine.shards.count, onStopped: (err) => engine.fatal('the replicated log stopped', err) },
         (entry) => {
           if (engine.applyLogged(entry) && !engine.recovery) records++;
         },
         start?.seq,
       );
-      engine.jobs = await JetStreamJobs.open({ servers: cluster.servers, stream: `${cluster.stream}_JOBS`, replicas: cluster.replicas, ackWaitMs: cluster.jobAckWaitMs, shards: engine.shards });
+      engine.jobs = await JetStreamJobs.open({ servers: cluster.servers, auth: cluster.natsAuth, stream: `${cluster.stream}_JOBS`, replicas: cluster.replicas, ackWaitMs: cluster.jobAckWaitMs, shards: engine.shards });
       engine.liveNodes = await LiveNodes.open({
         servers: cluster.servers,
+        auth: cluster.natsAuth,
         bucket: `${cluster.stream}_NODES`,
         replicas: cluster.replicas,
         self: { nodeId: cluster.nodeId ?? 'node', url: cluster.advertiseUrl ?? '', shards: [...engine.shards.held] },

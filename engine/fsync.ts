@@ -2,6 +2,10 @@
 import { closeSync, fdatasyncSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 
+/** Mode of the files the engine writes (log segments, snapshot files): its data is the tenants' own. */
+export const PRIVATE_FILE = 0o600;
+export const PRIVATE_DIR = 0o700;
+
 export function fsyncPath(path: string): void {
   const fd = openSync(path, 'r');
   try {
@@ -30,7 +34,7 @@ export class PacedFileWriter {
     private readonly bufferBytes = 1 << 20,
     private readonly syncEveryBytes = 4 << 20,
   ) {
-    this.fd = openSync(path, 'w');
+    this.fd = openSync(path, 'w', PRIVATE_FILE);
   }
 
   write(chunk: Uint8Array): void {

@@ -19,19 +19,20 @@ export { newId, isIdOf } from './ids';
 
 // Embedding models and file extraction.
 export { EmbeddingError, specKey, toSpec, type EmbeddingSpec } from './embedding/provider';
-export { ExtractionError, ExtractionPool, shutdownOcr, type ExtractionPoolOptions } from './extract';
+export { ExtractionError, ExtractionLanes, ExtractionPool, shutdownOcr, type ExtractionLanesOptions, type ExtractionPoolOptions } from './extract';
 
 // What snapshots are made of: the state machine, the log's records and frames, graphs, workers.
 export { applyRecord, statusAfterIndexed, type RecordOf, type StateTarget } from './state/machine';
 export type { LogEntry, LogRange } from './log/log';
 export { readLogRange } from './log/range';
 export { JetStreamLog, LogGapError, RecordTooLargeError } from './log/jetstream-log';
+export type { NatsAuth } from './log/nats';
 export { decodePayload, encodePayload } from './log/codec';
 export { encodeFrame, scanFrames, FRAME_HEADER } from './log/frame';
 export { VectorIndex } from './vector/vector-index';
 export { WorkerPool } from './workers/pool';
 export { workerUrl, WORKER_ENTRY_POINTS, type WorkerKind } from './workers/entry-points';
-export { copyFilePaced, fsyncPath, fsyncPathAsync, PacedFileWriter } from './fsync';
+export { copyFilePaced, fsyncPath, fsyncPathAsync, PacedFileWriter, PRIVATE_DIR, PRIVATE_FILE } from './fsync';
 export { sha256File } from './files/hash';
 
 // Search planning, for benchmarks that time one knowledge base's search without the façade.

@@ -5,6 +5,7 @@ import type { Metadata, MetadataFilter } from './filter/metadata';
 import type { ContentSource, LogRecord } from './records';
 import type { Quotas } from './state/quotas';
 import type { ShardSet } from './shards';
+import type { NatsAuth } from './log/nats';
 
 /** Where an engine's state begins before its log is replayed: a snapshot (see snapshots/). */
 export interface StartingPoint {
@@ -22,6 +23,8 @@ export interface StartingPoint {
 export interface ClusterOptions {
   /** NATS server URLs (any of the cluster's servers). */
   servers: string[];
+  /** Credentials and TLS for every NATS connection of the node (absent: none; see README, "Running a cluster"). */
+  natsAuth?: NatsAuth;
   /** The log stream's name; indexing jobs go to `<stream>_JOBS`. */
   stream: string;
   /** Copies JetStream keeps of each record and job (3 on a 3-server cluster). */

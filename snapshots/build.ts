@@ -4,7 +4,8 @@
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { rmSync } from 'node:fs';
-import { copyFilePaced, decodePayload, ShardSet, encodeFrame, fsyncPath as fsyncFile, PacedFileWriter, readLogRange, scanFrames, VectorIndex, type KnowledgeBaseRecord, type LogEntry, type LogRange, type LogRecord } from '../engine';
+import { writeFile } from 'node:fs/promises';
+import { copyFilePaced, decodePayload, PRIVATE_FILE, ShardSet, encodeFrame, fsyncPath as fsyncFile, PacedFileWriter, readLogRange, scanFrames, VectorIndex, type KnowledgeBaseRecord, type LogEntry, type LogRange, type LogRecord } from '../engine';
 import { Compactor, type KeptRecord } from './compactor';
 import { graphFileName, MANIFEST_FILE, RECORDS_FILE, SNAPSHOT_FORMAT, type SnapshotManifest } from './format';
 
@@ -127,7 +128,7 @@ export async function buildSnapshot(req: BuildRequest): Promise<SnapshotManifest
     ...(shards && !shards.holdsAll ? { shards: shards.toJSON() } : {}),
   };
   const manifestPath = join(req.outDir, MANIFEST_FILE);
-  await Bun.write(manifestPath, JSON.stringify(manifest, null, 2));
+  await writeFile(manifestPath, JSON.stringify(manifest, null, 2), { mode: PRIVATE_FILE });
   fsyncFile(manifestPath);
   fsyncFile(req.outDir);
   return manifest;

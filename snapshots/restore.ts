@@ -1,7 +1,7 @@
 // A new machine starts from the newest snapshot in the store (S3/MinIO), then its own empty log.
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fsyncPath } from '../engine';
+import { fsyncPath, PRIVATE_DIR } from '../engine';
 import { listSnapshotDirs, snapshotDirName, verifySnapshot, type SnapshotManifest } from './format';
 import type { SnapshotLogger } from './policy';
 import type { SnapshotStore } from './store';
@@ -29,7 +29,7 @@ export async function restoreFromStore(
   }
   for (const { seq } of await store.list()) {
     const tmp = join(snapshotsDir, `download-${seq}-${crypto.randomUUID()}`);
-    await mkdir(tmp, { recursive: true });
+    await mkdir(tmp, { recursive: true, mode: PRIVATE_DIR });
     try {
       await store.download(seq, tmp);
       const check = await verifySnapshot(tmp);

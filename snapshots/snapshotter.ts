@@ -4,7 +4,7 @@
 // (seal the log, read a range of it in a worker, save its graphs, truncate the log).
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { decodePayload, Engine, fsyncPathAsync, scanFrames, WorkerPool, workerUrl, type EngineOptions, type LogRecord, type StartingPoint } from '../engine';
+import { decodePayload, Engine, fsyncPathAsync, PRIVATE_DIR, scanFrames, WorkerPool, workerUrl, type EngineOptions, type LogRecord, type StartingPoint } from '../engine';
 import type { BuildRequest } from './build';
 import { coversShards, listSnapshotDirs, RECORDS_FILE, removeUnfinishedSnapshots, snapshotDirName, verifySnapshot, type SnapshotManifest } from './format';
 
@@ -111,9 +111,9 @@ export class Snapshotter {
     const seq = await this.engine.sealLog();
     const prev = this.latest;
     if (prev && prev.seq >= seq) return prev;
-    await mkdir(this.dir, { recursive: true });
+    await mkdir(this.dir, { recursive: true, mode: PRIVATE_DIR });
     const tmp = join(this.dir, `tmp-${seq}-${crypto.randomUUID()}`);
-    await mkdir(tmp);
+    await mkdir(tmp, { mode: PRIVATE_DIR });
     try {
       const request: BuildRequest = {
         prevDir: prev?.dir,

@@ -18,7 +18,8 @@ const USAGE = `usage:
   bun run admin key issue --org <orgId> [--label <label>]
   bun run admin key list [--org <orgId>]
   bun run admin key revoke <keyId>
-(DATA_DIR selects the data directory, default ./data; with CLUSTER_NATS_URLS set, the cluster's keys)`;
+(DATA_DIR selects the data directory, default ./data; with CLUSTER_NATS_URLS set, the cluster's keys,
+reached with the nodes' CLUSTER_NATS_* credentials and TLS settings)`;
 
 function fail(message: string): never {
   console.error(`error: ${message}\n\n${USAGE}`);

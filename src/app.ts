@@ -10,8 +10,9 @@ import { RateLimiter } from './http/rate-limit';
 import { jsonAnswerBytes } from './http/json-bytes';
 import { pathOf } from './http/serve';
 import { catchUp, forward } from './http/forward';
-import { RouteMethods } from './http/methods';
+import { RouteTable } from './http/methods';
 import { requestIdOf } from './http/request-id';
+import { clientAddressOf } from './http/client-address';
 import { json } from './http/respond';
 import { validationError } from './http/validation';
 import { contentRoutes } from './routes/contents';
@@ -27,6 +28,9 @@ const API_PREFIX = '/api/v1';
 // What Response.json sends, so answers look the same whichever path made them.
 const JSON_CONTENT_TYPE = 'application/json;charset=utf-8';
 
+function rateLimited(seconds: number, message: string): Response {
+  return json(429, errorBody('RATE_LIMITED', message), { 'retry-after': String(seconds) });
+}
 
 function apiErrorResponse(err: ApiError, requestId?: string): Response {
   return json(err.status, errorBody(err.code, err.message, err.details, err.status >= 500 ? requestId : undefined), err.headers);
@@ -42,12 +46,13 @@ export type App = ReturnType<typeof createApp>;
 
 export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadService) {
   const limiter = new RateLimiter(ctx.config.rateLimit);
+  const refusals = new RateLimiter(ctx.config.refusedAuthLimit);
 
   // strictPath: no loose trailing-slash match, so a path that dot segments shortened to "…/" (Bun
   // resolves "contents/.." to "contents/" and "…/<kb>/contents/.." to "…/<kb>/") is a 404, never the
   // parent's route. standardHostname: false makes the router find the path the way pathOf does.
   // The methods each path answers to, read from the routes once they are all registered (405 + Allow).
-  let routeMethods: RouteMethods | undefined;
+  let routeTable: RouteTable | undefined;
   let registered: () => readonly { method: string; path: string }[] = () => [];
   const app = new Elysia({ normalize: false, strictPath: true, handler: { standardHostname: false } })
     // The listener (src/http/serve.ts) puts the request id on every answer, these included.
@@ -55,11 +60,14 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       const path = pathOf(request.url);
       if (!path.startsWith(API_PREFIX + '/') && path !== API_PREFIX) return;
       const org = authenticate(request, keys);
-      if (org instanceof ApiError) return apiErrorResponse(org);
-      const wait = limiter.take(org);
-      if (wait > 0) {
-        return json(429, errorBody('RATE_LIMITED', `Too many requests for this organization; retry in ${wait} s`), { 'retry-after': String(wait) });
+      if (org instanceof ApiError) {
+        // Refused credentials are limited per client address, so keys cannot be guessed at line rate.
+        const wait = refusals.take(clientAddressOf(request));
+        if (wait > 0) return rateLimited(wait, `Too many requests with refused credentials from this address; retry in ${wait} s`);
+        return apiErrorResponse(org);
       }
+      const wait = limiter.take(org);
+      if (wait > 0) return rateLimited(wait, `Too many requests for this organization; retry in ${wait} s`);
       const length = Number(request.headers.get('content-length') ?? 0);
       const limit = bodyLimit(ctx, path);
       if (length > limit) {
@@ -70,7 +78,8 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       // Uploads are streamed by their route (src/http/multipart.ts): nothing is buffered here. Nor is
       // the body of a request nobody authenticated: its route answers 401 (src/http/auth.ts).
       if (path.endsWith('/contents/file') || verifiedOrg(request) === undefined) return {};
-      return parseJsonBody(request, bodyLimit(ctx, path));
+      // The body must arrive before the listener's idle timeout cuts the connection (then with no answer).
+      return parseJsonBody(request, bodyLimit(ctx, path), Math.max(1000, ctx.config.idleTimeoutSeconds * 1000 - 2000));
     })
     .onError(({ code, error, request }) => {
       // In 500 bodies and logs; the listener puts it in the header.
@@ -98,7 +107,7 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
         case 'PARSE':
           return json(400, errorBody('INVALID_JSON', 'The request body is not valid JSON'));
         case 'NOT_FOUND': {
-          const allowed = (routeMethods ??= new RouteMethods(registered())).allowed(pathOf(request.url));
+          const allowed = (routeTable ??= new RouteTable(registered())).allowed(pathOf(request.url));
           if (allowed.length === 0) return json(404, errorBody('NOT_FOUND', 'No such route'));
           const message = `${request.method} is not allowed here; this path answers to ${allowed.join(', ')}`;
           return json(405, errorBody('METHOD_NOT_ALLOWED', message), { allow: allowed.join(', ') });
@@ -149,8 +158,7 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
   return app;
 }
 
-/** What each path answers to, for CORS preflights at the listener (src/http/serve.ts). */
-export function methodsOf(app: ReturnType<typeof createApp>): (path: string) => string[] {
-  const methods = new RouteMethods(app.routes);
-  return (path) => methods.allowed(path);
+/** The route templates, for the listener (src/http/serve.ts): CORS preflights and request labels. */
+export function routeTableOf(app: ReturnType<typeof createApp>): RouteTable {
+  return new RouteTable(app.routes);
 }

@@ -1,8 +1,9 @@
 // Server configuration from environment variables, each with a documented default (README).
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { parseCorsOrigins } from './http/cors';
-import { ShardSet } from '../engine';
+import { ShardSet, type NatsAuth } from '../engine';
 
 function int(name: string, fallback: number, min = 0): number {
   const raw = process.env[name];
@@ -52,6 +53,45 @@ function shardsHeld(): ShardSet {
   }
 }
 
+/** A file a variable names, there at start (not found only at the first reconnect); absolute. */
+function existingFile(name: string): string | undefined {
+  const path = process.env[name];
+  if (!path) return undefined;
+  if (!existsSync(path) || !statSync(path).isFile()) throw new Error(`${name}: no such file "${path}"`);
+  return resolve(path);
+}
+
+/** Credentials and TLS of the cluster's NATS connections (README, "Running a cluster"). */
+function clusterNatsAuth(urls: string[]): NatsAuth {
+  for (const url of urls) {
+    const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1]?.toLowerCase();
+    if (scheme !== undefined && scheme !== 'nats' && scheme !== 'tls') throw new Error(`CLUSTER_NATS_URLS: "${url}" is neither nats://host:port nor tls://host:port`);
+  }
+  const credsFile = existingFile('CLUSTER_NATS_CREDS');
+  if (credsFile && !/BEGIN NATS USER JWT[\s\S]*BEGIN USER NKEY SEED/.test(readFileSync(credsFile, 'utf8'))) {
+    throw new Error(`CLUSTER_NATS_CREDS: "${credsFile}" is not a NATS creds file (a user JWT, then an nkey seed)`);
+  }
+  const user = process.env.CLUSTER_NATS_USER || undefined;
+  const password = process.env.CLUSTER_NATS_PASSWORD || undefined;
+  if (user !== undefined && password === undefined) throw new Error('CLUSTER_NATS_USER is set without CLUSTER_NATS_PASSWORD');
+  if (password !== undefined && user === undefined) throw new Error('CLUSTER_NATS_PASSWORD is set without CLUSTER_NATS_USER');
+  const token = process.env.CLUSTER_NATS_TOKEN || undefined;
+  const nkeySeed = process.env.CLUSTER_NATS_NKEY_SEED?.trim() || undefined;
+  if (nkeySeed !== undefined && !/^SU[A-Z2-7]{56}$/.test(nkeySeed)) throw new Error('CLUSTER_NATS_NKEY_SEED must be an nkey user seed (SU followed by 56 characters)');
+  const ways = [credsFile && 'CLUSTER_NATS_CREDS', user && 'CLUSTER_NATS_USER', token && 'CLUSTER_NATS_TOKEN', nkeySeed && 'CLUSTER_NATS_NKEY_SEED'].filter(Boolean);
+  if (ways.length > 1) {
+    throw new Error(`${ways.join(' and ')} are set: NATS takes one way of authenticating (CLUSTER_NATS_CREDS, CLUSTER_NATS_USER with CLUSTER_NATS_PASSWORD, CLUSTER_NATS_TOKEN or CLUSTER_NATS_NKEY_SEED)`);
+  }
+  const caFile = existingFile('CLUSTER_NATS_TLS_CA');
+  const certFile = existingFile('CLUSTER_NATS_TLS_CERT');
+  const keyFile = existingFile('CLUSTER_NATS_TLS_KEY');
+  if (certFile !== undefined && keyFile === undefined) throw new Error('CLUSTER_NATS_TLS_CERT is set without CLUSTER_NATS_TLS_KEY');
+  if (keyFile !== undefined && certFile === undefined) throw new Error('CLUSTER_NATS_TLS_KEY is set without CLUSTER_NATS_TLS_CERT');
+  // Either of them (or a tls:// URL, engine/log/nats.ts): TLS is required, never a plain connection.
+  const tls = caFile || certFile ? { ...(caFile && { caFile }), ...(certFile && keyFile && { certFile, keyFile }) } : undefined;
+  return { ...(credsFile && { credsFile }), ...(user && { user, password }), ...(token && { token }), ...(nkeySeed && { nkeySeed }), ...(tls && { tls }) };
+}
+
 /** Cluster mode when CLUSTER_NATS_URLS is set (see README, "Running a cluster"). */
 function clusterConfig() {
   const urls = (process.env.CLUSTER_NATS_URLS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -60,6 +100,8 @@ function clusterConfig() {
   if (!/^[A-Za-z0-9_-]+$/.test(stream)) throw new Error(`CLUSTER_STREAM may hold letters, digits, _ and - only (got "${stream}")`);
   return {
     servers: urls,
+    /** Credentials and TLS of every NATS connection (CLUSTER_NATS_CREDS, …_USER/…_PASSWORD, …_TOKEN, …_NKEY_SEED, …_TLS_CA, …_TLS_CERT/…_TLS_KEY). */
+    natsAuth: clusterNatsAuth(urls),
     stream,
     replicas: int('CLUSTER_REPLICAS', 3, 1),
     nodeId: process.env.NODE_ID || hostname(),
@@ -94,6 +136,8 @@ export function loadConfig() {
       listTextChars: int('LIST_TEXT_CHARS', 2000, 1),
       /** Pages of an uploaded document (PDF); more → 413. */
       maxFilePages: int('MAX_FILE_PAGES', 2000, 1),
+      /** An upload's body must arrive within this long: 408 otherwise (a dripped upload holds a connection and a temp file). */
+      uploadReceiveMs: int('UPLOAD_RECEIVE_TIMEOUT_S', 90, 1) * 1000,
     },
     /** What one organization may hold; 0 = unbounded. */
     quotas: { knowledgeBases: int('MAX_KNOWLEDGE_BASES_PER_ORG', 1000, 0), contents: int('MAX_CONTENTS_PER_ORG', 1_000_000, 0) },
@@ -101,6 +145,8 @@ export function loadConfig() {
     embeddingRetry: { attempts: int('EMBEDDING_RETRY_ATTEMPTS', 8, 1), baseMs: int('EMBEDDING_RETRY_BASE_MS', 2000, 1), maxMs: int('EMBEDDING_RETRY_MAX_MS', 60_000, 1) },
     /** Per-organization token bucket; RATE_LIMIT_RPS=0 turns it off. */
     rateLimit: { rate: num('RATE_LIMIT_RPS', 1000), burst: int('RATE_LIMIT_BURST', 2000, 1) },
+    /** Per client address: requests whose credentials are refused (401); past it they get 429. */
+    refusedAuthLimit: { rate: num('AUTH_REFUSED_RPS', 10), burst: int('AUTH_REFUSED_BURST', 200, 1) },
     snapshots: {
       intervalMs: num('SNAPSHOT_INTERVAL_MIN', 15) * 60_000,
       logBytes: num('SNAPSHOT_LOG_MB', 256) * MiB,
@@ -121,8 +167,14 @@ export function loadConfig() {
     waitTimeoutMs: int('WAIT_TIMEOUT_MS', 30_000, 1),
     /** Extraction worker threads, and the time, memory and DOCX XML limits of one file. */
     extraction: {
+      /** The heavy lane (PDF, DOCX, images); text formats have a lane of their own, so they never wait for OCR. */
       workers: int('EXTRACTION_WORKERS', 2, 1),
+      textWorkers: int('EXTRACTION_TEXT_WORKERS', 2, 1),
+      /** Most heavy-lane workers one organization holds at once: all but one, so another organization always finds one. */
+      workersPerOrg: int('EXTRACTION_WORKERS_PER_ORG', Math.max(1, int('EXTRACTION_WORKERS', 2, 1) - 1), 1),
       timeoutMs: int('EXTRACTION_TIMEOUT_MS', 120_000, 100),
+      /** The OCR budget of one image: past it the image is refused (413) and its worker replaced. */
+      ocrTimeoutMs: int('OCR_TIMEOUT_MS', 30_000, 100),
       memoryBytes: int('EXTRACTION_MEMORY_MB', 1024, 64) * MiB,
       maxDocxXmlBytes: int('DOCX_MAX_XML_MB', 6, 1) * MiB,
     },
@@ -167,6 +219,8 @@ export function loadConfig() {
     // k1 1.2, b 0.75 sit on the plateau of the SciFact sweep (bench/fulltext.ts --sweep).
     bm25: { k1: num('BM25_K1', 1.2), b: num('BM25_B', 0.75) },
     logLevel: process.env.LOG_LEVEL || 'info',
+    /** /ready lists the cluster's live nodes with their addresses and shards (it needs no key). */
+    readyDetails: process.env.READY_DETAILS === 'true',
     cluster: clusterConfig(),
   };
 }

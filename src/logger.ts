@@ -6,3 +6,17 @@ export function createLogger(level: string) {
 }
 
 export type Logger = ReturnType<typeof createLogger>;
+
+/**
+ * Log why the process stops, then exit 1. The logger buffers its output and Bun exits without
+ * pino's flush at exit: a taken port exited with no word why. So the buffer is written out first.
+ */
+export function exitFatal(logger: Logger, details: Record<string, unknown>, message: string): never {
+  logger.fatal(details, message);
+  try {
+    ((logger as unknown as Record<symbol, { flushSync?: () => void } | undefined>)[pino.symbols.streamSym])?.flushSync?.();
+  } catch {
+    // Nothing buffered, or the output is gone: exit all the same.
+  }
+  process.exit(1);
+}

@@ -1,30 +1,33 @@
 // The server: listen at once (so /health and /ready answer during recovery), replay the
 // log, load the embedding models, then serve the API.
-import { toSpec, specKey, ExtractionPool, LogGapError, type Engine } from '../engine';
+import { toSpec, specKey, ExtractionLanes, LogGapError, type Engine } from '../engine';
 import { rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import pkg from '../package.json';
-import { createApp, methodsOf } from './app';
+import { createApp, routeTableOf } from './app';
+import { verifiedOrg } from './http/auth';
 import { UploadService } from './uploads';
 import { Metrics } from './http/metrics';
 import { RequestActivity, serve } from './http/serve';
 import { KeyStore, keyFilePath } from './auth/key-store';
 import { followKeyStream } from './auth/key-records';
 import { loadConfig } from './config';
-import { createLogger } from './logger';
+import { createLogger, exitFatal } from './logger';
 import { KB_TYPES, modelWarnings, typeEmbeddings } from './kb-types';
 import { pullConfiguredModels } from './models-at-start';
 import { coversShards, LocalSnapshotStore, openEngine, restoreFromStore, S3ClusterSnapshots, S3SnapshotStore, SnapshotManager, type SnapshotStore } from '../snapshots';
 import { join } from 'node:path';
 
+// Everything this process writes (log, snapshots, graphs, originals, uploads in flight) is the
+// tenants' data: readable by this user only, whatever the umask it was started with.
+process.umask(0o077);
 const config = loadConfig();
 const logger = createLogger(config.logLevel);
 let engine: Engine | undefined;
 try {
   await pullConfiguredModels(config, logger);
 } catch (err) {
-  logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'the configured embedding model could not be pulled');
-  process.exit(1);
+  exitFatal(logger, { err: err instanceof Error ? err.message : String(err) }, 'the configured embedding model could not be pulled');
 }
 const embeddings = typeEmbeddings(config);
 const warnings = modelWarnings(embeddings);
@@ -44,8 +47,18 @@ const notReady = new Set<string>(['recovering state from the write-ahead log', .
 
 const keys = new KeyStore(keyFilePath(config.dataDir), config.apiKeys);
 // Cluster mode: keys issued through any node (bun run admin with CLUSTER_NATS_URLS) hold here too.
-const keyStream = config.cluster ? await followKeyStream(config.cluster, (record) => keys.add(record)) : undefined;
-const extraction = new ExtractionPool({ size: config.extraction.workers, timeoutMs: config.extraction.timeoutMs, memoryLimitBytes: config.extraction.memoryBytes });
+const keyStream = config.cluster
+  ? await followKeyStream(config.cluster, (record) => keys.add(record)).catch((err) => exitFatal(logger, { err: err instanceof Error ? err.message : String(err) }, 'cannot follow the key stream of the cluster'))
+  : undefined;
+// Text formats and PDF/DOCX/images in lanes of their own, each shared fairly by organizations.
+const extraction = new ExtractionLanes({
+  heavyWorkers: config.extraction.workers,
+  lightWorkers: config.extraction.textWorkers,
+  heavyPerTenant: config.extraction.workersPerOrg,
+  timeoutMs: config.extraction.timeoutMs,
+  ocrTimeoutMs: config.extraction.ocrTimeoutMs,
+  memoryLimitBytes: config.extraction.memoryBytes,
+});
 const uploads = new UploadService(config, extraction);
 // Temporary upload files of a previous run are garbage now.
 await rm(uploads.tmpDir, { recursive: true, force: true });
@@ -68,10 +81,11 @@ const app = createApp(
 );
 
 const activity = new RequestActivity();
-const server = serve((request) => app.handle(request), {
+const server = listenOrExit(() => serve((request) => app.handle(request), {
   activity,
   cors: config.cors,
-  methodsOf: methodsOf(app),
+  routes: routeTableOf(app),
+  orgOf: verifiedOrg,
   port: config.port,
   hostname: config.host,
   // Bun's own cap is only a backstop, far above the routes' limits, so that oversized bodies reach
@@ -80,13 +94,25 @@ const server = serve((request) => app.handle(request), {
   logger,
   observe: (method, route, status, seconds) => metrics.observeRequest(method, route, status, seconds),
   idleTimeoutSeconds: config.idleTimeoutSeconds,
-  longRequestSeconds: Math.ceil(Math.max(config.waitTimeoutMs, config.extraction.timeoutMs) / 1000) + 30,
-});
+  // An upload is received, extracted, then maybe waited for: each phase answers on its own time limit
+  // before this one (Bun's at most 255 s) cuts the connection.
+  longRequestSeconds: Math.ceil((config.limits.uploadReceiveMs + config.extraction.timeoutMs + config.waitTimeoutMs) / 1000) + 15,
+}));
 logger.info({ port: server.port, host: config.host, dataDir: config.dataDir }, 'listening');
 
+/** Start listening, or stop the start with one line when the port is taken (or not ours to use). */
+function listenOrExit<T>(listen: () => T): T {
+  try {
+    return listen();
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    const why = code === 'EADDRINUSE' ? `port ${config.port} on ${config.host} is already in use (is another server running?); stop it or set PORT` : err instanceof Error ? err.message : String(err);
+    exitFatal(logger, { port: config.port, host: config.host, code }, `cannot listen: ${why}`);
+  }
+}
+
 const fatal = (err: unknown) => {
-  logger.fatal({ err: String(err) }, 'write-ahead log failed; exiting so a restart can recover from the log');
-  process.exit(1);
+  exitFatal(logger, { err: String(err) }, 'write-ahead log failed; exiting so a restart can recover from the log');
 };
 
 /** Where other nodes reach this one by default: the address it listens on, or the machine's name. */
@@ -165,8 +191,7 @@ try {
   Bun.gc(true);
   logger.info({ recovery: engine.recovery }, 'state recovered');
 } catch (err) {
-  logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'recovery failed');
-  process.exit(1);
+  exitFatal(logger, { err: err instanceof Error ? err.message : String(err) }, 'recovery failed');
 }
 
 await Promise.all(

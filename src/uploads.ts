@@ -1,10 +1,11 @@
 // File uploads: stream to a temporary file, extract text in the extraction workers (bounded
-// concurrency, so memory stays bounded however many uploads arrive at once), keep the original
-// bytes beside the log, then add the content like a text item.
+// concurrency, so memory stays bounded however many uploads arrive at once; text formats and
+// PDF/DOCX/images in separate lanes, each shared fairly by organizations: ExtractionLanes), keep
+// the original bytes beside the log, then add the content like a text item.
 import { Value } from '@sinclair/typebox/value';
-import { readFile, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Engine, ExtractionError, type ExtractionPool, type ContentItem, type Metadata, newId } from '../engine';
+import { type Engine, ExtractionError, type ExtractionLanes, type ContentItem, type Metadata, newId } from '../engine';
 import { ApiError, invalid, notFound, type ErrorCode } from './errors';
 import { receiveUpload } from './http/multipart';
 import { parseJsonText } from './http/body';
@@ -19,26 +20,6 @@ const CODE: Record<string, ErrorCode> = {
   EXTRACTION_FAILED: 'EXTRACTION_FAILED',
   TOO_LARGE: 'PAYLOAD_TOO_LARGE',
 };
-
-/** A counting semaphore: at most `size` holders at once, the rest wait in order. */
-class Slots {
-  private waiting: (() => void)[] = [];
-  private free: number;
-  constructor(size: number) {
-    this.free = size;
-  }
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.free > 0) this.free--;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
-    try {
-      return await task();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.free++;
-    }
-  }
-}
 
 function parseMetadata(raw: string | undefined): Metadata | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
@@ -59,14 +40,10 @@ function parseMetadata(raw: string | undefined): Metadata | undefined {
 }
 
 export class UploadService {
-  private readonly slots: Slots;
-
   constructor(
     private readonly config: Config,
-    private readonly extraction: ExtractionPool,
-  ) {
-    this.slots = new Slots(extraction.size);
-  }
+    private readonly extraction: ExtractionLanes,
+  ) {}
 
   get tmpDir(): string {
     return join(this.config.dataDir, 'tmp');
@@ -80,24 +57,22 @@ export class UploadService {
       maxFileBytes: this.config.limits.maxFileBytes,
       maxFieldBytes: 64 * 1024,
       allowedFields: ['metadata'],
+      receiveTimeoutMs: this.config.limits.uploadReceiveMs,
     });
     try {
       const metadata = parseMetadata(fields.metadata);
       if (file.size === 0) throw new ApiError('EMPTY_FILE', 'The file is empty');
-      const extracted = await this.slots.run(async () => {
-        const bytes = new Uint8Array(await readFile(file.path));
-        try {
-          return await this.extraction.extract(bytes, file.fileName, {
-            allowImages: kb.config.modalities.includes('image'),
-            maxPages: this.config.limits.maxFilePages,
-            maxChars: this.config.limits.maxTextBytes,
-            maxDocxXmlBytes: this.config.extraction.maxDocxXmlBytes,
-          });
-        } catch (err) {
-          if (err instanceof ExtractionError) throw new ApiError(CODE[err.code] ?? 'EXTRACTION_FAILED', err.message);
-          throw err;
-        }
-      });
+      // The file is read only once its lane has a worker for this organization.
+      const extracted = await this.extraction
+        .extractFile(org, file.path, file.fileName, {
+          allowImages: kb.config.modalities.includes('image'),
+          maxPages: this.config.limits.maxFilePages,
+          maxChars: this.config.limits.maxTextBytes,
+          maxDocxXmlBytes: this.config.extraction.maxDocxXmlBytes,
+        })
+        .catch((err: unknown) => {
+          throw err instanceof ExtractionError ? new ApiError(CODE[err.code] ?? 'EXTRACTION_FAILED', err.message) : err;
+        });
       // The same byte limit as the text route (extraction counted characters).
       if (Buffer.byteLength(extracted.text, 'utf8') > this.config.limits.maxTextBytes) {
         throw new ApiError('PAYLOAD_TOO_LARGE', `The text extracted from the file is larger than the limit of ${this.config.limits.maxTextBytes} bytes`);

@@ -8,7 +8,7 @@
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectNats } from '../log/nats';
+import { connectNats, type NatsAuth } from '../log/nats';
 
 export interface NodeEntry {
   nodeId: string;
@@ -20,6 +20,8 @@ export interface NodeEntry {
 
 export interface LiveNodesOptions {
   servers: string[];
+  /** Credentials and TLS for the NATS connection (absent: none). */
+  auth?: NatsAuth;
   /** Bucket name: `<stream>_NODES`. */
   bucket: string;
   replicas: number;
@@ -51,7 +53,7 @@ export class LiveNodes {
   ) {}
 
   static async open(options: LiveNodesOptions): Promise<LiveNodes> {
-    const nc = await connectNats(options.servers);
+    const nc = await connectNats(options.servers, options.auth);
     try {
       const heartbeatMs = options.heartbeatMs ?? 1000;
       const kv = await new Kvm(jetstream(nc)).create(options.bucket, { ttl: options.ttlMs ?? 10 * heartbeatMs, replicas: options.replicas, history: 1 });

@@ -70,8 +70,11 @@ function looksLikeHtml(bytes: Uint8Array): boolean {
   return head.startsWith('<!doctype html') || head.startsWith('<html');
 }
 
-/** Bare signatures of our binary formats, for damaged files `file-type` no longer recognizes. */
-function signatureType(bytes: Uint8Array, ext: string): DetectedType | undefined {
+/**
+ * Bare signatures of our binary formats, for damaged files `file-type` no longer recognizes (and
+ * for triage.ts, which routes uploads by their first bytes).
+ */
+export function signatureType(bytes: Uint8Array, ext: string): DetectedType | undefined {
   const starts = (...sig: number[]) => sig.every((b, i) => bytes[i] === b);
   if (starts(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return { ...BINARY_BY_EXT.png! };
   if (starts(0xff, 0xd8, 0xff)) return { ...BINARY_BY_EXT.jpg! };
@@ -82,7 +85,7 @@ function signatureType(bytes: Uint8Array, ext: string): DetectedType | undefined
   return undefined;
 }
 
-function hasPdfHeaderNearStart(bytes: Uint8Array): boolean {
+export function hasPdfHeaderNearStart(bytes: Uint8Array): boolean {
   const head = bytes.subarray(0, 1024);
   for (let i = 0; i + 5 <= head.length; i++) {
     if (head[i] === 0x25 && head[i + 1] === 0x50 && head[i + 2] === 0x44 && head[i + 3] === 0x46 && head[i + 4] === 0x2d) return true;

@@ -1,8 +1,9 @@
 // File extraction: bytes + file name → structured text for chunking. No HTTP here; see README.md
 // beside this file for the formats, libraries, caps and error codes.
 //
-// `extractFile` runs in the calling thread. The server should call it through `ExtractionPool`
-// (pool.ts), which runs it in worker threads with a time limit.
+// `extractFile` runs in the calling thread. The server should call it through `ExtractionLanes`
+// (lanes.ts: a light and a heavy lane, shared fairly by organizations) over `ExtractionPool`
+// (pool.ts), which runs it in worker threads with a time limit (and an OCR budget for images).
 import { detectFileType, type DetectedType } from './detect';
 import { ExtractionError, asExtractionFailure, formatCount } from './errors';
 import { csvToText } from './extractors/csv';
@@ -18,7 +19,8 @@ import { DEFAULT_MAX_DOCX_XML_BYTES, DEFAULT_MAX_IMAGE_PIXELS, DEFAULT_MAX_OCR_P
 export { ExtractionError, EXTRACTION_ERROR_CODES, type ExtractionErrorCode } from './errors';
 export { detectFileType, type DetectedType, type FileKind } from './detect';
 export { shutdownOcr } from './extractors/ocr';
-export { ExtractionPool, DEFAULT_EXTRACTION_TIMEOUT_MS, type ExtractionPoolOptions } from './pool';
+export { ExtractionPool, DEFAULT_EXTRACTION_TIMEOUT_MS, DEFAULT_OCR_TIMEOUT_MS, type ExtractionPoolOptions } from './pool';
+export { ExtractionLanes, type ExtractionLanesOptions } from './lanes';
 export type { ExtractOptions, ExtractResult } from './types';
 
 const LABEL: Record<DetectedType['kind'], string> = {

@@ -8,7 +8,7 @@
 // durable consumer, and a node pulls only from the shards it holds (the others lack the content).
 import { AckPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type Consumer, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { connectNats, ensureStream, publishRetried } from '../log/nats';
+import { connectNats, ensureStream, publishRetried, type NatsAuth } from '../log/nats';
 import { ShardSet } from '../shards';
 
 export interface IndexingJob {
@@ -21,6 +21,8 @@ export interface IndexingJob {
 
 export interface JetStreamJobsOptions {
   servers: string[];
+  /** Credentials and TLS for the NATS connection (absent: none). */
+  auth?: NatsAuth;
   /** Stream name; job subjects are `<stream>.s<shard>.<kbId>.<contentId>`. */
   stream: string;
   /** The shards this node indexes (default: all of one). */
@@ -48,7 +50,7 @@ export class JetStreamJobs {
 
   static async open(options: JetStreamJobsOptions): Promise<JetStreamJobs> {
     const shards = options.shards ?? ShardSet.all();
-    const nc = await connectNats(options.servers);
+    const nc = await connectNats(options.servers, options.auth);
     try {
       const jsm = await ensureStream(nc, {
         name: options.stream,

@@ -1,7 +1,9 @@
 // The ingestion queue: content versions waiting to be chunked and embedded, sent to the document
 // workers in batches, their results committed to the log as `content.indexed` (or `failed`)
-// records. Embedding failures are retried with backoff; then the chunks are indexed for full-text
-// search only and the item is failed.
+// records. Batches are taken fairly: round robin across organizations, then across an
+// organization's knowledge bases, in order within a knowledge base (fair-queue.ts). Embedding
+// failures are retried with backoff; then the chunks are indexed for full-text search only and the
+// item is failed.
 import { ANALYZER_VERSION } from '../analysis/analyzer';
 import { toSpec } from '../embedding/provider';
 import { newId } from '../ids';
@@ -12,6 +14,7 @@ import type { Compute } from './compute';
 import { RecordTooLargeError } from '../log/jetstream-log';
 import { ThroughputMeter } from './progress';
 import type { ItemResult } from './handlers';
+import { FairQueue } from './fair-queue';
 
 export const DEFAULT_EMBEDDING_RETRY = { attempts: 8, baseMs: 2000, maxMs: 60_000 };
 
@@ -39,7 +42,7 @@ export interface IngestionQueueOptions {
   compute: Compute;
   /** Log a record (applied at once, resolved when durable). */
   commit: (record: LogRecord, attachment?: Uint8Array) => Promise<unknown>;
-  /** Most content items in one worker request (default 16). */
+  /** Most content items in one worker request (default 16; a share of it while several organizations wait). */
   batchItems?: number;
   embeddingRetry?: { attempts: number; baseMs: number; maxMs: number };
   onBatch?: (batch: IngestionBatch) => void;
@@ -57,8 +60,24 @@ export function* unfinishedItems(knowledgeBases: Map<string, KnowledgeBase>): Ge
   }
 }
 
+/** About this many chunks of text in one worker request (a share of it while several organizations wait). */
+const BATCH_CHUNKS = 16;
+
+/**
+ * How much of a full batch one turn takes when `organizations` have content waiting: all of it for
+ * one indexing alone (its throughput unchanged); with others waiting, an equal share, so a round of
+ * turns stays about one full batch of work and another organization's small write waits for the
+ * batches in flight and about one batch more, however many organizations have a backlog. Never
+ * below a quarter: batching is what makes embedding fast.
+ */
+export function batchShare(full: number, organizations: number): number {
+  return organizations <= 1 ? full : Math.max(Math.ceil(full / organizations), Math.ceil(full / 4));
+}
+
 export class IngestionQueue {
-  private readonly queue: QueueEntry[] = [];
+  /** Waiting entries, taken fairly across organizations and knowledge bases. */
+  private readonly queue = new FairQueue<QueueEntry>();
+  /** Batches in the workers (or committing their results). */
   private inFlight = 0;
   private readonly retryTimers = new Set<ReturnType<typeof setTimeout>>();
   private running: boolean;
@@ -70,14 +89,21 @@ export class IngestionQueue {
     this.running = options.held !== true;
   }
 
-  /** Items waiting or being indexed. */
+  /** Items waiting plus batches being indexed. */
   get depth(): number {
-    return this.queue.length + this.inFlight;
+    return this.queue.size + this.inFlight;
   }
 
   enqueue(kbId: string, id: string, version: number, settled?: QueueEntry['settled']): void {
-    this.queue.push({ kbId, id, version, settled });
+    this.push({ kbId, id, version, settled });
     this.pump();
+  }
+
+  /** Into the fair queue, under its knowledge base's organization. */
+  private push(job: QueueEntry): void {
+    // A knowledge base already gone: its jobs are dropped at their turn, whatever they are filed under.
+    const org = this.options.knowledgeBases.get(job.kbId)?.record.orgId ?? '';
+    this.queue.push(org, job.kbId, job);
   }
 
   /** At start-up: whatever was pending or in flight at the last stop is indexed again. Returns how many. */
@@ -85,7 +111,7 @@ export class IngestionQueue {
     let requeued = 0;
     for (const { kbId, item } of unfinishedItems(this.options.knowledgeBases)) {
       markPending(item);
-      this.queue.push({ kbId, id: item.id, version: item.current.version });
+      this.push({ kbId, id: item.id, version: item.current.version });
       requeued++;
     }
     this.pump();
@@ -107,29 +133,28 @@ export class IngestionQueue {
   private pump(): void {
     if (!this.running) return;
     // One request per worker plus one waiting each: the queue itself is cheap, the workers are not.
-    const maxItems = this.options.batchItems ?? 16;
+    const fullItems = this.options.batchItems ?? 16;
     const { compute, knowledgeBases } = this.options;
-    while (!this.closed && this.inFlight < compute.documents.size * 2 && this.queue.length > 0) {
-      // A batch: consecutive items of one knowledge base (one model), up to maxItems or about
-      // 16 chunks of text, so short items share embedding calls and long ones go alone.
+    while (!this.closed && this.inFlight < compute.documents.size * 2 && this.queue.size > 0) {
+      // A batch: the next items of the knowledge base whose turn it is (one model), up to maxItems
+      // or about maxChunks chunks of text, so short items share embedding calls and long ones go alone.
+      const organizations = this.queue.organizations;
+      const maxItems = batchShare(fullItems, organizations);
+      const maxChunks = batchShare(BATCH_CHUNKS, organizations);
       const batch: { job: QueueEntry; item: ContentItem }[] = [];
-      let kb: KnowledgeBase | undefined;
       let chars = 0;
-      while (this.queue.length > 0 && batch.length < maxItems) {
-        const next = this.queue[0]!;
-        if (kb && next.kbId !== kb.id) break;
-        const nextKb = knowledgeBases.get(next.kbId);
-        const item = nextKb?.contents.get(next.id);
-        this.queue.shift();
-        if (!nextKb || !item || item.current.version !== next.version) {
-          next.settled?.('done'); // deleted or superseded
-          continue;
+      const taken = this.queue.take(maxItems, (job) => {
+        const jobKb = knowledgeBases.get(job.kbId);
+        const item = jobKb?.contents.get(job.id);
+        if (!jobKb || !item || item.current.version !== job.version) {
+          job.settled?.('done'); // deleted or superseded
+          return 'drop';
         }
-        kb = nextKb;
-        batch.push({ job: next, item });
+        batch.push({ job, item });
         chars += item.current.text.length;
-        if (chars >= 16 * kb.record.config.chunking.size) break;
-      }
+        return chars >= maxChunks * jobKb.record.config.chunking.size ? 'last' : 'take';
+      });
+      const kb = taken && knowledgeBases.get(taken.lane);
       if (!kb || batch.length === 0) continue;
       this.runBatch(kb, batch);
     }
@@ -233,7 +258,7 @@ export class IngestionQueue {
     this.options.log('warn', 'embedding failed; retrying', { kbId: job.kbId, id: job.id, attempt, retryInMs: delay, error });
     const timer = setTimeout(() => {
       this.retryTimers.delete(timer);
-      this.queue.push({ ...job, attempt: attempt + 1 });
+      this.push({ ...job, attempt: attempt + 1 });
       this.pump();
     }, delay);
     this.retryTimers.add(timer);

@@ -4,13 +4,15 @@
 // order every node applies. Each append carries a message id (Nats-Msg-Id): a publish retried
 // after a lost acknowledgement is stored once. Nothing outside engine/log/ knows the stream exists.
 import { jetstream, DeliverPolicy, StorageType, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
-import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
-import { connectNats, ensureStream, publishRetried } from './nats';
+import { nanos, type NatsConnection } from '@nats-io/transport-node';
+import { connectNats, ensureStream, publishRetried, type NatsAuth } from './nats';
 import { newId } from '../ids';
 import type { LogEntry, LogRange, RecordLog } from './log';
 
 export interface JetStreamLogOptions {
   servers: string[];
+  /** Credentials and TLS for the NATS connection (absent: none). */
+  auth?: NatsAuth;
   /** Stream name; its one subject is `<stream>.records`. */
   stream: string;
   /** Copies JetStream keeps of each record (3 on a 3-server cluster; 1 for a single server). */
@@ -116,7 +118,7 @@ export async function readStream(nc: NatsConnection, stream: string, afterSeq: n
 
 /** Reading a JetStreamRange from any thread (the snapshot worker): its own connection. */
 export async function readJetStreamRange(range: JetStreamRange, visit: (entry: LogEntry) => void): Promise<void> {
-  const nc = await connect({ servers: range.servers });
+  const nc = await connectNats(range.servers, range.auth);
   try {
     await readStream(nc, range.stream, range.afterSeq, range.throughSeq, visit);
   } finally {
@@ -158,7 +160,7 @@ export class JetStreamLog implements RecordLog {
    * `afterSeq` were purged (start from a newer snapshot).
    */
   static async open(options: JetStreamLogOptions, visit: (entry: LogEntry) => void, afterSeq = 0): Promise<JetStreamLog> {
-    const nc = await connectNats(options.servers);
+    const nc = await connectNats(options.servers, options.auth);
     let jsm: JetStreamManager;
     try {
       jsm = await ensureStream(nc, {
@@ -328,7 +330,7 @@ export class JetStreamLog implements RecordLog {
   }
 
   range(afterSeq: number, throughSeq: number): LogRange {
-    return { kind: 'jetstream', servers: this.options.servers, stream: this.options.stream, afterSeq, throughSeq };
+    return { kind: 'jetstream', servers: this.options.servers, auth: this.options.auth, stream: this.options.stream, afterSeq, throughSeq };
   }
 
   /** Purges records below `seq`; resolves with how many were removed. */

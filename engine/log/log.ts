@@ -2,6 +2,7 @@
 // Two implementations: segment files on local disk (segment-log.ts, single node) and a NATS
 // JetStream stream replicated by JetStream's Raft (jetstream-log.ts, cluster mode).
 // Nothing outside engine/log/ knows how records are stored.
+import type { NatsAuth } from './nats';
 
 export interface LogEntry {
   seq: number;
@@ -14,7 +15,7 @@ export interface LogEntry {
  */
 export type LogRange =
   | { kind: 'segments'; files: string[]; afterSeq: number; throughSeq: number }
-  | { kind: 'jetstream'; servers: string[]; stream: string; afterSeq: number; throughSeq: number };
+  | { kind: 'jetstream'; servers: string[]; auth?: NatsAuth; stream: string; afterSeq: number; throughSeq: number };
 
 export interface RecordLog {
   /** Sequence number of the newest record appended. */

@@ -1,8 +1,8 @@
 // The write-ahead log on local disk (RecordLog, log.ts): numbered segment files of checksummed frames. Appends are group-committed:
 // every append issued while an fsync is in flight joins the next batch, so concurrent writers share
 // one fdatasync. A caller's promise resolves only once its record is on disk.
-import { mkdir, open, readdir, rename, rm, truncate, type FileHandle } from 'node:fs/promises';
-import { fsyncPathAsync } from '../fsync';
+import { mkdir, open, readdir, rename, rm, truncate, writeFile, type FileHandle } from 'node:fs/promises';
+import { fsyncPathAsync, PRIVATE_DIR, PRIVATE_FILE } from '../fsync';
 import { join } from 'node:path';
 import { encodeFrame, scanFrames } from './frame';
 import type { LogEntry, LogRange, RecordLog } from './log';
@@ -54,7 +54,7 @@ export class SegmentLog implements RecordLog {
    */
   static async open(options: WalOptions, replay: (entry: LogEntry) => void): Promise<SegmentLog> {
     const wal = new SegmentLog(options);
-    await mkdir(options.dir, { recursive: true });
+    await mkdir(options.dir, { recursive: true, mode: PRIVATE_DIR });
     const names = (await readdir(options.dir)).filter((n) => SEGMENT.test(n)).sort();
     wal.segments = names.map((name) => ({ name, firstSeq: Number(SEGMENT.exec(name)![1]) }));
     for (let i = 0; i < wal.segments.length; i++) {
@@ -81,7 +81,7 @@ export class SegmentLog implements RecordLog {
         const isLast = i === wal.segments.length - 1;
         // Keep the cut bytes beside the log for inspection; never silently drop them.
         const aside = `${path}.damaged-${Date.now()}`;
-        await Bun.write(aside, bytes.subarray(scan.end));
+        await writeFile(aside, bytes.subarray(scan.end), { mode: PRIVATE_FILE });
         await truncate(path, scan.end);
         wal.warn(isLast ? 'write-ahead log: torn tail cut off' : 'write-ahead log: corrupt segment, later segments set aside', {
           segment: seg.name,
@@ -104,7 +104,7 @@ export class SegmentLog implements RecordLog {
     wal.durableSeq = wal.lastSeq;
     const last = wal.segments[wal.segments.length - 1];
     if (last) {
-      wal.fh = await open(join(options.dir, last.name), 'a');
+      wal.fh = await open(join(options.dir, last.name), 'a', PRIVATE_FILE);
       wal.segmentSize = (await wal.fh.stat()).size;
     } else {
       await wal.startSegment();
@@ -127,7 +127,7 @@ export class SegmentLog implements RecordLog {
   private async startSegment(): Promise<void> {
     const firstSeq = this.durableSeq + 1;
     const name = segmentName(firstSeq);
-    this.fh = await open(join(this.options.dir, name), 'a');
+    this.fh = await open(join(this.options.dir, name), 'a', PRIVATE_FILE);
     this.segmentSize = 0;
     this.segments.push({ name, firstSeq });
     // The new file's directory entry must be durable before records in it are acknowledged (the

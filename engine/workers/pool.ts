@@ -4,7 +4,8 @@
 //   then fails with WorkerFailure('crash');
 // - with `timeoutMs`, a request running longer has its worker terminated (whatever it is doing)
 //   and replaced, and fails with WorkerFailure('timeout'); the clock starts when a worker picks the
-//   request up, not while it waits in the queue.
+//   request up, not while it waits in the queue. A request may carry its own limit (`run`'s
+//   `timeoutMs`), e.g. a shorter budget for one kind of input.
 // - with `memoryLimitBytes`, the process's resident memory is sampled while requests run; the
 //   oldest request during which it grew by more than the limit has its worker terminated and
 //   fails with WorkerFailure('memory'). Worker threads share the process heap and Bun ignores
@@ -50,6 +51,13 @@ interface Job {
   timer?: ReturnType<typeof setTimeout>;
   /** Process resident memory when a worker picked the request up. */
   startRss?: number;
+  /** This request's time limit (else the pool's). */
+  timeoutMs?: number;
+}
+
+export interface RunOptions {
+  /** Time limit of this request once a worker runs it, in place of the pool's `timeoutMs`. */
+  timeoutMs?: number;
 }
 
 interface Slot {
@@ -102,10 +110,11 @@ export class WorkerPool {
   }
 
   /** Run a request; `transfer` buffers move to the worker (the caller's views become empty). */
-  run<T>(message: object, transfer: ArrayBuffer[] = []): Promise<T> {
+  run<T>(message: object, transfer: ArrayBuffer[] = [], options: RunOptions = {}): Promise<T> {
     if (this.closed) return Promise.reject(new WorkerFailure('closed', 'worker pool closed'));
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, message, transfer, attempts: 0, resolve: resolve as (v: unknown) => void, reject });
+      const timeoutMs = options.timeoutMs ?? this.options.timeoutMs;
+      this.queue.push({ id: this.nextId++, message, transfer, attempts: 0, resolve: resolve as (v: unknown) => void, reject, timeoutMs });
       this.dispatch();
     });
   }
@@ -118,7 +127,7 @@ export class WorkerPool {
       job.attempts++;
       slot.job = job;
       slot.worker.ref();
-      if (this.options.timeoutMs !== undefined) job.timer = setTimeout(() => this.timedOut(i, job), this.options.timeoutMs);
+      if (job.timeoutMs !== undefined) job.timer = setTimeout(() => this.timedOut(i, job), job.timeoutMs);
       if (this.options.memoryLimitBytes !== undefined) this.watchMemory(job);
       slot.worker.postMessage({ jobId: job.id, ...job.message }, job.transfer);
     }
@@ -185,7 +194,7 @@ export class WorkerPool {
     if (this.closed || this.slots[index]!.job !== job) return;
     this.timeouts++;
     this.release(index, true);
-    job.reject(new WorkerFailure('timeout', `took longer than ${this.options.timeoutMs} ms and was stopped`));
+    job.reject(new WorkerFailure('timeout', `took longer than ${job.timeoutMs} ms and was stopped`));
     this.dispatch();
   }
 

@@ -18,7 +18,7 @@ const decoder = new TextDecoder();
 
 /** The key stream of a cluster, followed: `onRecord` sees every record, those to come included. */
 export async function followKeyStream(cluster: NonNullable<Config['cluster']>, onRecord: (record: KeyRecord) => void): Promise<JetStreamLog> {
-  return JetStreamLog.open({ servers: cluster.servers, stream: `${cluster.stream}_AUTH`, replicas: cluster.replicas }, (entry) =>
+  return JetStreamLog.open({ servers: cluster.servers, auth: cluster.natsAuth, stream: `${cluster.stream}_AUTH`, replicas: cluster.replicas }, (entry) =>
     onRecord(JSON.parse(decoder.decode(entry.payload)) as KeyRecord),
   );
 }

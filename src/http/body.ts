@@ -96,9 +96,31 @@ export function parseJsonText(text: string, path = '/'): unknown {
   return value;
 }
 
-export async function parseJsonBody(request: Request, limit: number): Promise<unknown> {
-  const bytes = await readBodyLimited(request, limit);
+export async function parseJsonBody(request: Request, limit: number, receiveMs: number): Promise<unknown> {
+  const bytes = await receivedWithin(readBodyLimited(request, limit), receiveMs, 'request body');
   const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
   if (text.trim().length === 0) return {};
   return parseJsonText(text);
+}
+
+/**
+ * `receiving` (a body being read), or 408 REQUEST_TIMEOUT once `ms` have passed: a client that
+ * drips its body gets an answer before the listener's own timeout would cut the connection with
+ * none. The connection is closed after the answer (the rest of the body is never read).
+ */
+export async function receivedWithin<T>(receiving: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new ApiError('REQUEST_TIMEOUT', `The ${what} was not received within ${Math.round(ms / 100) / 10} s; send it faster or in smaller pieces`, undefined, { connection: 'close' })),
+      ms,
+    );
+  });
+  // The read fails once the connection closes after the answer: nobody waits for it then.
+  receiving.catch(() => {});
+  try {
+    return await Promise.race([receiving, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

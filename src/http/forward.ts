@@ -58,8 +58,10 @@ export async function forward(request: Request, body: unknown, target: ForwardTa
     payload = JSON.stringify(body);
     headers.set('content-type', 'application/json');
   }
-  const url = new URL(request.url);
-  const pathAndQuery = pathOf(request.url) + url.search;
+  // From the URL as text: a request without a Host header (HTTP/1.0) has no host to parse a URL
+  // with ("Invalid URL"), and only the path and query go on.
+  const query = request.url.indexOf('?');
+  const pathAndQuery = pathOf(request.url) + (query < 0 ? '' : request.url.slice(query));
   let lastError: unknown;
   for (const [i, node] of target.nodes.entries()) {
     try {

@@ -7,6 +7,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { ApiError, invalid } from '../errors';
+import { receivedWithin } from './body';
 
 export interface ReceivedFile {
   path: string;
@@ -26,6 +27,8 @@ export interface UploadLimits {
   /** Largest text field (the `metadata` JSON). */
   maxFieldBytes: number;
   allowedFields: readonly string[];
+  /** The whole body must arrive within this long (408 REQUEST_TIMEOUT otherwise). */
+  receiveTimeoutMs: number;
 }
 
 /**
@@ -64,6 +67,8 @@ export async function receiveUpload(request: Request, tmpDir: string, limits: Up
   const fields: Record<string, string> = {};
   let file: ReceivedFile | undefined;
   let fileDone: Promise<void> = Promise.resolve();
+  // Ends the temp file early when the upload fails before its end (the body stopped coming in).
+  let endFile = () => {};
 
   const parsed = new Promise<void>((resolve, reject) => {
     const fail = (err: unknown) => reject(err);
@@ -83,12 +88,15 @@ export async function receiveUpload(request: Request, tmpDir: string, limits: Up
       });
       fileDone.catch(() => {}); // reported through `parsed` or the await below, never unhandled
       stream.on('data', (chunk: Buffer) => (received.size += chunk.length));
-      stream.on('limit', () => {
-        fail(new ApiError('PAYLOAD_TOO_LARGE', `The file is larger than the limit of ${limits.maxFileBytes} bytes`));
-        // End the file after the writes already queued (destroying it mid-write crashed the process).
+      // End the file after the writes already queued (destroying it mid-write crashed the process).
+      endFile = () => {
         stream.unpipe(out);
         stream.resume();
         out.end();
+      };
+      stream.on('limit', () => {
+        fail(new ApiError('PAYLOAD_TOO_LARGE', `The file is larger than the limit of ${limits.maxFileBytes} bytes`));
+        endFile();
       });
       stream.pipe(out);
     });
@@ -113,11 +121,12 @@ export async function receiveUpload(request: Request, tmpDir: string, limits: Up
   source.on('error', (err) => parser.destroy(err));
   source.pipe(parser);
   try {
-    await parsed;
+    await receivedWithin(parsed, limits.receiveTimeoutMs, 'upload');
     await fileDone;
   } catch (err) {
     source.unpipe(parser);
     source.destroy();
+    endFile();
     // Only once the write stream is closed can the file be removed for good.
     await fileDone.catch(() => {});
     await rm(tempPath, { force: true });

@@ -5,6 +5,8 @@ import type { Logger } from '../logger';
 import { errorBody } from '../errors';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id';
 import { addCorsHeaders, preflightResponse, type CorsPolicy } from './cors';
+import { UNMATCHED, type RouteTable } from './methods';
+import { rememberClientAddress } from './client-address';
 
 // A Host header as RFC 9110 allows it: a registered name or an IP literal, and an optional port.
 // Anything else (empty, spaces, "/", "@", userinfo) is refused before routing.
@@ -17,18 +19,6 @@ function badHost(): Response {
   });
 }
 
-const KNOWN_TOP = new Set(['health', 'ready', 'metrics', 'docs', 'openapi.json', 'api']);
-
-/** Route label for logs and metrics: path parameters replaced by placeholders, so labels stay few. */
-export function routeLabel(path: string): string {
-  const segs = path.split('/');
-  if (!KNOWN_TOP.has(segs[1] ?? '')) return '(other)';
-  for (let i = 1; i < segs.length; i++) {
-    if (segs[i - 1] === 'knowledge-bases') segs[i] = ':id';
-    else if (segs[i - 1] === 'contents' && segs[i] !== 'file') segs[i] = ':contentId';
-  }
-  return segs.join('/');
-}
 
 /** Requests in flight and when the last one ended: background work runs faster while idle. */
 export class RequestActivity {
@@ -64,8 +54,10 @@ export interface ServeOptions {
   activity?: RequestActivity;
   /** Cross-origin policy (CORS_ORIGINS); absent: no CORS headers, preflights are ordinary requests. */
   cors?: CorsPolicy;
-  /** Methods a path answers to (for preflights). */
-  methodsOf?: (path: string) => string[];
+  /** The app's route templates: methods a path answers to (preflights) and the label of a request. */
+  routes?: RouteTable;
+  /** The organization authenticated for a request (the access log names no unverified one). */
+  orgOf?: (request: Request) => string | undefined;
 }
 
 export function serve(handle: (request: Request) => Promise<Response> | Response, options: ServeOptions) {
@@ -76,14 +68,23 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
     idleTimeout: Math.min(255, options.idleTimeoutSeconds),
     // Never Bun's development error pages (stack traces) in answers, whatever NODE_ENV says.
     development: false,
-    async fetch(request, server) {
+    // A port another process listens on is an error. Bun turns SO_REUSEPORT on by default outside
+    // development mode: a second server then listened on the same port and requests alternated
+    // between the two.
+    reusePort: false,
+    async fetch(received, server) {
       const started = performance.now();
+      if (received.url.includes('wait=') || received.url.includes('/contents/file')) server.timeout(received, Math.min(255, options.longRequestSeconds));
+      const address = server.requestIP(received)?.address;
+      // An HTTP/1.0 request without a Host header has a URL of only its path, which the router would
+      // read from the wrong offset (see pathOf): it is given this server's own host.
+      const request = received.url.startsWith('/') ? new Request(`http://localhost:${server.port}${received.url}`, received) : received;
       const url = request.url;
-      if (url.includes('wait=') || url.includes('/contents/file')) server.timeout(request, Math.min(255, options.longRequestSeconds));
+      rememberClientAddress(request, address);
       const requestId = requestIdOf(request);
       let response: Response;
       const host = request.headers.get('host');
-      const preflight = options.cors && preflightResponse(request, options.cors, () => options.methodsOf?.(pathOf(url)) ?? []);
+      const preflight = options.cors && preflightResponse(request, options.cors, () => options.routes?.allowed(pathOf(url)) ?? []);
       if (host !== null && !HOST_SHAPE.test(host)) response = badHost();
       else if (preflight) response = preflight;
       else {
@@ -96,14 +97,15 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
       }
       response.headers.set(REQUEST_ID_HEADER, requestId);
       if (options.cors) addCorsHeaders(request, response, options.cors);
-      const route = routeLabel(pathOf(url));
+      // Labels are route templates (one for every unmatched path), so a client cannot grow /metrics.
+      const route = options.routes?.template(request.method, pathOf(url)) ?? UNMATCHED;
       const ms = performance.now() - started;
       options.observe?.(request.method, route, response.status, ms / 1000);
       // Access log: never the API key or any content text.
       if (options.logger.isLevelEnabled('info')) options.logger.info(
         {
           requestId,
-          org: request.headers.get('x-service-organization-id') ?? undefined,
+          org: options.orgOf?.(request),
           method: request.method,
           route,
           status: response.status,
@@ -124,8 +126,8 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
  * "/api/v1/…" while a check on the true path saw no API route.
  */
 export function pathOf(url: string): string {
+  // Character for character the router's own formula (Elysia's Bun adapter), edge cases included.
   const start = url.indexOf('/', 7);
-  if (start < 0) return '/';
-  const q = url.indexOf('?', start);
-  return q < 0 ? url.slice(start) : url.slice(start, q);
+  const q = url.indexOf('?', start + 1);
+  return url.substring(start, q === -1 ? undefined : q);
 }

@@ -4,22 +4,22 @@ import type { Metadata } from '../../engine';
 import { ApiError, invalid, notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
-import { checkMetadata, checkNoControl, ContentCreatedSchema, API_ERRORS, errorAnswers, ListQuery, MetadataSchema, JSON_BODY, positiveInt, SuccessSchema } from '../schemas/common';
+import { AnsweredMetadataFields, checkMetadata, checkNoControl, ContentCreatedSchema, API_ERRORS, errorAnswers, ListQuery, MetadataSchema, JSON_BODY, positiveInt, SuccessSchema } from '../schemas/common';
 import { contentListView, contentView } from './views';
 import { requireEngine } from './guards';
 
 // The error answers of each kind of route (documented and checked; see errorAnswers).
 const readErrors = errorAnswers(...API_ERRORS, 404);
 const listErrors = errorAnswers(...API_ERRORS, 400, 404);
-const addErrors = errorAnswers(...API_ERRORS, 400, 403, 404, 413);
-const replaceErrors = errorAnswers(...API_ERRORS, 400, 404, 413);
+const addErrors = errorAnswers(...API_ERRORS, 400, 403, 404, 408, 413);
+const replaceErrors = errorAnswers(...API_ERRORS, 400, 404, 408, 413);
 
 const ContentSchema = t.Object({
   id: t.String(),
   contentChunk: t.String(),
   createdAt: t.String({ format: 'date-time' }),
   updatedAt: t.String({ format: 'date-time' }),
-  metadata: t.Record(t.String(), t.Any()),
+  ...AnsweredMetadataFields,
   status: t.Union([t.Literal('pending'), t.Literal('processing'), t.Literal('ready'), t.Literal('failed')]),
   error: t.Optional(t.String()),
   chunkCount: Type.Integer({ minimum: 0 }),

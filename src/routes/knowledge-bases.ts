@@ -55,8 +55,8 @@ const ConfigurationSchema = t.Object({
 // The error answers of each kind of route (documented and checked; see errorAnswers).
 const readErrors = errorAnswers(...API_ERRORS, 404);
 const listErrors = errorAnswers(...API_ERRORS, 400);
-const createErrors = errorAnswers(...API_ERRORS, 400, 403, 413);
-const updateErrors = errorAnswers(...API_ERRORS, 400, 404, 413);
+const createErrors = errorAnswers(...API_ERRORS, 400, 403, 408, 413);
+const updateErrors = errorAnswers(...API_ERRORS, 400, 404, 408, 413);
 
 export const knowledgeBaseRoutes = (ctx: ServerContext) =>
   new Elysia({ name: "knowledge-bases" })

@@ -29,9 +29,12 @@ const ReadySchema = t.Object({
           { count: t.Integer({ minimum: 1 }), held: t.Array(t.Integer({ minimum: 0 })) },
           { description: 'Knowledge bases hash to `count` shards (CLUSTER_SHARDS); this node holds `held` (NODE_SHARDS).' },
         ),
-        liveNodes: t.Array(t.Object({ nodeId: t.String(), url: t.String(), shards: t.Array(t.Integer({ minimum: 0 })) }), {
-          description: 'Nodes announcing themselves alive, with where they answer and the shards they hold; requests about knowledge bases of shards not held here go to them.',
-        }),
+        liveNodeCount: t.Integer({ minimum: 0, description: 'Nodes announcing themselves alive, this one included.' }),
+        liveNodes: t.Optional(
+          t.Array(t.Object({ nodeId: t.String(), url: t.String(), shards: t.Array(t.Integer({ minimum: 0 })) }), {
+            description: 'With READY_DETAILS=true only (the answer needs no key): the live nodes, where they answer and the shards they hold; requests about knowledge bases of shards not held here go to them.',
+          }),
+        ),
       },
       { description: 'Cluster mode only.' },
     ),
@@ -68,7 +71,11 @@ export const operationRoutes = (ctx: ServerContext) =>
           // A node far behind the log, or cut off from it, answers stale reads: a load balancer should skip it.
           const status = await engine.replication().catch((err: Error) => void reasons.push(`the cluster's log is unreachable: ${err.message}`));
           if (status && status.lag > ctx.config.cluster.maxLag) reasons.push(`${status.lag} log records behind (CLUSTER_MAX_LAG ${ctx.config.cluster.maxLag})`);
-          if (status) cluster = { nodeId: ctx.config.cluster.nodeId, ...status };
+          if (status) {
+            // Who answers where is for operators: /ready needs no key, so the addresses are behind READY_DETAILS.
+            const { liveNodes, ...rest } = status;
+            cluster = { nodeId: ctx.config.cluster.nodeId, ...rest, liveNodeCount: liveNodes.length, ...(ctx.config.readyDetails ? { liveNodes } : {}) };
+          }
         }
         if (reasons.length > 0 || !engine) {
           return json(503, errorBody('NOT_READY', `Not ready: ${reasons.join('; ')}`, reasons.map((r) => ({ path: '/', message: r }))), { 'retry-after': '1' });

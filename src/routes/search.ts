@@ -4,7 +4,7 @@ import type { MetadataFilter } from '../../engine';
 import { notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
-import { API_ERRORS, checkFilter, errorAnswers, JSON_BODY, MetadataFilterSchema, StrictInteger, trimmed } from '../schemas/common';
+import { AnsweredMetadataFields, API_ERRORS, checkFilter, errorAnswers, JSON_BODY, MetadataFilterSchema, StrictInteger, trimmed } from '../schemas/common';
 import { hitView } from './views';
 import { requireEngine } from './guards';
 
@@ -13,7 +13,7 @@ const HitSchema = t.Object({
   contentChunk: t.String(),
   score: t.Number(),
   contentId: t.String(),
-  metadata: t.Record(t.String(), t.Any()),
+  ...AnsweredMetadataFields,
   page: t.Optional(Type.Integer({ minimum: 1, description: 'Page of the source file the chunk came from (PDF uploads).' })),
 });
 
@@ -55,7 +55,7 @@ const HybridHitSchema = t.Object({
   contentChunk: t.String(),
   score: t.Number(),
   contentId: t.String(),
-  metadata: t.Record(t.String(), t.Any()),
+  ...AnsweredMetadataFields,
   page: t.Optional(Type.Integer({ minimum: 1, description: 'Page of the source file the chunk came from (PDF uploads).' })),
   fullTextScore: t.Number({ description: 'BM25 score of the chunk for this query (0 when no term matches).' }),
   semanticScore: t.Optional(t.Number({ description: 'Cosine similarity of the chunk to the query (absent at semanticWeight 0, where no query embedding is made).' })),
@@ -75,8 +75,8 @@ export function readSearch(body: { query: string; limit?: number; metadataFilter
   return { query, limit: body.limit ?? 10, filter: body.metadataFilter as MetadataFilter | undefined };
 }
 
-const errors = errorAnswers(...API_ERRORS, 400, 404, 413);
-const embeddingErrors = errorAnswers(...API_ERRORS, 400, 404, 413, 502);
+const errors = errorAnswers(...API_ERRORS, 400, 404, 408, 413);
+const embeddingErrors = errorAnswers(...API_ERRORS, 400, 404, 408, 413, 502);
 
 export const searchRoutes = (ctx: ServerContext) =>
   new Elysia({ name: 'search' })

@@ -23,7 +23,7 @@ export const uploadRoutes = (ctx: ServerContext, uploads: UploadService) =>
       detail: {
         summary: 'Add content from a file',
         description:
-          'multipart/form-data with a part `file` (text, Markdown, HTML, PDF, DOCX, CSV, JSON; PNG, JPEG, WebP, TIFF read by OCR in TEXT_AND_MEDIA_HIGH_QUALITY knowledge bases) and an optional field `metadata` holding a JSON object. The type is decided from the bytes. 400 UNSUPPORTED_FILE_TYPE, EMPTY_FILE, NO_TEXT_EXTRACTED; 413 over MAX_FILE_BYTES (default 50 MiB), MAX_FILE_PAGES or MAX_TEXT_BYTES of text; 502 EXTRACTION_FAILED when the parser fails or runs past EXTRACTION_TIMEOUT_MS.',
+          'multipart/form-data with a part `file` (text, Markdown, HTML, PDF, DOCX, CSV, JSON; PNG, JPEG, WebP, TIFF read by OCR in TEXT_AND_MEDIA_HIGH_QUALITY knowledge bases) and an optional field `metadata` holding a JSON object. The type is decided from the bytes. 400 UNSUPPORTED_FILE_TYPE, EMPTY_FILE, NO_TEXT_EXTRACTED; 413 over MAX_FILE_BYTES (default 50 MiB), MAX_FILE_PAGES or MAX_TEXT_BYTES of text, or an image whose OCR runs past its budget (OCR_TIMEOUT_MS, default 30 s: send a smaller or cleaner image); 502 EXTRACTION_FAILED when the parser fails or runs past EXTRACTION_TIMEOUT_MS. Text formats are read in workers of their own, never behind PDFs, DOCX or images; organizations share the workers fairly.',
         tags: ['Contents'],
         requestBody: {
           required: true,
@@ -38,6 +38,6 @@ export const uploadRoutes = (ctx: ServerContext, uploads: UploadService) =>
           },
         },
       },
-      response: { 201: ContentCreatedSchema, ...errorAnswers(...API_ERRORS, 400, 403, 404, 413, 502) },
+      response: { 201: ContentCreatedSchema, ...errorAnswers(...API_ERRORS, 400, 403, 404, 408, 413, 502) },
     },
   );

@@ -1,6 +1,59 @@
 // Engine records → the API's resource shapes.
-import type { ChunkHit, ContentItem, KnowledgeBaseRecord } from '../../engine';
+import type { ChunkHit, ContentItem, KnowledgeBaseRecord, Metadata } from '../../engine';
 import { useLiteFallback } from '../kb-types';
+import { MAX_METADATA_ARRAY, MAX_METADATA_JSON_BYTES, MAX_METADATA_KEYS, MAX_METADATA_STRING } from '../schemas/common';
+
+/** A string cut to `max` characters, never inside a surrogate pair. */
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const last = text.charCodeAt(max - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
+}
+
+const bounded = new WeakMap<Metadata, { metadata: Metadata; truncated: boolean }>();
+
+/**
+ * Metadata as answers carry it: within the limits new writes are held to (keys, string lengths,
+ * array lengths, 16 KiB as JSON), so an item stored before those limits (kept whole, never lost)
+ * cannot make a search answer huge by repeating its metadata on every hit. Worked out once per
+ * metadata object; metadata within the limits is answered as it is.
+ */
+export function answerMetadata(metadata: Metadata): { metadata: Metadata; truncated: boolean } {
+  let answer = bounded.get(metadata);
+  if (answer) return answer;
+  if (Buffer.byteLength(JSON.stringify(metadata), 'utf8') <= MAX_METADATA_JSON_BYTES && Object.values(metadata).every((v) => !Array.isArray(v) || v.length <= MAX_METADATA_ARRAY)) {
+    answer = { metadata, truncated: false };
+  } else {
+    // Keys in order while they fit; of an array, its first strings that fit.
+    const kept: Metadata = {};
+    const size = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
+    let bytes = 2; // {}
+    for (const [key, value] of Object.entries(metadata).slice(0, MAX_METADATA_KEYS)) {
+      const keyBytes = size(key) + 2; // ':' and ','
+      if (Array.isArray(value)) {
+        const strings: string[] = [];
+        let arrayBytes = 2; // []
+        for (const s of value.slice(0, MAX_METADATA_ARRAY)) {
+          const item = cut(s, MAX_METADATA_STRING);
+          if (bytes + keyBytes + arrayBytes + size(item) + 1 > MAX_METADATA_JSON_BYTES) break;
+          strings.push(item);
+          arrayBytes += size(item) + 1;
+        }
+        if (strings.length === 0 && value.length > 0) continue;
+        kept[key] = strings;
+        bytes += keyBytes + arrayBytes;
+        continue;
+      }
+      const v = typeof value === 'string' ? cut(value, MAX_METADATA_STRING) : value;
+      if (bytes + keyBytes + size(v) > MAX_METADATA_JSON_BYTES) continue;
+      kept[key] = v;
+      bytes += keyBytes + size(v);
+    }
+    answer = { metadata: kept, truncated: true };
+  }
+  bounded.set(metadata, answer);
+  return answer;
+}
 
 export function knowledgeBaseView(kb: KnowledgeBaseRecord) {
   return {
@@ -19,6 +72,12 @@ export function configurationView(kb: KnowledgeBaseRecord) {
   return { id, knowledgeBaseId: kb.id, type, embedding, chunking, bm25, hnsw, modalities, createdAt, ...(warning ? { warning } : {}) };
 }
 
+/** `metadata`, plus `metadataTruncated: true` when the stored metadata is over the limits. */
+function metadataFields(stored: Metadata): { metadata: Metadata; metadataTruncated?: true } {
+  const { metadata, truncated } = answerMetadata(stored);
+  return truncated ? { metadata, metadataTruncated: true } : { metadata };
+}
+
 export function contentView(item: ContentItem) {
   const v = item.current;
   const source =
@@ -30,7 +89,7 @@ export function contentView(item: ContentItem) {
     contentChunk: v.text,
     createdAt: item.createdAt,
     updatedAt: item.updatedAt,
-    metadata: v.metadata,
+    ...metadataFields(v.metadata),
     status: item.status,
     ...(item.error ? { error: item.error } : {}),
     // Chunks answering searches now (an update's old chunks answer until its new ones are ready).
@@ -47,10 +106,7 @@ export function contentListView(item: ContentItem, maxChars: number) {
   const view = contentView(item);
   const text = view.contentChunk;
   if (text.length <= maxChars) return { ...view, truncated: false };
-  let end = maxChars;
-  const last = text.charCodeAt(end - 1);
-  if (last >= 0xd800 && last <= 0xdbff) end--;
-  return { ...view, contentChunk: text.slice(0, end), truncated: true };
+  return { ...view, contentChunk: cut(text, maxChars), truncated: true };
 }
 
 export function hitView(hit: ChunkHit) {
@@ -59,7 +115,7 @@ export function hitView(hit: ChunkHit) {
     contentChunk: hit.text,
     score: hit.score,
     contentId: hit.contentId,
-    metadata: hit.metadata,
+    ...metadataFields(hit.metadata),
     ...(hit.page !== undefined ? { page: hit.page } : {}),
   };
 }

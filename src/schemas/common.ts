@@ -8,7 +8,11 @@ import type { Metadata, MetadataFilter } from '../../engine';
 export const MAX_METADATA_KEYS = 64;
 export const MAX_METADATA_KEY_LENGTH = 64;
 export const MAX_METADATA_STRING = 1024;
-export const MAX_METADATA_ARRAY = 256;
+export const MAX_METADATA_ARRAY = 64;
+/** The whole metadata object, as JSON (UTF-8 bytes). */
+export const MAX_METADATA_JSON_BYTES = 16 * 1024;
+/** Values of one key in a filter (any of them matches). */
+export const MAX_FILTER_VALUES = 256;
 
 export const MetadataValueSchema = t.Union([
   t.String({ maxLength: MAX_METADATA_STRING }),
@@ -20,15 +24,23 @@ export const MetadataValueSchema = t.Union([
 
 export const MetadataSchema = t.Record(t.String(), MetadataValueSchema, {
   maxProperties: MAX_METADATA_KEYS,
-  description: `Flat key/value metadata: at most ${MAX_METADATA_KEYS} keys of 1–${MAX_METADATA_KEY_LENGTH} characters; values are strings (≤ ${MAX_METADATA_STRING} characters), numbers, booleans or arrays of strings.`,
+  description: `Flat key/value metadata: at most ${MAX_METADATA_KEYS} keys of 1–${MAX_METADATA_KEY_LENGTH} characters; values are strings (≤ ${MAX_METADATA_STRING} characters), numbers, booleans or arrays of at most ${MAX_METADATA_ARRAY} strings; at most ${MAX_METADATA_JSON_BYTES} bytes as JSON in all.`,
   examples: [{ team: 'support', year: 2026, tags: ['faq', 'billing'] }],
 });
+
+/** Metadata in answers (content reads, lists, hits): bounded by the limits above whatever is stored. */
+export const AnsweredMetadataFields = {
+  metadata: t.Record(t.String(), t.Any()),
+  metadataTruncated: t.Optional(
+    t.Literal(true, { description: `Present when the item was stored before today's metadata limits and its metadata is over them: this answer carries the part within them (at most ${MAX_METADATA_JSON_BYTES} bytes as JSON).` }),
+  ),
+};
 
 export const FilterValueSchema = t.Union([
   t.String(),
   Type.Number(),
   t.Boolean(),
-  t.Array(t.Union([t.String(), Type.Number(), t.Boolean()]), { minItems: 1, maxItems: MAX_METADATA_ARRAY }),
+  t.Array(t.Union([t.String(), Type.Number(), t.Boolean()]), { minItems: 1, maxItems: MAX_FILTER_VALUES }),
 ]);
 
 export const MetadataFilterSchema = t.Record(t.String(), FilterValueSchema, {
@@ -61,6 +73,8 @@ function checkKeys(obj: Record<string, unknown>, path: string): void {
 export function checkMetadata(metadata: Metadata | undefined, path = '/metadata'): void {
   if (!metadata) return;
   checkKeys(metadata, path);
+  const bytes = Buffer.byteLength(JSON.stringify(metadata), 'utf8');
+  if (bytes > MAX_METADATA_JSON_BYTES) throw invalid(path, `must be at most ${MAX_METADATA_JSON_BYTES} bytes as JSON; got ${bytes}`);
   for (const [key, value] of Object.entries(metadata)) {
     checkNoControl(key, `${path}/${key}`);
     if (typeof value === 'string') checkNoControl(value, `${path}/${key}`);
@@ -122,6 +136,10 @@ const ERROR_STATUSES = {
   404: {
     description: 'No such knowledge base or content item in this organization (also for malformed ids and for those of other organizations).',
     error: { code: 'NOT_FOUND', message: 'Knowledge base not found' },
+  },
+  408: {
+    description: 'REQUEST_TIMEOUT: the request body (JSON, or an upload within UPLOAD_RECEIVE_TIMEOUT_S) did not arrive in time; the connection is closed after this answer.',
+    error: { code: 'REQUEST_TIMEOUT', message: 'The upload was not received within 90 s; send it faster or in smaller pieces' },
   },
   413: {
     description: 'PAYLOAD_TOO_LARGE: the body, file, page count or extracted text is over its limit.',

@@ -81,8 +81,8 @@ test('the "Running a cluster" example runs as pasted', async () => {
     exit === 0
       ? await eventually(
           'three live nodes seen by node 3',
-          async () => (await (await fetch(`http://localhost:${http + 3}/ready`)).json()) as { cluster: { liveNodes: { nodeId: string }[] } },
-          (r) => r.cluster.liveNodes.length === 3,
+          async () => (await (await fetch(`http://localhost:${http + 3}/ready`)).json()) as { cluster: { liveNodeCount: number } },
+          (r) => r.cluster.liveNodeCount === 3,
           15_000,
         )
       : undefined;
@@ -100,5 +100,5 @@ test('the "Running a cluster" example runs as pasted', async () => {
   for (const search of [viaNode2, viaNode3]) expect(search.data[0].contentChunk).toBe('Refunds are issued within 14 days.');
   expect(ready.status).toBe('ready');
   expect(ready.cluster).toMatchObject({ nodeId: 'node-3', shards: { count: 4, held: [0, 1] } });
-  expect(live!.cluster.liveNodes.map((n) => n.nodeId).sort()).toEqual(['node-1', 'node-2', 'node-3']);
+  expect(live!.cluster.liveNodeCount).toBe(3);
 }, 180_000);

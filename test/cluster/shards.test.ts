@@ -13,7 +13,7 @@ import { shardOf } from '../../engine';
 import { eventually } from '../helpers/eventually';
 import { NATS_SERVER, NatsCluster } from '../helpers/nats';
 import { startS3 } from '../helpers/s3';
-import { TestServer } from '../helpers/server';
+import { KEY, ORG, TestServer } from '../helpers/server';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { S3ClusterSnapshots } from '../../snapshots';
@@ -34,6 +34,8 @@ const env = (i: number, extra: Record<string, string> = {}): Record<string, stri
   CLUSTER_JOB_SWEEP_MS: '1000',
   SNAPSHOT_ON_SHUTDOWN: 'false',
   RATE_LIMIT_RPS: '0',
+  // Node A lists the live nodes' addresses in /ready; node B, as by default, only their count.
+  ...(i === 0 ? { READY_DETAILS: 'true' } : {}),
   // Small, for the quota test (org_other); org_test stays below it.
   MAX_CONTENTS_PER_ORG: '6',
   ...extra,
@@ -61,7 +63,7 @@ beforeAll(async () => {
   await Promise.all([0, 1].map(startNode));
   // Each node lists the other among the live nodes before anything is forwarded.
   for (const node of nodes) {
-    await eventually('both nodes live', () => node.api('GET', '/ready'), (r) => r.status === 200 && r.body.cluster?.liveNodes?.length === 2);
+    await eventually('both nodes live', () => node.api('GET', '/ready'), (r) => r.status === 200 && r.body.cluster?.liveNodeCount === 2);
   }
   for (let n = 0; kbOnShard.filter(Boolean).length < SHARDS && n < 64; n++) {
     const res = await nodes[0]!.api('POST', '/api/v1/knowledge-bases', { name: `kb ${n}`, type: 'TEXT_COST_EFFECTIVE' });
@@ -92,6 +94,9 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
     const [a, b] = await Promise.all(nodes.map((n) => eventually(`${n.url} ready`, () => n.api('GET', '/ready'), (r) => r.status === 200)));
     expect(a!.body.cluster.shards).toEqual({ count: 2, held: [0] });
     expect(b!.body.cluster.shards).toEqual({ count: 2, held: [1] });
+    // /ready needs no key: where the nodes answer is shown only with READY_DETAILS=true.
+    expect(b!.body.cluster.liveNodeCount).toBe(2);
+    expect(b!.body.cluster.liveNodes).toBeUndefined();
     const live = a!.body.cluster.liveNodes.map((n: { nodeId: string; shards: number[]; url: string }) => [n.nodeId, n.shards, n.url]).sort();
     expect(live).toEqual([
       ['node-a', [0], nodes[0]!.url],
@@ -140,6 +145,10 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
     const bad = await nodes[0]!.api('POST', `/api/v1/knowledge-bases/${kb}/contents`, { text: '' });
     expect(bad.status).toBe(400);
     expect(bad.body.success).toBe(false);
+    // HTTP/1.0 without a Host header, forwarded like any other request (it answered 500 "Invalid URL").
+    const raw = await http10(nodes[0]!, `GET /api/v1/knowledge-bases/${kb}/contents/${ids[0]} HTTP/1.0\r\nx-service-organization-id: ${ORG}\r\nx-service-api-key: ${KEY}\r\n\r\n`);
+    expect(raw.status, raw.text).toBe(200);
+    expect(JSON.parse(raw.text.split('\r\n\r\n')[1]!).data.id).toBe(ids[0]);
   }, 60_000);
 
   test('a knowledge base made through a node takes writes through it at once, forwarded to a holder that catches up first', async () => {
@@ -327,3 +336,17 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
     }
   });
 });
+
+/** A request written as is to the node's socket; the answer's status and whole text. */
+async function http10(node: TestServer, request: string): Promise<{ status: number; text: string }> {
+  const { connect: connectTcp } = await import('node:net');
+  const url = new URL(node.url);
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const socket = connectTcp(Number(url.port), url.hostname, () => socket.write(request));
+    socket.setTimeout(30_000, () => socket.destroy(new Error('no answer in 30 s')));
+    socket.on('data', (d) => (text += d.toString()));
+    socket.on('close', () => resolve({ status: Number(text.split(' ')[1] ?? 0), text }));
+    socket.on('error', reject);
+  });
+}

@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 
 export const NATS_SERVER = '/usr/sbin/nats-server';
@@ -26,6 +26,13 @@ async function freePorts(n: number): Promise<number[]> {
   return ports;
 }
 
+export interface NatsClusterOptions {
+  /** Lines added to every server's configuration (an `authorization` or `tls` block). */
+  config?: string;
+  /** What the helper's own clients connect with (credentials, TLS) to servers configured so. */
+  connect?: Partial<NodeConnectionOptions>;
+}
+
 interface Member {
   name: string;
   clientPort: number;
@@ -38,6 +45,7 @@ export class NatsCluster {
   private constructor(
     readonly dir: string,
     private readonly members: Member[],
+    private readonly options: NatsClusterOptions = {},
   ) {}
 
   /** Client URLs of every server (for CLUSTER_NATS_URLS and clients). */
@@ -46,9 +54,9 @@ export class NatsCluster {
   }
 
   /** Start `size` clustered servers; again on other ports when one dies at start (a port taken meanwhile). */
-  static async start(size = 3): Promise<NatsCluster> {
+  static async start(size = 3, options: NatsClusterOptions = {}): Promise<NatsCluster> {
     for (let attempt = 1; ; attempt++) {
-      const cluster = await NatsCluster.startOnce(size);
+      const cluster = await NatsCluster.startOnce(size, options);
       try {
         await cluster.waitForJetStream();
         return cluster;
@@ -60,7 +68,7 @@ export class NatsCluster {
     }
   }
 
-  private static async startOnce(size: number): Promise<NatsCluster> {
+  private static async startOnce(size: number, options: NatsClusterOptions): Promise<NatsCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'kb-nats-'));
     const members: Member[] = [];
     const ports = await freePorts(2 * size);
@@ -76,10 +84,11 @@ export class NatsCluster {
           `jetstream { store_dir: "${join(dir, m.name)}", max_memory_store: 64MB, max_file_store: 2GB }`,
           // One server runs JetStream on its own (a cluster block of one makes it refuse to start).
           size > 1 ? `cluster { name: kb-test, listen: 127.0.0.1:${m.routePort}, routes: [${routes.join(', ')}] }` : '',
+          options.config ?? '',
         ].join('\n'),
       );
     }
-    const cluster = new NatsCluster(dir, members);
+    const cluster = new NatsCluster(dir, members, options);
     for (let i = 0; i < size; i++) cluster.startMember(i);
     return cluster;
   }
@@ -95,7 +104,7 @@ export class NatsCluster {
     for (const url of this.urls) {
       for (;;) {
         try {
-          const nc = await connect({ servers: url, timeout: 1000 });
+          const nc = await connect({ servers: url, timeout: 1000, ...this.options.connect });
           try {
             await (await jetstreamManager(nc, { timeout: 2000 })).getAccountInfo();
             break;
@@ -114,7 +123,7 @@ export class NatsCluster {
 
   /** A client connection to the whole cluster. */
   connect(): Promise<NatsConnection> {
-    return connect({ servers: this.urls, reconnectTimeWait: 200, maxReconnectAttempts: -1 });
+    return connect({ servers: this.urls, reconnectTimeWait: 200, maxReconnectAttempts: -1, ...this.options.connect });
   }
 
   /** SIGKILL one server (0-based); its store stays for a restart. */

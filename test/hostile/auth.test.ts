@@ -22,7 +22,8 @@ let content: string; // in kb
 let foreignKb: string; // of OTHER_ORG
 
 beforeAll(async () => {
-  server = await TestServer.start();
+  // Hundreds of refused credentials from one address are the point here: no per-address limit.
+  server = await TestServer.start({ env: { AUTH_REFUSED_BURST: '1000000' } });
   const created = await call(server, 'POST', `${API}/knowledge-bases`, { name: KB_NAME, description: KB_DESCRIPTION, type: 'TEXT_HIGH_QUALITY' });
   expect(created.status).toBe(201);
   kb = created.body.data.id;

@@ -3,7 +3,7 @@
 // (preflights answered before authentication).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { parseCorsOrigins } from '../../src/http/cors';
-import { RouteMethods } from '../../src/http/methods';
+import { RouteTable } from '../../src/http/methods';
 import { createKb, KEY, ORG, TestServer } from '../helpers/server';
 
 const ORIGIN = 'https://app.example.com';
@@ -54,7 +54,7 @@ describe('methods', () => {
   });
 
   test('the route table: parameters match one segment, HEAD follows GET', () => {
-    const table = new RouteMethods([
+    const table = new RouteTable([
       { method: 'GET', path: '/a/:id' },
       { method: 'PATCH', path: '/a/:id' },
       { method: 'POST', path: '/a/:id/b' },

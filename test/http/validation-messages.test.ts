@@ -18,7 +18,7 @@ afterAll(async () => {
 type Case = [name: string, route: 'kb' | 'content' | 'full-text' | 'hybrid', body: unknown, details: { path: string; message: string }[]];
 
 const TYPES = 'one of TEXT_COST_EFFECTIVE, TEXT_HIGH_QUALITY, TEXT_AND_MEDIA_HIGH_QUALITY';
-const METADATA_VALUE = 'a string of at most 1,024 characters, a number, a boolean or an array of at most 256 strings of at most 1,024 characters each';
+const METADATA_VALUE = 'a string of at most 1,024 characters, a number, a boolean or an array of at most 64 strings of at most 1,024 characters each';
 
 const CASES: Case[] = [
   ['an unknown type names the allowed ones', 'kb', { name: 'x', type: 'FOO' }, [{ path: '/type', message: `must be ${TYPES}; got "FOO"` }]],
@@ -30,14 +30,14 @@ const CASES: Case[] = [
     { path: '/type', message: `must be ${TYPES}; got "FOO"` },
   ]],
   ['an array metadata value with a number in it names the item', 'content', { text: 'x', metadata: { tags: ['a', 5] } }, [
-    { path: '/metadata/tags', message: 'must be an array of at most 256 strings of at most 1,024 characters each; item 1 is 5' },
+    { path: '/metadata/tags', message: 'must be an array of at most 64 strings of at most 1,024 characters each; item 1 is 5' },
   ]],
   ['a metadata string too long gets a length message, its value cut short', 'content', { text: 'x', metadata: { note: 'y'.repeat(1025) } }, [
     { path: '/metadata/note', message: `must be a string of at most 1,024 characters; got a string of 1,025 characters ("${'y'.repeat(24)}…")` },
   ]],
   ['nested metadata lists every kind of value allowed', 'content', { text: 'x', metadata: { a: { b: 1 } } }, [{ path: '/metadata/a', message: `must be ${METADATA_VALUE}; got an object` }]],
-  ['too many array items', 'content', { text: 'x', metadata: { tags: Array(257).fill('t') } }, [
-    { path: '/metadata/tags', message: 'must be an array of at most 256 strings of at most 1,024 characters each; got an array of 257 items' },
+  ['too many array items', 'content', { text: 'x', metadata: { tags: Array(65).fill('t') } }, [
+    { path: '/metadata/tags', message: 'must be an array of at most 64 strings of at most 1,024 characters each; got an array of 65 items' },
   ]],
   ['text of the wrong type', 'content', { text: ['a'] }, [{ path: '/text', message: 'must be a string; got an array of 1 item' }]],
   ['a limit out of range', 'full-text', { query: 'q', limit: 0 }, [{ path: '/limit', message: 'must be an integer between 1 and 100; got 0' }]],
