@@ -4,19 +4,23 @@
 //   peers     Orama and MiniSearch on the same documents and queries, in the same process;
 //   sizes     latency, build time and memory at growing item counts.
 //
-//   bun bench/fulltext.ts [--quick | --full] [--json out.json] [--no-curve]
+//   bun bench/fulltext.ts [--quick | --full] [--json out.json] [--no-curve] [--plain]
 //                         [--k1 1.2] [--b 0.75] [--size 2000] [--overlap 200] [--replicas 10]
 //   --no-curve skips the size curve (`bun run bench` does: its engine part measures every size).
+//   The engine ranks as its full-text endpoint does: item-aware leg scores (engine/search/legs.ts)
+//   over the leg's candidates; --plain ranks chunks by their own BM25 alone (the engine before).
+//   --size 512 --overlap 51 is the default chunking of all-MiniLM (src/kb-types.ts chunkingFor).
 //   bun bench/fulltext.ts --sweep [--json out.json]     quality over a grid of k1, b and chunk size
 import { cpus } from 'node:os';
 import { analyze } from '../engine';
+import { syncItems } from '../engine/search/items';
 import { DEFAULT_BM25 } from './lib/engine-internals';
 import { evaluate, loadSciFact, scifactDir, type Quality, type Query, type SciFact } from './lib/eval-data';
 import { f4 } from './lib/format';
 import { phaseTimer } from './lib/phases';
 import { spread, summarize, timeEach } from './lib/stats';
 import { printTable } from './lib/table';
-import { buildEngine, engineQuality, engineSearch, indexChunks, measureBuild, processItems, replicate } from './fulltext/engine-index';
+import { buildEngine, engineQuality, engineSearch, indexChunks, measureBuild, processItems, rankFullText, replicate } from './fulltext/engine-index';
 import {
   args,
   bm25,
@@ -26,6 +30,7 @@ import {
   MINISEARCH_TIMED_QUERIES,
   ORAMA_TIMED_QUERIES,
   passes,
+  plain,
   quick,
   QUICK_QUALITY_QUERIES,
   QUALITY_DEPTH,
@@ -58,11 +63,12 @@ function sweep(data: SciFact) {
   for (const size of SWEEP_SIZES) {
     const options = { size, overlap: Math.round(size * SWEEP_OVERLAP_RATIO) };
     const processed = processItems(data.corpus, options);
+    const texts = data.corpus.map((d) => d.text);
     const rows: (string | number)[][] = [];
     for (const k1 of SWEEP_K1) {
       const row: (string | number)[] = [k1];
       for (const b of SWEEP_B) {
-        const quality = engineQuality(data, indexChunks(processed, { k1, b }), terms);
+        const quality = engineQuality(data, indexChunks(processed, texts, { k1, b }), terms, undefined, plain);
         results.push({ ...options, k1, b, quality });
         row.push(`${f4(quality.ndcg10)} / ${f4(quality.recall100)}`);
       }
@@ -88,18 +94,18 @@ function sweep(data: SciFact) {
 async function quality(data: SciFact) {
   const terms = analyzeQueries(data.queries);
   const t = performance.now();
-  const built = indexChunks(processItems(data.corpus, chunking), bm25);
+  const built = indexChunks(processItems(data.corpus, chunking), data.corpus.map((d) => d.text), bm25);
   const buildMs = performance.now() - t;
-  const engine = engineQuality(data, built, terms);
+  const engine = engineQuality(data, built, terms, undefined, plain);
   console.log(
-    `  engine (size ${chunking.size}, overlap ${chunking.overlap}, k1 ${bm25.k1}, b ${bm25.b}): ` +
+    `  engine${plain ? ' --plain (chunk BM25 alone)' : ' (item-aware)'} (size ${chunking.size}, overlap ${chunking.overlap}, k1 ${bm25.k1}, b ${bm25.b}): ` +
       `nDCG@10 ${f4(engine.ndcg10)}  Recall@100 ${f4(engine.recall100)}  over ${engine.queries} queries`,
   );
   console.log(`  ${data.corpus.length} documents → ${built.owner.length} chunks, built in ${ms(buildMs)} ms`);
 
   // Peers index whole documents (title + text as one field, their defaults otherwise).
   const queries = quick ? spread(data.queries, QUICK_QUALITY_QUERIES) : data.queries;
-  const rows: { name: string; quality: Quality }[] = [{ name: 'engine', quality: engineQuality(data, built, terms, queries) }];
+  const rows: { name: string; quality: Quality }[] = [{ name: 'engine', quality: engineQuality(data, built, terms, queries, plain) }];
   for (const peer of PEERS) {
     const search = await peer.build(data.corpus);
     rows.push({ name: peer.name, quality: evaluate(data, (q) => search(q.text, QUALITY_DEPTH), queries) });
@@ -116,13 +122,17 @@ async function latency(data: SciFact) {
   const queries = data.queries.map((q) => q.text);
   const items = replicate(data.corpus, data.corpus.length * replicas);
   const built = await measureBuild(() => buildEngine(items, chunking, bm25));
-  const { index, chunks, analyzeMs, insertMs } = built.value;
-  const search = engineSearch(index);
+  const { index, items: itemView, chunks, analyzeMs, insertMs } = built.value;
+  const search = engineSearch(index, itemView, plain);
+  // The first search after the index was built tells it every item (BM25 counts items): timed apart.
+  const tSync = performance.now();
+  if (!plain) syncItems(index, itemView);
+  const syncMs = performance.now() - tSync;
   const terms = queries.map(analyze);
   timeEach(queries, 1, search); // warm-up: JIT, stem memo, scratch arrays
   const engine = {
     analyze: summarize(timeEach(queries, passes, analyze)),
-    search: summarize(timeEach(terms, passes, (t) => index.search(t, LATENCY_K))),
+    search: summarize(timeEach(terms, passes, (t) => rankFullText(index, itemView, t, LATENCY_K, plain))),
     total: summarize(timeEach(queries, passes, search)),
   };
   const memoryPerItem = { heap: built.heapBytes / items.length, rss: built.rssBytes / items.length, index: index.memoryBytes() / items.length };
@@ -137,7 +147,8 @@ async function latency(data: SciFact) {
   );
   console.log(
     `  build ${ms(built.ms)} ms (analysis ${ms(analyzeMs)}, insertion ${ms(insertMs)}); ` +
-      `${Math.round(items.length / (built.ms / 1000))} items/s on one thread`,
+      `${Math.round(items.length / (built.ms / 1000))} items/s on one thread` +
+      (plain ? '' : `; then the first search tells the index every item in ${ms(syncMs)} ms`),
   );
   console.log(
     `  memory per item: heap ${kib(memoryPerItem.heap)} KiB, rss ${kib(memoryPerItem.rss)} KiB, ` +
@@ -188,6 +199,7 @@ async function latency(data: SciFact) {
     buildMs: built.ms,
     analyzeMs,
     insertMs,
+    syncMs,
     memoryBytesPerItem: memoryPerItem,
     engine,
     peers,
@@ -198,7 +210,7 @@ async function measureSize(data: SciFact, count: number) {
   const queries = data.queries.map((q) => q.text);
   const items = replicate(data.corpus, count);
   const built = await measureBuild(() => buildEngine(items, chunking, bm25));
-  const search = engineSearch(built.value.index);
+  const search = engineSearch(built.value.index, built.value.items, plain);
   timeEach(queries, 1, search);
   return {
     items: count,
@@ -258,7 +270,7 @@ const results: Record<string, unknown> = {
 if (args.sweep) {
   results.sweep = await phase('quality sweep (k1 × b × chunk size)', () => sweep(data));
 } else {
-  results.settings = { bm25, chunking, replicas, passes, curveSizes };
+  results.settings = { bm25, chunking, replicas, passes, curveSizes, ranking: plain ? "plain chunk BM25" : "item-aware" };
   results.quality = await phase('quality', () => quality(data));
   results.latency = await phase(`latency and peers (${replicas}× corpus)`, () => latency(data));
   if (!args['no-curve']) results.sizes = await phase('size curve', () => sizeCurve(data));

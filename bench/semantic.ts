@@ -8,10 +8,15 @@
 //   3. http      search latency through the real server while idle and during a bulk load;
 //   4. memory    bytes per chunk of vectors, postings, text and metadata for each type;
 //   5. throughput chunks/s of the document workers per transformers model: fp32 vs int8, workers ×
-//                threads, characters per model call, length-ordered against input-ordered batches.
+//                threads, characters per model call, length-ordered against input-ordered batches;
+//   6. ingest    the whole corpus through HTTP into a server on its defaults (the shipped model): wall
+//                time until every item is ready, chunks/s, CPU by thread, search latency meanwhile;
+//   7. limit     where a document worker's time goes (chunking, analysis, tokenization, inference,
+//                pooling) and onnxruntime's own speed on the same tokenized batches (the ceiling).
 //
 //   bun bench/semantic.ts [--quick] [--json out.json] [--models use-lite,Xenova/bge-small-en-v1.5,Xenova/all-MiniLM-L6-v2@int8]
-//                         [--parts quality,vectors,http,memory,throughput] [--http-model auto] [--fresh]
+//                         [--parts quality,vectors,http,memory,throughput,ingest,limit] [--http-model auto] [--fresh]
+//                         [--ingest-env KEY=VALUE,…] [--ingest-type TEXT_HIGH_QUALITY] [--limit-model Xenova/all-MiniLM-L6-v2] [--limit-precision int8]
 //
 // Embedding the corpus takes minutes, so each model's engine data directory is kept under
 // .bench-out/semantic/<model>-<chunk size>-<overlap>[-quick]/ and reopened on later runs: the
@@ -31,6 +36,8 @@ import { engineMessages } from './semantic/prepare';
 import { qualityForModel } from './semantic/quality';
 import { vectorPart } from './semantic/vectors';
 import { throughputPart } from './semantic/throughput';
+import { ingestPart } from './semantic/ingest';
+import { limitPart } from './semantic/limit';
 import { workload } from './semantic/workload';
 
 const { phases, phase } = phaseTimer({ load: true });
@@ -69,6 +76,8 @@ if (parts.has('vectors')) results.vectors = await phase(`2. semantic leg at ${fm
 if (parts.has('http')) results.http = await phase('3. search latency during a bulk load (HTTP)', () => httpPart(data));
 if (parts.has('memory')) results.memory = await phase('4. memory per chunk', () => memoryPart(work));
 if (parts.has('throughput')) results.throughput = await phase('5. ingestion throughput by precision, workers × threads, batch', () => throughputPart(work.corpus, models));
+if (parts.has('ingest')) results.ingest = await phase('6. the whole corpus through HTTP on the defaults', () => ingestPart(data.corpus));
+if (parts.has('limit')) results.limit = await phase('7. where the document workers spend their time; onnxruntime alone', () => limitPart(data.corpus, results.ingest as { chunksPerSecond: number; seconds: number } | undefined));
 results.engineMessages = engineMessages;
 results.phasesMs = phases;
 console.log(`\nPhases: ${Object.entries(phases).map(([k, v]) => `${k} ${secs(v)}`).join('; ')}`);

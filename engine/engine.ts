@@ -9,7 +9,7 @@ import { OriginalsStore } from './files/originals';
 import { Compute } from './ingest/compute';
 import { progressOf, type IngestionProgress } from './ingest/progress';
 import { JetStreamJobs, type IndexingJob } from './ingest/jetstream-jobs';
-import { IngestionQueue, unfinishedItems } from './ingest/queue';
+import { buildKey, IngestionQueue, unbuiltItems, unfinishedItems } from './ingest/queue';
 import { ContentWaiters } from './ingest/waiters';
 import type { ChunkHit, ContentItem, KnowledgeBase } from './kb/knowledge-base';
 import { decodePayload, encodePayload } from './log/codec';
@@ -23,10 +23,11 @@ import { searchSemantic } from './search/semantic';
 import { checkOrgQuota, kbOf, type EngineCore } from './methods/core';
 import * as contents from './methods/contents';
 import * as kbs from './methods/knowledge-bases';
-import type { KnowledgeBaseRecord, LogRecord } from './records';
+import * as reembedding from './methods/reembed';
+import type { KnowledgeBaseConfig, KnowledgeBaseRecord, LogRecord } from './records';
 import { LiveState } from './state/live-state';
 import type { Quotas } from './state/quotas';
-import { collectMetrics, countState, type EngineMetrics } from './state/metrics';
+import { collectMetrics, countState, reembedSummary, type EngineMetrics } from './state/metrics';
 import { GraphPacer } from './vector/graph-pacer';
 import { LiveNodes, type NodeEntry } from './cluster/live-nodes';
 import { ShardSet } from './shards';
@@ -73,7 +74,7 @@ export class Engine {
       originals,
       quotas: options.quotas,
       commit: (record, attachment) => this.commit(record, attachment),
-      enqueue: (kbId, id, version) => (this.jobs ? this.publishJob(kbId, id) : this.ingestion.enqueue(kbId, id, version)),
+      enqueue: (kbId, id, version, configId) => this.enqueue(kbId, id, version, configId),
     };
   }
 
@@ -129,10 +130,13 @@ export class Engine {
       batchItems: options.batchItems,
       embeddingRetry: options.embeddingRetry,
       onBatch: options.onBatch,
+      onBuilt: (kbId) => engine.activateIfBuilt(kbId),
       log: (l, m, d) => engine.say(l, m, d),
       held: options.holdIngestion,
     });
     const requeued = engine.jobs ? engine.publishUnfinished() : engine.ingestion.requeueUnfinished();
+    // A build whose last result was logged just before a stop is complete: activate it now.
+    for (const kb of engine.state.kbs.values()) if (kb.building && engine.shards.holds(kb.id)) engine.activateIfBuilt(kb.id);
     engine.recovery = {
       snapshot: start ? { seq: start.seq, records: start.records, millis: fromSnapshotMs } : undefined,
       records,
@@ -165,32 +169,56 @@ export class Engine {
     }
   }
 
+  /** Queue a version for indexing (see EngineCore.enqueue): here, or in cluster mode in the shared job queue. */
+  private async enqueue(kbId: string, id: string, version: number, configId?: string): Promise<void> {
+    const queue = (config?: string) => (this.jobs ? this.publishJob(kbId, id, config) : this.ingestion.enqueue(kbId, id, version, undefined, config));
+    if (configId) return queue(configId);
+    await queue();
+    // Written while another configuration is built: it must hold this version too before it takes over.
+    const building = this.state.kbs.get(kbId)?.building?.id;
+    if (building) await queue(building);
+  }
+
   /** Cluster mode: queue the item's newest version for whichever node has room. */
-  private async publishJob(kbId: string, id: string): Promise<void> {
+  private async publishJob(kbId: string, id: string, configId?: string): Promise<void> {
     const item = this.state.kbs.get(kbId)?.contents.get(id);
     if (!item) return;
     // Everything applied so far includes the record that made this version.
-    await this.jobs!.publish({ kbId, id, version: item.current.version, seq: this.log.lastSequence });
+    await this.jobs!.publish({ kbId, id, version: item.current.version, seq: this.log.lastSequence, ...(configId ? { configId } : {}) });
   }
 
-  /** Cluster mode, at start-up: jobs again for every unfinished item (a job stored within two minutes is not stored twice). */
+  /** Cluster mode, at start-up: jobs again for every unfinished item and build (a job stored within two minutes is not stored twice). */
   private publishUnfinished(): number {
-    const items = [...unfinishedItems(this.state.kbs)];
+    const jobs: { kbId: string; id: string; configId?: string }[] = [
+      ...[...unfinishedItems(this.state.kbs)].map(({ kbId, item }) => ({ kbId, id: item.id })),
+      ...[...unbuiltItems(this.state.kbs)].map(({ kbId, item, configId }) => ({ kbId, id: item.id, configId })),
+    ];
     void (async () => {
-      for (const { kbId, item } of items) await this.publishJob(kbId, item.id);
+      for (const job of jobs) await this.publishJob(job.kbId, job.id, job.configId);
     })().catch((err) => this.say('warn', 'could not queue unfinished items again', { error: String(err) }));
-    return items.length;
+    return jobs.length;
   }
 
   /** Cluster mode: take a job pulled from the shared queue once its version is applied here. */
   private takeJob(job: IndexingJob, settle: (outcome: 'done' | 'failed') => void): void {
     this.stream!.whenFollowed(job.seq).then(
       () => {
-        const item = this.state.kbs.get(job.kbId)?.contents.get(job.id);
-        if (!item || item.current.version !== job.version || item.status === 'ready' || item.status === 'failed') return settle('done');
-        this.ingestion.enqueue(job.kbId, job.id, job.version, settle);
+        const kb = this.state.kbs.get(job.kbId);
+        const item = kb?.contents.get(job.id);
+        const set = kb?.indexSet(job.configId);
+        const status = item && set && kb!.statusIn(set, item);
+        if (!item || !set || item.current.version !== job.version || status === 'ready' || status === 'failed') return settle('done');
+        this.ingestion.enqueue(job.kbId, job.id, job.version, settle, job.configId);
       },
       () => settle('failed'),
+    );
+  }
+
+  /** A build may be complete: activate it (errors are logged; the next result or start-up tries again). */
+  private activateIfBuilt(kbId: string): void {
+    void reembedding.activateIfBuilt(this.core, kbId).then(
+      (activated) => activated && this.say('info', 're-embedding complete: the new configuration answers searches', { kbId, configurationId: this.state.kbs.get(kbId)?.record.config.id }),
+      (err) => this.say('warn', 'could not activate a re-embedded configuration', { kbId, error: String(err) }),
     );
   }
 
@@ -291,6 +319,42 @@ export class Engine {
     return kbs.deleteKnowledgeBase(this.core, orgId, kbId);
   }
 
+  // --- re-embedding (methods/reembed.ts) ---------------------------------------------------------
+
+  /** Build `config` for the knowledge base (the model serving its type changed); undefined when there is no such knowledge base. */
+  reembed(orgId: string, kbId: string, config: Omit<KnowledgeBaseConfig, 'id' | 'createdAt'>): Promise<reembedding.ReembedStart | undefined> {
+    return reembedding.reembed(this.core, orgId, kbId, config);
+  }
+
+  /**
+   * Every knowledge base whose content is held here and that indexes otherwise than `wanted` says
+   * (the operator changed the model of its type) starts a build of that; the ids of those started.
+   */
+  async reembedChanged(wanted: (kb: KnowledgeBaseRecord) => Omit<KnowledgeBaseConfig, 'id' | 'createdAt'>): Promise<string[]> {
+    const started: string[] = [];
+    for (const kb of [...this.state.kbs.values()]) {
+      if (!this.shards.holds(kb.id)) continue;
+      if ((await this.reembed(kb.record.orgId, kb.id, wanted(kb.record))) === 'started') started.push(kb.id);
+    }
+    return started;
+  }
+
+  /** Where the knowledge base's re-embedding stands; undefined when none is under way (or no such knowledge base). */
+  reembedProgress(orgId: string, kbId: string): reembedding.ReembedProgress | undefined {
+    const building = kbOf(this.core, orgId, kbId)?.building;
+    return building && reembedding.reembedProgress(this.core, kbId, this.ingestion.throughput.perSecond(buildKey(kbId, building.id)));
+  }
+
+  /** Knowledge bases being re-embedded here, and their items built so far of all. */
+  reembedSummary(): EngineMetrics['reembedding'] {
+    return reembedSummary(this.state.kbs.values());
+  }
+
+  /** The configuration being built for the knowledge base, if any. */
+  buildingConfiguration(orgId: string, kbId: string): KnowledgeBaseConfig | undefined {
+    return kbOf(this.core, orgId, kbId)?.building;
+  }
+
   // --- contents (methods/contents.ts) -----------------------------------------------------------
 
   listContents(orgId: string, kbId: string, offset: number, limit: number): { items: ContentItem[]; total: number } | undefined {
@@ -373,12 +437,13 @@ export class Engine {
    */
   private async sweepLostJobs(): Promise<void> {
     const pendingNow = new Map<string, number>();
-    const suspects: { kbId: string; id: string; version: number }[] = [];
-    for (const { kbId, item } of unfinishedItems(this.state.kbs)) {
-      if (item.status !== 'pending') continue;
-      const key = `${kbId}/${item.id}`;
+    const suspects: { kbId: string; id: string; version: number; configId?: string }[] = [];
+    // Pending for the active configuration, or for one being built.
+    const pending = [...unfinishedItems(this.state.kbs)].filter(({ item }) => item.status === 'pending').map((p) => ({ ...p, configId: undefined as string | undefined }));
+    for (const { kbId, item, configId } of [...pending, ...unbuiltItems(this.state.kbs)]) {
+      const key = `${kbId}/${item.id}/${configId ?? ''}`;
       pendingNow.set(key, item.current.version);
-      if (this.pendingAtLastSweep.get(key) === item.current.version && suspects.length < 1000) suspects.push({ kbId, id: item.id, version: item.current.version });
+      if (this.pendingAtLastSweep.get(key) === item.current.version && suspects.length < 1000) suspects.push({ kbId, id: item.id, version: item.current.version, configId });
     }
     this.pendingAtLastSweep = pendingNow;
     const missing = [];
@@ -388,9 +453,11 @@ export class Engine {
     await stream.whenFollowed(await stream.streamLastSequence());
     let queued = 0;
     for (const m of missing) {
-      const item = this.state.kbs.get(m.kbId)?.contents.get(m.id);
-      if (item?.status !== 'pending' || item.current.version !== m.version) continue;
-      await this.publishJob(m.kbId, m.id);
+      const kb = this.state.kbs.get(m.kbId);
+      const item = kb?.contents.get(m.id);
+      const set = kb?.indexSet(m.configId);
+      if (!item || !set || kb!.statusIn(set, item) !== 'pending' || item.current.version !== m.version) continue;
+      await this.publishJob(m.kbId, m.id, m.configId);
       queued++;
     }
     if (queued > 0) this.say('info', 'queued indexing jobs found missing', { queued });

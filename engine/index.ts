@@ -13,7 +13,8 @@ export type { NodeEntry } from './cluster/live-nodes';
 // The data it holds and answers with.
 export type { ChunkHit, ContentItem, KnowledgeBase } from './kb/knowledge-base';
 export type { HybridHit, HybridOptions } from './search/hybrid';
-export type { ContentSource, ContentStatus, EmbeddingConfig, IndexedChunk, KnowledgeBaseConfig, KnowledgeBaseRecord, LogRecord } from './records';
+export { analyzerOf, indexesAlike, type ContentSource, type ContentStatus, type EmbeddingConfig, type IndexedChunk, type KnowledgeBaseConfig, type KnowledgeBaseRecord, type LogRecord } from './records';
+export type { ReembedProgress, ReembedStart } from './methods/reembed';
 export type { Metadata, MetadataFilter, MetadataValue } from './filter/metadata';
 export { newId, isIdOf } from './ids';
 
@@ -39,7 +40,7 @@ export { sha256File } from './files/hash';
 export { searchFullText } from './search/full-text';
 export { searchSemantic } from './search/semantic';
 export { searchHybrid, needsQueryVector } from './search/hybrid';
-export { analyze } from './analysis/analyzer';
+export { analyze, ANALYZER_VERSION } from './analysis/analyzer';
 
 // Models on demand (the `models` command).
-export { DEFAULT_HUB_URL, listModels, missingModelFiles, ModelPullError, modelPath, pullModel, type InstalledModel, type ModelDtype, type PullProgress } from './embedding/hub';
+export { DEFAULT_HUB_URL, listModels, locateModel, missingModelFiles, ModelPullError, modelPath, pullModel, type InstalledModel, type ModelDtype, type PullProgress } from './embedding/hub';

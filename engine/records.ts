@@ -18,7 +18,7 @@ export type ContentSource =
   | { kind: 'text' }
   | { kind: 'file'; fileName: string; mediaType: string; size: number; pages?: number };
 
-/** Fixed at creation from the knowledge base type; never changed afterwards. */
+/** Made from the knowledge base type: at creation, and again when the model serving the type changes (re-embedding). */
 export interface KnowledgeBaseConfig {
   id: string;
   type: string;
@@ -27,8 +27,16 @@ export interface KnowledgeBaseConfig {
   bm25: { k1: number; b: number };
   hnsw: { connectivity: number; expansionAdd: number; expansionSearch: number };
   modalities: ('text' | 'image')[];
+  /**
+   * The analysis its chunks' terms come from (engine/analysis, ANALYZER_VERSION); absent: 1, the
+   * first. A configuration is built with the analyzer of its time; a newer one means re-embedding.
+   */
+  analyzer?: number;
   createdAt: string;
 }
+
+/** The analyzer version a configuration's index was built with. */
+export const analyzerOf = (config: Pick<KnowledgeBaseConfig, 'analyzer'>) => config.analyzer ?? 1;
 
 export interface KnowledgeBaseRecord {
   id: string;
@@ -55,6 +63,14 @@ export type LogRecord =
   | { t: 'kb.census'; kbId: string; ids: string[] }
   | { t: 'kb.update'; id: string; name: string; description: string; at: string }
   | { t: 'kb.delete'; id: string }
+  /**
+   * Re-embedding: build `config` (a new id) beside the active configuration, from every item. A
+   * configuration that indexes as the active one does (same embedding and chunking) cancels a build
+   * instead; one that indexes as the build under way is the same build (a no-op).
+   */
+  | { t: 'kb.reconfigure'; kbId: string; config: KnowledgeBaseConfig; at: string }
+  /** The configuration built is complete: searches use it from here on (activeKnowledgeBaseConfigurationId). */
+  | { t: 'kb.activate'; kbId: string; configId: string; at: string }
   | {
       t: 'content.put';
       kbId: string;
@@ -79,6 +95,8 @@ export type LogRecord =
       chunks: IndexedChunk[];
       /** Document number of the first chunk (the rest follow); vectors ride in the attachment. */
       firstDoc: number;
+      /** The configuration indexed for (absent: the active one; records written before re-embedding existed). */
+      configId?: string;
       /**
        * Set when embedding kept failing after the retries: the chunks answer full-text search (no
        * vectors ride along) and the item is `failed` with this error until it is re-indexed.
@@ -86,6 +104,18 @@ export type LogRecord =
       embeddingError?: string;
       at: string;
     }
-  | { t: 'content.failed'; kbId: string; id: string; version: number; error: string; at: string }
+  | { t: 'content.failed'; kbId: string; id: string; version: number; error: string; configId?: string; at: string }
   /** A failed item's version is queued for indexing again (the re-index API). */
   | { t: 'content.retry'; kbId: string; id: string; version: number; at: string };
+
+/**
+ * Whether two configurations index alike: the same embedding (model, export, dimensions, vector
+ * storage), chunking and analysis. Re-embedding is needed exactly when they do not.
+ */
+export function indexesAlike(a: Pick<KnowledgeBaseConfig, 'embedding' | 'chunking' | 'analyzer'>, b: Pick<KnowledgeBaseConfig, 'embedding' | 'chunking' | 'analyzer'>): boolean {
+  return canonical(a.embedding) === canonical(b.embedding) && a.chunking.size === b.chunking.size && a.chunking.overlap === b.chunking.overlap && analyzerOf(a) === analyzerOf(b);
+}
+
+function canonical(value: object): string {
+  return JSON.stringify(Object.entries(value).filter(([, v]) => v !== undefined).sort(([x], [y]) => (x < y ? -1 : 1)));
+}

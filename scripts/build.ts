@@ -2,17 +2,19 @@
 // with no node_modules:
 //
 //   dist/kb-search          Bun, all JavaScript (server, ingestion and extraction workers, tesseract's
-//                           worker), the USE-Lite weights, tfjs' and tesseract's wasm, tesseract's
+//                           worker), the shipped sentence-transformer (all-MiniLM-L6-v2 int8, from
+//                           models/), the USE-Lite weights, tfjs' and tesseract's wasm, tesseract's
 //                           English data, and the usearch and @napi-rs/canvas addons, all embedded
-//   dist/kb-search-lib/     ONNX Runtime (its N-API binding and libonnxruntime), loaded only when a
-//                           transformers.js model is configured. It cannot be embedded: Bun extracts
-//                           an embedded addon to a temporary file on its own, where the binding's
-//                           $ORIGIN lookup of libonnxruntime finds nothing.
+//   dist/kb-search-lib/     ONNX Runtime (its N-API binding and libonnxruntime), which runs the
+//                           shipped model and any transformers.js model. It cannot be embedded: Bun
+//                           extracts an embedded addon to a temporary file on its own, where the
+//                           binding's $ORIGIN lookup of libonnxruntime finds nothing.
 //
 // Usage: bun scripts/build.ts [--outdir <dir>]      (default: dist/; Linux and macOS hosts)
 //        KB_NATIVE_LIB_DIR=<dir> overrides where the binary looks for kb-search-lib at run time.
 // At run time the binary writes its two embedded addons to $TMPDIR (Bun does this for any
-// embedded .node file; named by content hash and reused), so $TMPDIR must be writable.
+// embedded .node file; named by content hash and reused), and src/shipped-model.ts copies the
+// shipped model there once (ONNX Runtime opens model files by path), so $TMPDIR must be writable.
 //
 // Most packages bundle as they are (patched ones included: the bundle reads node_modules). The
 // plugin below changes how a few find files at run time, because Bun freezes `__dirname` to the
@@ -24,8 +26,9 @@
 //   point of the binary;
 // - transformers.js loads onnxruntime-node through createRequire → a static require, whose
 //   binding loads from kb-search-lib/; sharp (images only; this service embeds text) is left out.
-// Our own code knows the layout in two places: the worker entry points (engine/workers/entry-points.ts,
-// which this build also reads) and the OCR data folder in engine/extract/extractors/ocr.ts.
+// Our own code knows the layout in three places: the worker entry points (engine/workers/entry-points.ts,
+// which this build also reads), the OCR data folder in engine/extract/extractors/ocr.ts and the
+// shipped model's folder in src/shipped-model.ts (which this build also reads).
 // Every rewrite checks that its pattern matched, so a dependency update that moves things fails
 // the build here instead of the binary at run time (test/binary.test.ts runs the binary).
 
@@ -35,6 +38,7 @@ import { cp, mkdir, rm, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { WORKER_ENTRY_POINTS } from '../engine/workers/entry-points';
+import { EMBEDDED_MANIFEST, EMBEDDED_MODELS_DIR, SHIPPED_MODEL_FILES, SHIPPED_MODEL_ID, shippedManifest } from '../src/shipped-model';
 
 const ROOT = resolve(import.meta.dir, '..');
 const NM = join(ROOT, 'node_modules');
@@ -114,7 +118,7 @@ const RELOCATED: Array<{ script: string; pattern: string; count: number; files: 
   })),
 ];
 
-/** Copies the files of RELOCATED (and the OCR data) into `<stage>/kb-assets`, in their node_modules layout. */
+/** Copies the files of RELOCATED (and the OCR data) into `<stage>/kb-assets`, in their node_modules layout, and the shipped model. */
 async function stageAssets(stage: string): Promise<string> {
   const assets = join(stage, ASSETS_NAME);
   await rm(stage, { recursive: true, force: true });
@@ -133,6 +137,17 @@ async function stageAssets(stage: string): Promise<string> {
   }
   // engine/extract/extractors/ocr.ts reads it from /$bunfs/root/kb-assets/tessdata in the binary.
   await copy('@tesseract.js-data/eng/4.0.0_best_int/eng.traineddata.gz', 'tessdata/eng.traineddata.gz');
+  // src/shipped-model.ts reads the shipped model from /$bunfs/root/kb-assets/models/<org>/<name>/ in
+  // the binary, with a manifest of its files' sizes and SHA-256.
+  if (!EMBEDDED_MODELS_DIR.startsWith(`${BUNFS_ROOT}/${ASSETS_NAME}/`)) throw new Error('build: src/shipped-model.ts expects the model outside kb-assets');
+  const models = join(assets, EMBEDDED_MODELS_DIR.slice(`${BUNFS_ROOT}/${ASSETS_NAME}/`.length));
+  for (const file of SHIPPED_MODEL_FILES) {
+    const from = join(ROOT, 'models', SHIPPED_MODEL_ID, file);
+    if (!existsSync(from)) throw new Error(`build: ${relative(ROOT, from)} is missing (the shipped model is part of the repository)`);
+    await mkdir(dirname(join(models, SHIPPED_MODEL_ID, file)), { recursive: true });
+    await cp(from, join(models, SHIPPED_MODEL_ID, file));
+  }
+  await Bun.write(join(models, EMBEDDED_MANIFEST), JSON.stringify(shippedManifest(join(ROOT, 'models'))));
   return assets;
 }
 
@@ -260,7 +275,7 @@ if (import.meta.main) {
   try {
     const r = await build(values.outdir);
     console.log(`${relative(process.cwd(), r.binary) || r.binary}  ${mb(r.binaryBytes)}`);
-    console.log(`${relative(process.cwd(), r.libDir) || r.libDir}/  ${mb(r.libBytes)} (ONNX Runtime; transformers.js models only)`);
+    console.log(`${relative(process.cwd(), r.libDir) || r.libDir}/  ${mb(r.libBytes)} (ONNX Runtime: runs the shipped model and any transformers.js model)`);
     console.log(`total ${mb(r.binaryBytes + r.libBytes)}, built in ${(r.millis / 1000).toFixed(1)} s`);
   } catch (err) {
     console.error(err instanceof Error ? err.message : String(err));

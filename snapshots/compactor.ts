@@ -1,10 +1,13 @@
-// Log compaction: fold records into the smallest set that rebuilds the same state — the latest
-// knowledge base records, and per content item the version whose chunks answer searches (its put
-// and indexed records), the newest put when it is newer, and a failure or re-index request of the
-// newest version. Deleted items and superseded versions disappear. Which records apply is decided
+// Log compaction: fold records into the smallest set that rebuilds the same state — one record per
+// knowledge base as it is now (its creation, with the latest name and description and the active
+// configuration folded in), the build of another configuration under way (re-embedding), and per
+// content item the version whose chunks answer searches (its put and indexed records), the newest
+// put when it is newer, a failure or re-index request of the newest version, and the same for the
+// configuration being built. Deleted items, superseded versions and replaced configurations
+// disappear. Which records apply is decided
 // by the engine's state machine (applyRecord), the same that builds the state in memory; indexed
 // records carry their document numbers, so replaying the result numbers documents identically.
-import { applyRecord, decodePayload, encodePayload, statusAfterIndexed, type ContentStatus, type LogRecord, type RecordOf, type StateTarget } from '../engine';
+import { applyRecord, decodePayload, encodePayload, statusAfterIndexed, type ContentStatus, type KnowledgeBaseConfig, type KnowledgeBaseRecord, type LogRecord, type RecordOf, type StateTarget } from '../engine';
 
 export interface KeptRecord {
   seq: number;
@@ -14,23 +17,41 @@ export interface KeptRecord {
   attachment: Uint8Array;
 }
 
-interface ContentEntry {
-  kbId: string;
+interface KbEntry {
+  create: KeptRecord;
+  /** The knowledge base as it is now. */
+  record: KnowledgeBaseRecord;
+  /** Whether a later record changed it (an update, an activation): then a new create record says so. */
+  changed: boolean;
+  /** The configuration being built, and the record that started it. */
+  building?: { config: KnowledgeBaseConfig; started: KeptRecord };
+}
+
+/** Where an item stands in one configuration. */
+interface Indexing {
   status: ContentStatus;
-  version: number;
-  latestPut: KeptRecord;
   live?: { put: KeptRecord; indexed: KeptRecord };
   failed?: KeptRecord;
+}
+
+interface ContentEntry {
+  kbId: string;
+  version: number;
+  latestPut: KeptRecord;
+  /** In the active configuration. */
+  active: Indexing;
   /** A re-index of the newest version asked for after it failed. */
   retry?: KeptRecord;
+  /** In the configuration being built, if any. */
+  next: Indexing;
 }
 
 const key = (kbId: string, id: string) => `${kbId}/${id}`;
 
 export class Compactor implements StateTarget {
-  private readonly kbs = new Map<string, { create: KeptRecord; update?: KeptRecord }>();
+  private readonly kbs = new Map<string, KbEntry>();
   private readonly contents = new Map<string, ContentEntry>();
-  /** Document numbers handed out per knowledge base (as the live state counts them). */
+  /** Document numbers handed out per configuration of a knowledge base (as the live state counts them). */
   private readonly docSpaces = new Map<string, number>();
   /** Knowledge bases whose content the snapshot leaves out: their item ids and the last record that changed them. */
   private readonly elsewhere = new Map<string, { ids: Set<string>; seq: number }>();
@@ -67,13 +88,57 @@ export class Compactor implements StateTarget {
     this.elsewhere.set(kbId, { ids: new Set(ids), seq: this.current.seq });
   }
 
-  contentState(kbId: string, id: string) {
-    const entry = this.contents.get(key(kbId, id));
-    return entry && { version: entry.version, status: entry.status };
+  /** Which side of an item a configuration is: the active one (also for no id), the one being built, or none. */
+  private side(kbId: string, configId: string | undefined): 'active' | 'next' | undefined {
+    const kb = this.kbs.get(kbId);
+    if (!kb) return undefined;
+    if (configId === undefined || configId === kb.record.config.id) return 'active';
+    return kb.building?.config.id === configId ? 'next' : undefined;
   }
 
-  docSpace(kbId: string): number {
-    return this.docSpaces.get(kbId) ?? 0;
+  contentState(kbId: string, id: string, configId?: string) {
+    const entry = this.contents.get(key(kbId, id));
+    const side = this.side(kbId, configId);
+    return entry && side && { version: entry.version, status: entry[side].status };
+  }
+
+  private spaceKey(kbId: string, configId: string | undefined): string {
+    return `${kbId}/${configId ?? this.kbs.get(kbId)?.record.config.id}`;
+  }
+
+  docSpace(kbId: string, configId?: string): number {
+    return this.docSpaces.get(this.spaceKey(kbId, configId)) ?? 0;
+  }
+
+  configs(kbId: string) {
+    const kb = this.kbs.get(kbId);
+    return kb && { active: kb.record.config, building: kb.building?.config };
+  }
+
+  private entriesOf(kbId: string): ContentEntry[] {
+    return [...this.contents.values()].filter((c) => c.kbId === kbId);
+  }
+
+  startBuilding(record: RecordOf<'kb.reconfigure'>): void {
+    this.kbs.get(record.kbId)!.building = { config: record.config, started: this.current };
+    for (const c of this.entriesOf(record.kbId)) c.next = { status: 'pending' };
+  }
+
+  cancelBuilding(record: RecordOf<'kb.reconfigure'>): void {
+    this.kbs.get(record.kbId)!.building = undefined;
+    for (const c of this.entriesOf(record.kbId)) c.next = { status: 'pending' };
+  }
+
+  activateBuilding(record: RecordOf<'kb.activate'>): void {
+    const kb = this.kbs.get(record.kbId)!;
+    kb.record = { ...kb.record, config: kb.building!.config, updatedAt: record.at };
+    kb.changed = true;
+    kb.building = undefined;
+    for (const c of this.entriesOf(record.kbId)) {
+      c.active = c.next;
+      c.retry = undefined;
+      c.next = { status: 'pending' };
+    }
   }
 
   /**
@@ -91,20 +156,27 @@ export class Compactor implements StateTarget {
   }
 
   createKnowledgeBase(record: RecordOf<'kb.create'>): void {
-    this.kbs.set(record.kb.id, { create: this.current });
+    this.kbs.set(record.kb.id, { create: this.current, record: record.kb, changed: false });
     // As in memory, a knowledge base made again starts empty.
-    this.elsewhere.delete(record.kb.id);
+    this.forgetContents(record.kb.id);
   }
 
   updateKnowledgeBase(record: RecordOf<'kb.update'>): void {
-    this.kbs.get(record.id)!.update = this.current;
+    const kb = this.kbs.get(record.id)!;
+    kb.record = { ...kb.record, name: record.name, description: record.description, updatedAt: record.at };
+    kb.changed = true;
   }
 
   deleteKnowledgeBase(record: RecordOf<'kb.delete'>): void {
     this.kbs.delete(record.id);
-    this.docSpaces.delete(record.id);
-    this.elsewhere.delete(record.id);
-    for (const [k, c] of this.contents) if (c.kbId === record.id) this.contents.delete(k);
+    this.forgetContents(record.id);
+  }
+
+  /** The knowledge base's items, document numbers and items kept elsewhere. */
+  private forgetContents(kbId: string): void {
+    for (const k of this.docSpaces.keys()) if (k.startsWith(`${kbId}/`)) this.docSpaces.delete(k);
+    this.elsewhere.delete(kbId);
+    for (const [k, c] of this.contents) if (c.kbId === kbId) this.contents.delete(k);
   }
 
   putContent(record: RecordOf<'content.put'>): void {
@@ -113,11 +185,11 @@ export class Compactor implements StateTarget {
     if (entry) {
       entry.latestPut = this.current;
       entry.version = record.version;
-      entry.status = 'pending';
-      entry.failed = undefined;
+      entry.active = { status: 'pending', live: entry.active.live };
+      entry.next = { status: 'pending', live: entry.next.live };
       entry.retry = undefined;
     } else {
-      this.contents.set(key(record.kbId, record.id), { kbId: record.kbId, status: 'pending', version: record.version, latestPut: this.current });
+      this.contents.set(key(record.kbId, record.id), { kbId: record.kbId, version: record.version, latestPut: this.current, active: { status: 'pending' }, next: { status: 'pending' } });
     }
   }
 
@@ -127,25 +199,23 @@ export class Compactor implements StateTarget {
 
   indexContent(record: RecordOf<'content.indexed'>): void {
     if (record.firstDoc !== (this.current.record as RecordOf<'content.indexed'>).firstDoc) this.settle({ firstDoc: record.firstDoc });
-    this.docSpaces.set(record.kbId, record.firstDoc + record.chunks.length);
+    this.docSpaces.set(this.spaceKey(record.kbId, record.configId), record.firstDoc + record.chunks.length);
     const entry = this.contents.get(key(record.kbId, record.id))!;
-    entry.live = { put: entry.latestPut, indexed: this.current };
-    entry.status = statusAfterIndexed(record);
-    entry.failed = undefined;
-    entry.retry = undefined;
+    const side = this.side(record.kbId, record.configId)!;
+    entry[side] = { status: statusAfterIndexed(record), live: { put: entry.latestPut, indexed: this.current } };
+    if (side === 'active') entry.retry = undefined;
   }
 
   failContent(record: RecordOf<'content.failed'>): void {
     const entry = this.contents.get(key(record.kbId, record.id))!;
-    entry.status = 'failed';
-    entry.failed = this.current;
-    entry.retry = undefined;
+    const side = this.side(record.kbId, record.configId)!;
+    // A re-index asked for before stays: the failure of the version it queued applies only after it.
+    entry[side] = { status: 'failed', live: entry[side].live, failed: this.current };
   }
 
   retryContent(record: RecordOf<'content.retry'>): void {
     const entry = this.contents.get(key(record.kbId, record.id))!;
-    entry.status = 'pending';
-    entry.failed = undefined;
+    entry.active = { status: 'pending', live: entry.active.live };
     entry.retry = this.current;
   }
 
@@ -153,14 +223,25 @@ export class Compactor implements StateTarget {
   kept(): KeptRecord[] {
     const out: KeptRecord[] = [];
     for (const kb of this.kbs.values()) {
-      out.push(kb.create);
-      if (kb.update) out.push(kb.update);
+      // Changed since its creation: one create record of the knowledge base as it is now, in place
+      // of its updates and activations (numbered as the creation, before anything about its items).
+      if (!kb.changed) out.push(kb.create);
+      else {
+        const record: LogRecord = { t: 'kb.create', kb: kb.record };
+        out.push({ seq: kb.create.seq, record, payload: encodePayload(record), attachment: new Uint8Array(0) });
+      }
+      if (kb.building) out.push(kb.building.started);
     }
     for (const c of this.contents.values()) {
-      if (c.live) out.push(c.live.put, c.live.indexed);
-      if (c.latestPut !== c.live?.put) out.push(c.latestPut);
-      if (c.failed) out.push(c.failed);
-      if (c.retry) out.push(c.retry);
+      // A put can serve both configurations and the newest version: each record once.
+      const kept = new Set<KeptRecord>();
+      for (const side of [c.active, c.next]) {
+        if (side.live) kept.add(side.live.put).add(side.live.indexed);
+        if (side.failed) kept.add(side.failed);
+      }
+      kept.add(c.latestPut);
+      if (c.retry) kept.add(c.retry);
+      out.push(...kept);
     }
     // One census per knowledge base kept elsewhere, in place of its content records (which are not
     // kept): numbered as the last record that changed it, which is not kept either.
@@ -174,7 +255,7 @@ export class Compactor implements StateTarget {
 
   get stats(): { knowledgeBases: number; contents: number; chunks: number } {
     let chunks = 0;
-    for (const c of this.contents.values()) if (c.live?.indexed.record.t === 'content.indexed') chunks += c.live.indexed.record.chunks.length;
+    for (const c of this.contents.values()) if (c.active.live?.indexed.record.t === 'content.indexed') chunks += c.active.live.indexed.record.chunks.length;
     return { knowledgeBases: this.kbs.size, contents: this.contents.size, chunks };
   }
 }

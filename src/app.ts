@@ -20,6 +20,7 @@ import { knowledgeBaseRoutes } from './routes/knowledge-bases';
 import { docsRoutes } from './routes/docs';
 import { operationRoutes } from './routes/operations';
 import { playgroundRoutes } from './routes/playground';
+import { reembedRoutes } from './routes/reembed';
 import { searchRoutes } from './routes/search';
 import { uploadRoutes } from './routes/uploads';
 import type { UploadService } from './uploads';
@@ -153,7 +154,7 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
     .use(operationRoutes(ctx))
     .use(docsRoutes(ctx.version))
     .use(playgroundRoutes())
-    .group(API_PREFIX, (api) => api.use(knowledgeBaseRoutes(ctx)).use(uploadRoutes(ctx, uploads)).use(contentRoutes(ctx)).use(searchRoutes(ctx)))
+    .group(API_PREFIX, (api) => api.use(knowledgeBaseRoutes(ctx)).use(reembedRoutes(ctx)).use(uploadRoutes(ctx, uploads)).use(contentRoutes(ctx)).use(searchRoutes(ctx)))
   registered = () => app.routes;
   return app;
 }

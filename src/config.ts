@@ -188,13 +188,16 @@ export function loadConfig() {
       /** Where `models pull` downloads from: the Hugging Face hub or a mirror in its URL layout. */
       hubUrl: process.env.EMBEDDING_HUB_URL || 'https://huggingface.co',
       highQualityModel: process.env.HIGH_QUALITY_MODEL || 'auto',
-      costEffectiveModel: process.env.COST_EFFECTIVE_MODEL || 'use-lite',
+      costEffectiveModel: process.env.COST_EFFECTIVE_MODEL || 'shipped',
       costEffectiveQuantization: (process.env.COST_EFFECTIVE_QUANTIZATION === 'f32' ? 'f32' : 'i8') as 'f32' | 'i8',
       /** ONNX export of transformers models: fp32 by default (int8 was 1.5× as fast here but lost 0.021 nDCG@10 on SciFact; see README). */
       precision: (process.env.EMBEDDING_PRECISION === 'int8' ? 'int8' : 'fp32') as 'fp32' | 'int8',
       threads: int('EMBEDDING_THREADS', 1, 1),
       batchSize: int('EMBEDDING_BATCH_SIZE', 16, 1),
+      /** HTTP and USE-Lite models; transformers.js models batch by word pieces (256 once padded; engine/embedding/batches.ts). */
       batchChars: int('EMBEDDING_BATCH_CHARS', 2048, 1),
+      /** Most word pieces in one call of a transformers.js model once padded (one full MiniLM chunk). */
+      batchTokens: int('EMBEDDING_BATCH_TOKENS', 256, 1),
       queryCacheSize: int('QUERY_CACHE_SIZE', 2048, 0),
       http: {
         url: process.env.EMBEDDING_HTTP_URL || '',
@@ -219,6 +222,8 @@ export function loadConfig() {
     // k1 1.2, b 0.75 sit on the plateau of the SciFact sweep (bench/fulltext.ts --sweep).
     bm25: { k1: num('BM25_K1', 1.2), b: num('BM25_B', 0.75) },
     logLevel: process.env.LOG_LEVEL || 'info',
+    /** At start, knowledge bases whose type is now served by another model (or chunked otherwise) are re-embedded in the background. */
+    reembedOnStart: process.env.REEMBED_ON_START !== 'false',
     /** /ready lists the cluster's live nodes with their addresses and shards (it needs no key). */
     readyDetails: process.env.READY_DETAILS === 'true',
     cluster: clusterConfig(),

@@ -2,9 +2,11 @@
 // HIGH_QUALITY_MODEL or COST_EFFECTIVE_MODEL) that EMBEDDING_MODEL_DIR lacks is pulled from the hub
 // at first start, with the same checked, resumable download as `models pull`, before the server
 // resolves its models (so it is ready only once the model is in place). `auto` names no model:
-// it picks among those present. Later starts find the files and never ask the hub.
-import { missingModelFiles, pullModel, type PullProgress } from '../engine';
+// it picks among those present, else the model shipped with the server (as `shipped` does). Later
+// starts find the files and never ask the hub.
+import { locateModel, missingModelFiles, pullModel, type PullProgress } from '../engine';
 import type { Config } from './config';
+import { modelDirs } from './kb-types';
 import type { Logger } from './logger';
 
 /** Model ids the configuration names explicitly. */
@@ -18,8 +20,9 @@ export async function pullConfiguredModels(config: Config, logger: Logger): Prom
   if (!config.embedding.allowRemoteModels) return;
   const { modelDir, hubUrl, precision } = config.embedding;
   for (const id of configuredModelIds(config)) {
+    // The shipped model's folder counts: the int8 export it holds serves EMBEDDING_PRECISION=int8.
+    if (locateModel(modelDirs(config, id), id, precision)) continue;
     const missing = missingModelFiles(modelDir, id, [precision]);
-    if (missing.length === 0) continue;
     logger.info({ model: id, hub: hubUrl, modelDir, missing }, 'pulling the configured embedding model (EMBEDDING_ALLOW_REMOTE=true)');
     let logged = 0;
     const onProgress = ({ file, received, total }: PullProgress) => {

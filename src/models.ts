@@ -4,11 +4,14 @@
 //   bun run models list
 //
 // Downloads go into EMBEDDING_MODEL_DIR (default ./models) from EMBEDDING_HUB_URL (default the
-// Hugging Face hub), with a progress bar; an interrupted pull resumes when run again.
+// Hugging Face hub), with a progress bar; an interrupted pull resumes when run again. `list` shows
+// them, the model shipped with the server and USE-Lite, each with the types it serves now.
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { listModels, ModelPullError, pullModel, type ModelDtype, type PullProgress } from '../engine';
+import { listModels, locateModel, ModelPullError, pullModel, type InstalledModel, type ModelDtype, type PullProgress } from '../engine';
 import { loadConfig } from './config';
-import { KB_TYPES, typeEmbeddings } from './kb-types';
+import { KB_TYPES, modelDirs, typeEmbeddings } from './kb-types';
+import { SHIPPED_MODEL_ID, shippedModelDir } from './shipped-model';
 
 const USAGE = `usage:
   bun run models pull <org/name> [--dtype fp32|int8|all] [--revision <rev>]
@@ -84,22 +87,39 @@ if (positionals[0] === 'pull') {
     fail(err instanceof ModelPullError ? err.message : `pull failed: ${err instanceof Error ? err.message : String(err)}`, 1);
   }
 } else if (positionals[0] === 'list') {
+  const shippedDir = shippedModelDir();
+  const shippedRoot = (m: InstalledModel) => m.id === SHIPPED_MODEL_ID && resolve(m.dir) === resolve(shippedDir, SHIPPED_MODEL_ID);
+  // EMBEDDING_MODEL_DIR's models, then the shipped one (unless EMBEDDING_MODEL_DIR is its folder: ./models of a checkout).
   const models = listModels(modelDir);
-  // Which knowledge base types the server would serve with each model (its settings resolved now).
+  if (!models.some(shippedRoot)) models.push(...listModels(shippedDir).filter(shippedRoot));
+  // Which knowledge base types the server would serve with each (its settings resolved now): a
+  // transformers model by the folder its files load from, the others by name.
   const usedBy = new Map<string, string[]>();
+  const use = (key: string, type: string) => usedBy.set(key, [...(usedBy.get(key) ?? []), type]);
   try {
     const embeddings = typeEmbeddings(config);
-    for (const type of KB_TYPES) usedBy.set(embeddings[type].model, [...(usedBy.get(embeddings[type].model) ?? []), type]);
+    for (const type of KB_TYPES) {
+      const e = embeddings[type];
+      const found = e.provider === 'transformers' ? locateModel(modelDirs(config, e.model), e.model, e.precision) : undefined;
+      use(found ? `${resolve(found.root)}@${found.precision}` : e.provider === 'transformers' ? `missing:${e.model}` : e.model, type);
+    }
   } catch (err) {
     console.error(`(cannot tell which types use the models: ${err instanceof Error ? err.message : String(err)})`);
   }
-  if (models.length === 0) console.log(`no models in ${modelDir} (get one with: bun run models pull Xenova/all-MiniLM-L6-v2)`);
+  if (!listModels(modelDir).length) console.log(`no models in ${modelDir} (EMBEDDING_MODEL_DIR); a better one than the shipped model: bun run models pull Xenova/bge-small-en-v1.5`);
   for (const m of models) {
-    const types = usedBy.get(m.id)?.join(', ') || 'no type';
-    console.log(`${m.id.padEnd(36)} ${MB(m.bytes).padStart(9)}  ${m.dtypes.join('+') || 'no weights'}  used by: ${types}${m.missing.length ? `  (incomplete: missing ${m.missing.join(', ')})` : ''}`);
+    // "used by" names the export (fp32 or int8) where a folder holds both.
+    const users = m.dtypes.flatMap((d) => (usedBy.get(`${resolve(m.dir)}@${d}`) ?? []).map((t) => (m.dtypes.length > 1 ? `${t} (${d})` : t)));
+    const note = shippedRoot(m) ? '  (shipped with the server)' : '';
+    console.log(`${m.id.padEnd(36)} ${MB(m.bytes).padStart(9)}  ${m.dtypes.join('+') || 'no weights'}  used by: ${users.join(', ') || 'no type'}${note}${m.missing.length ? `  (incomplete: missing ${m.missing.join(', ')})` : ''}`);
   }
-  const useLite = usedBy.get('universal-sentence-encoder-lite');
-  if (useLite) console.log(`${'universal-sentence-encoder-lite'.padEnd(36)} ${'built in'.padStart(9)}  used by: ${useLite.join(', ')}`);
+  console.log(`${'universal-sentence-encoder-lite'.padEnd(36)} ${'built in'.padStart(9)}  used by: ${usedBy.get('universal-sentence-encoder-lite')?.join(', ') || 'no type (HIGH_QUALITY_MODEL or COST_EFFECTIVE_MODEL=use-lite)'}`);
+  // Configured but not found (the server would fail to load it), and models behind EMBEDDING_HTTP_URL.
+  for (const [key, types] of usedBy) {
+    if (key === 'universal-sentence-encoder-lite' || key.startsWith('/')) continue;
+    const missing = key.startsWith('missing:');
+    console.log(`${key.replace(/^missing:/, '').padEnd(36)} ${(missing ? 'not found' : 'http').padStart(9)}  used by: ${types.join(', ')}`);
+  }
 } else {
   fail(`unknown command "${positionals[0]}"`);
 }

@@ -13,7 +13,7 @@ import { KeyStore, keyFilePath } from './auth/key-store';
 import { followKeyStream } from './auth/key-records';
 import { loadConfig } from './config';
 import { createLogger, exitFatal } from './logger';
-import { KB_TYPES, modelWarnings, typeEmbeddings } from './kb-types';
+import { configForType, fallbackModelDirs, KB_TYPES, modelWarnings, typeEmbeddings, type KbType } from './kb-types';
 import { pullConfiguredModels } from './models-at-start';
 import { coversShards, LocalSnapshotStore, openEngine, restoreFromStore, S3ClusterSnapshots, S3SnapshotStore, SnapshotManager, type SnapshotStore } from '../snapshots';
 import { join } from 'node:path';
@@ -142,11 +142,14 @@ try {
       queryWorkers: config.queryWorkers,
       batchSize: config.embedding.batchSize,
       batchChars: config.embedding.batchChars,
+      batchTokens: config.embedding.batchTokens,
       queryCacheSize: config.embedding.queryCacheSize,
       settings: {
         modelDir: config.embedding.modelDir,
-        // Models load from EMBEDDING_MODEL_DIR only (pulled there at start when allowed): the
-        // loader never reaches for the hub itself.
+        // …then the shipped model's folder (beside the code; unpacked from the binary).
+        fallbackModelDirs: fallbackModelDirs(config),
+        // Models load from these folders only (pulled into EMBEDDING_MODEL_DIR at start when
+        // allowed): the loader never reaches for the hub itself.
         allowRemoteModels: false,
         threads: config.embedding.threads,
         http: config.embedding.http.url ? config.embedding.http : undefined,
@@ -211,6 +214,12 @@ await Promise.all(
 // Every worker has loaded its models: re-queued content goes to them now (a model that failed to
 // load fails or retries those items, as it would for new ones).
 engine!.startIngestion();
+// Knowledge bases whose type is now served by another model (or chunked otherwise) are rebuilt for it in
+// the background, answering from their old configuration until complete (engine/methods/reembed.ts).
+if (config.reembedOnStart) {
+  const started = await engine!.reembedChanged((kb) => configForType(kb.type as KbType, config, embeddings));
+  if (started.length > 0) logger.info({ knowledgeBases: started }, 're-embedding knowledge bases for the models now serving their types');
+}
 logger.info({ requeued: engine!.recovery.requeued }, 'ready');
 
 let stopping = false;

@@ -52,7 +52,8 @@ describe('a folder from nothing to searchable', () => {
     expect(kb).toMatch(/^kb_[0-9a-f]{28}$/);
     const list = cli(['kb', 'list']);
     expect(list.code).toBe(0);
-    expect(list.stdout).toMatch(new RegExp(`^${kb}\\s+Handbook\\s+\\d{4}-`, 'm'));
+    expect(list.stdout).toMatch(/^id\s+name\s+model\s+created$/m);
+    expect(list.stdout).toMatch(new RegExp(`^${kb}\\s+Handbook\\s+Xenova/all-MiniLM-L6-v2\\s+\\d{4}-`, 'm'));
   });
 
   test('ingest uploads the folder, waits for indexing, and sums up', () => {
@@ -74,6 +75,8 @@ describe('a folder from nothing to searchable', () => {
     expect(hybrid.code).toBe(0);
     expect(hybrid.stdout.split('\n')[0]).toMatch(/^#\s+score\s+full-text\s+semantic\s+content\s+text$/);
     expect(hybrid.stdout).toContain('Refunds are issued within 14 days of purchase.');
+    // Which model's vectors answered.
+    expect(hybrid.stderr).toContain('model: Xenova/all-MiniLM-L6-v2');
     const filtered = cli(['search', 'days', '--kb', kb, '--mode', 'full-text', '--filter', 'path=docs/policies/shipping.txt']);
     expect(filtered.code).toBe(0);
     expect(filtered.stdout).toContain('Shipping takes three to five business days.');

@@ -172,7 +172,9 @@ describe('bun run models', () => {
 
     const listed = await run(['list'], env);
     expect(listed.code).toBe(0);
-    expect(listed.out).toMatch(new RegExp(`${ID}\\s+\\d+\\.\\d MB\\s+int8\\s+used by: TEXT_HIGH_QUALITY, TEXT_AND_MEDIA_HIGH_QUALITY`));
+    // EMBEDDING_MODEL_DIR is searched before the shipped model's folder: its copy serves every type (the cost-effective default is the shipped model).
+    expect(listed.out).toMatch(new RegExp(`${ID}\\s+\\d+\\.\\d MB\\s+int8\\s+used by: TEXT_COST_EFFECTIVE, TEXT_HIGH_QUALITY, TEXT_AND_MEDIA_HIGH_QUALITY\n`));
+    expect(listed.out).toMatch(new RegExp(`${ID}\\s+\\d+\\.\\d MB\\s+int8\\s+used by: no type\\s+\\(shipped with the server\\)`));
     expect(listed.out).toContain('universal-sentence-encoder-lite');
 
     const closedEnv = { ...env, EMBEDDING_HUB_URL: 'http://127.0.0.1:9', EMBEDDING_MODEL_DIR: join(work, 'offline') };
@@ -188,12 +190,13 @@ describe('bun run models', () => {
 });
 
 describe('the server with EMBEDDING_ALLOW_REMOTE=true', () => {
-  const serverEnv = (modelDir: string, hubUrl: string) => ({
+  // fp32: the int8 export ships with the server (in its own folder), so only the fp32 one is pulled.
+  const serverEnv = (modelDir: string, hubUrl: string, precision = 'fp32') => ({
     EMBEDDING_ALLOW_REMOTE: 'true',
     EMBEDDING_HUB_URL: hubUrl,
     EMBEDDING_MODEL_DIR: modelDir,
     HIGH_QUALITY_MODEL: `transformers:${ID}`,
-    EMBEDDING_PRECISION: 'int8',
+    EMBEDDING_PRECISION: precision,
   });
 
   test('pulls the configured model at first start, before /ready, and serves with it; a later start needs no hub', async () => {
@@ -204,11 +207,11 @@ describe('the server with EMBEDDING_ALLOW_REMOTE=true', () => {
       const log = server.output.join('\n');
       expect(log).toContain('pulling the configured embedding model');
       expect(log).toContain('embedding model pulled');
-      expect(hub.gets.slice(gets).map((g) => g.file)).toContain('onnx/model_quantized.onnx');
-      expect(readFileSync(join(modelDir, ID, 'onnx/model_quantized.onnx'))).toEqual(readFileSync(join(SOURCE, ID, 'onnx/model_quantized.onnx')));
+      expect(hub.gets.slice(gets).map((g) => g.file)).toContain('onnx/model.onnx');
+      expect(sha256(join(modelDir, ID, 'onnx/model.onnx'))).toBe(sha256(join(SOURCE, ID, 'onnx/model.onnx')));
       const kbId = await createKb(server, 'pulled', 'TEXT_HIGH_QUALITY');
       const configuration = await server.api('GET', `/api/v1/knowledge-bases/${kbId}/configuration`);
-      expect(configuration.body.data.embedding).toMatchObject({ provider: 'transformers', model: ID, precision: 'int8' });
+      expect(configuration.body.data.embedding).toMatchObject({ provider: 'transformers', model: ID, precision: 'fp32' });
       const cat = await addContent(server, kbId, 'The cat sat on the mat and purred in the afternoon sun.');
       await addContent(server, kbId, 'Quarterly revenue grew by twelve percent on strong export sales.');
       const found = await server.api('POST', `/api/v1/knowledge-bases/${kbId}/search/semantic`, { query: 'a kitten resting on a rug', limit: 1 });
@@ -242,5 +245,21 @@ describe('the server with EMBEDDING_ALLOW_REMOTE=true', () => {
     expect(code).toBe(1);
     expect(out + err).toContain('the configured embedding model could not be pulled');
     expect(out + err).toContain(`copy its files into ${join(modelDir, 'Xenova', 'all-MiniLM-L6-v2')}/`);
+  }, 60_000);
+
+  test('a configured export the shipped model already has (int8) is not pulled: the start needs no hub', async () => {
+    const modelDir = join(work, 'server-shipped');
+    const gets = hub.gets.length;
+    const server = await TestServer.start({ env: serverEnv(modelDir, `http://127.0.0.1:${await freePort()}`, 'int8') });
+    try {
+      expect(server.output.join('\n')).not.toContain('pulling the configured embedding model');
+      expect(hub.gets.length).toBe(gets);
+      expect(existsSync(modelDir)).toBe(false);
+      const kbId = await createKb(server, 'shipped', 'TEXT_HIGH_QUALITY');
+      expect((await server.api('GET', `/api/v1/knowledge-bases/${kbId}/configuration`)).body.data.embedding).toMatchObject({ model: ID, precision: 'int8' });
+    } finally {
+      await server.stop();
+      server.cleanup();
+    }
   }, 60_000);
 });

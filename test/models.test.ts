@@ -36,11 +36,15 @@ afterAll(async () => {
 });
 
 describe('type → embedding configuration', () => {
-  test('without a local model, both text types use USE-Lite; cost-effective stores i8 vectors', () => {
+  test('without a local model, every type uses the shipped all-MiniLM-L6-v2 (int8); cost-effective stores i8 vectors', () => {
     const config = configWith({ EMBEDDING_MODEL_DIR: '/nonexistent' });
     const types = typeEmbeddings(config);
-    expect(types.TEXT_HIGH_QUALITY).toMatchObject({ provider: 'use-lite', dimensions: 512, quantization: 'f32' });
-    expect(types.TEXT_COST_EFFECTIVE).toMatchObject({ provider: 'use-lite', dimensions: 512, quantization: 'i8' });
+    const shipped = { provider: 'transformers', model: 'Xenova/all-MiniLM-L6-v2', dimensions: 384, pooling: 'mean', maxTokens: 256, precision: 'int8' };
+    expect(types.TEXT_HIGH_QUALITY).toMatchObject({ ...shipped, quantization: 'f32' });
+    expect(types.TEXT_AND_MEDIA_HIGH_QUALITY).toMatchObject({ ...shipped, quantization: 'f32' });
+    expect(types.TEXT_COST_EFFECTIVE).toMatchObject({ ...shipped, quantization: 'i8' });
+    // USE-Lite only when asked for.
+    expect(typeEmbeddings(configWith({ EMBEDDING_MODEL_DIR: '/nonexistent', COST_EFFECTIVE_MODEL: 'use-lite' })).TEXT_COST_EFFECTIVE).toMatchObject({ provider: 'use-lite', dimensions: 512, quantization: 'i8' });
   });
 
   test('auto picks bge-small when it is in the model directory, with CLS pooling and its query instruction', () => {
@@ -79,12 +83,12 @@ describe('type → embedding configuration', () => {
     }
   });
 
-  test('chunks fit what the model reads: MiniLM 256 word pieces → 1,024 characters, bge 512 → 2,048, USE-Lite 1,000; CHUNK_SIZE overrides', () => {
+  test('chunks fit what the model embeds best: MiniLM trained on 128 word pieces → 512 characters, bge 512 → 2,048, USE-Lite 1,000; CHUNK_SIZE overrides', () => {
     const config = configWith({ EMBEDDING_MODEL_DIR: modelDir });
     const minilm = { ...resolveModel('transformers:Xenova/all-MiniLM-L6-v2', config), metric: 'cosine', quantization: 'f32' } as EmbeddingConfig;
     const bge = { ...resolveModel('transformers:Xenova/bge-small-en-v1.5', config), metric: 'cosine', quantization: 'f32' } as EmbeddingConfig;
     const useLite = { ...resolveModel('use-lite', config), metric: 'cosine', quantization: 'f32' } as EmbeddingConfig;
-    expect(chunkingFor(minilm, config)).toEqual({ size: 1024, overlap: 102 });
+    expect(chunkingFor(minilm, config)).toEqual({ size: 512, overlap: 51 });
     expect(chunkingFor(bge, config)).toEqual({ size: 2048, overlap: 205 });
     expect(chunkingFor(useLite, config)).toEqual({ size: 1000, overlap: 100 });
     expect(chunkingFor(minilm, configWith({ CHUNK_SIZE: '700' }))).toEqual({ size: 700, overlap: 70 });
@@ -114,25 +118,27 @@ describe('a transformers.js model served by the worker threads', () => {
     const hits = (await server.api('POST', `/api/v1/knowledge-bases/${kb}/search/semantic`, { query: 'automobile' })).body.data;
     expect(hits[0].contentId).toBe(car);
     expect((await server.api('POST', `/api/v1/knowledge-bases/${kb}/search/full-text`, { query: 'automobile' })).body.data).toEqual([]);
-    // The cost-effective type keeps USE-Lite with i8 vectors in the same server.
+    // The cost-effective type keeps the shipped MiniLM (its folder searched after EMBEDDING_MODEL_DIR) with i8 vectors in the same server.
     const cheap = await createKb(server, 'Cheap', 'TEXT_COST_EFFECTIVE');
     const cheapCfg = (await server.api('GET', `/api/v1/knowledge-bases/${cheap}/configuration`)).body.data;
-    expect(cheapCfg.embedding).toMatchObject({ provider: 'use-lite', quantization: 'i8' });
+    expect(cheapCfg.embedding).toMatchObject({ provider: 'transformers', model: 'Xenova/all-MiniLM-L6-v2', precision: 'int8', quantization: 'i8' });
+    expect((await server.api('POST', `/api/v1/knowledge-bases/${cheap}/contents?wait=true`, { text: 'the red truck and the bus' })).body.data.status).toBe('ready');
     expect(await server.waitForOutput('"model":"Xenova/bge-small-en-v1.5"')).toBe(true);
   });
 });
 
-describe('a high-quality type falling back to USE-Lite is said loudly', () => {
+describe('a high-quality type served by USE-Lite (asked for) is said loudly', () => {
   test('at start-up, in /ready and in the knowledge base configuration; not when a model serves it', async () => {
     const ready = (await server.api('GET', '/ready', undefined, null)).body;
     expect(ready.warnings).toEqual([]);
     const hq = await createKb(server, 'Served by the model', 'TEXT_HIGH_QUALITY');
     expect((await server.api('GET', `/api/v1/knowledge-bases/${hq}/configuration`)).body.data.warning).toBeUndefined();
 
-    const bare = await TestServer.start({ env: { EMBEDDING_MODEL_DIR: join(tmpdir(), 'kb-no-models-here') } });
+    const bare = await TestServer.start({ env: { EMBEDDING_MODEL_DIR: join(tmpdir(), 'kb-no-models-here'), HIGH_QUALITY_MODEL: 'use-lite' } });
     try {
       const warnings: string[] = (await bare.api('GET', '/ready', undefined, null)).body.warnings;
       expect(warnings.map((w) => w.split(' ')[0])).toEqual(['TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY']);
+      expect(warnings[0]).toContain('HIGH_QUALITY_MODEL=use-lite');
       expect(warnings[0]).toContain('bun run models pull');
       expect(bare.output.some((l) => l.includes('"level":40') && l.includes('TEXT_HIGH_QUALITY is served by the small Universal Sentence Encoder Lite'))).toBe(true);
       const fallback = await createKb(bare, 'Fallback', 'TEXT_HIGH_QUALITY');

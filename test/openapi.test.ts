@@ -135,6 +135,7 @@ describe('real answers validate against the documented schemas', () => {
     await expectDocumented('PUT', `${KBS}/{id}/contents/{contentId}`, `${KBS}/${kb}/contents/${item}`, 200, { text: 'Refunds are issued within 14 days of a return.' });
     await expectDocumented('POST', `${KBS}/{id}/contents/{contentId}/reindex`, `${KBS}/${kb}/contents/${item}/reindex`, 200);
     await expectDocumented('POST', `${KBS}/{id}/reindex-failed`, `${KBS}/${kb}/reindex-failed`, 200);
+    await expectDocumented('POST', `${KBS}/{id}/reembed`, `${KBS}/${kb}/reembed`, 200);
     for (const mode of ['full-text', 'semantic', 'hybrid']) {
       const hits = await expectDocumented('POST', `${KBS}/{id}/search/${mode}`, `${KBS}/${kb}/search/${mode}`, 200, { query: 'refund', limit: 5 });
       expect(hits.data.length).toBeGreaterThan(0);

@@ -52,6 +52,8 @@ test('connect, create a knowledge base, upload with progress, search three ways 
   await page.selectOption('#new-kb-type', 'TEXT_COST_EFFECTIVE');
   await page.click('#create-kb');
   await page.waitForFunction(() => document.getElementById('kb').selectedOptions[0]?.textContent?.startsWith('Playground test'));
+  // The model serving the selected knowledge base (its configuration): the shipped one by default.
+  await waitForText('#kb-model', 'TEXT_COST_EFFECTIVE: model Xenova/all-MiniLM-L6-v2 (int8, 384 dimensions, i8 vectors)');
 
   for (const [name, team] of [['refunds.md', 'billing'], ['passwords.md', 'support']] as const) {
     await page.setInputFiles('#files', join(files, name));

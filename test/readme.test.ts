@@ -9,7 +9,8 @@ const ROOT = resolve(import.meta.dir, '..');
 let server: TestServer;
 
 beforeAll(async () => {
-  server = await TestServer.start({ env: { KB_API_KEYS: 'org-demo:change-me', HIGH_QUALITY_MODEL: 'use-lite' } });
+  // The README's defaults: the model that ships with the server.
+  server = await TestServer.start({ env: { KB_API_KEYS: 'org-demo:change-me' } });
 });
 afterAll(async () => {
   await server.stop();

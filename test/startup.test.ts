@@ -56,7 +56,7 @@ function text(i: number, length: number): string {
 
 describe('start-up after kill -9 with content still pending', () => {
   test('the embedding models load before re-queued content is sent to the workers: /ready is not held back by it', async () => {
-    // One document worker (the helper's INGEST_WORKERS=1) and the default model (USE-Lite). An
+    // One document worker (the helper's INGEST_WORKERS=1) and the default model (the shipped MiniLM). An
     // ingestion batch takes up to 16 items; 64 short items are 4 batches. Before the fix the
     // replay sent 2 batches to the worker at once and the model load waited behind both, so /ready
     // answered only after 32 re-queued items were indexed (measured: 4.9 s after spawn, against

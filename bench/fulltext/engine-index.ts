@@ -1,6 +1,8 @@
 // bench/fulltext.ts, the engine side: BM25 indexes over chunks built as the engine builds them,
 // their quality on SciFact, and builds timed with the memory they take.
 import { analyze } from '../../engine';
+import { arrayItems, syncItems, type ItemView } from '../../engine/search/items';
+import { fullTextCandidates, fullTextDepth } from '../../engine/search/legs';
 import { InvertedIndex, processContent, type ProcessedChunk } from '../lib/engine-internals';
 import { evaluate, rankDocuments, type CorpusDoc, type Quality, type Query, type SciFact } from '../lib/eval-data';
 import { settledMemory } from '../lib/memory';
@@ -38,6 +40,19 @@ export function replicate(corpus: readonly CorpusDoc[], count: number): CorpusDo
 export interface ChunkIndex {
   index: InvertedIndex;
   owner: number[];
+  /** The items' chunks, for BM25 over items and the item-aware full-text leg (engine/search/legs.ts). */
+  items: ItemView;
+}
+
+/**
+ * The engine's full-text ranking (what the full-text endpoint and hybrid's full-text leg return):
+ * item-aware leg scores over the leg's candidates; `plain` ranks chunks by their own BM25 alone
+ * (the engine before item-aware scoring).
+ */
+export function rankFullText(index: InvertedIndex, items: ItemView, terms: readonly string[], k: number, plain: boolean) {
+  if (plain) return index.search(terms, k);
+  syncItems(index, items);
+  return fullTextCandidates(index, terms, fullTextDepth(k)).slice(0, k);
 }
 
 export function processItems(items: readonly CorpusDoc[], options: ChunkingOptions): ProcessedChunk[][] {
@@ -45,28 +60,32 @@ export function processItems(items: readonly CorpusDoc[], options: ChunkingOptio
 }
 
 /** Chunks get dense increasing document numbers, as KnowledgeBase.applyIndexed hands them out. */
-export function indexChunks(processed: readonly ProcessedChunk[][], params: Bm25Params): ChunkIndex {
+export function indexChunks(processed: readonly ProcessedChunk[][], texts: readonly string[], params: Bm25Params): ChunkIndex {
   const index = new InvertedIndex(params);
   const owner: number[] = [];
+  const docs: number[][] = [];
   processed.forEach((chunks, item) => {
+    docs.push([]);
     for (const chunk of chunks) {
+      docs[item]!.push(owner.length);
       index.add(owner.length, chunk);
       owner.push(item);
     }
   });
-  return { index, owner };
+  return { index, owner, items: arrayItems(owner, docs, texts) };
 }
 
-export function engineQuality(data: SciFact, built: ChunkIndex, terms: ReadonlyMap<string, string[]>, queries?: readonly Query[]): Quality {
+export function engineQuality(data: SciFact, built: ChunkIndex, terms: ReadonlyMap<string, string[]>, queries?: readonly Query[], plain = false): Quality {
   return evaluate(
     data,
-    (q) => rankDocuments(built.index.search(terms.get(q.id)!, QUALITY_DEPTH), (hit) => data.corpus[built.owner[hit.doc]!]!.id).map((d) => d.id),
+    (q) => rankDocuments(rankFullText(built.index, built.items, terms.get(q.id)!, QUALITY_DEPTH, plain), (hit) => data.corpus[built.owner[hit.doc]!]!.id).map((d) => d.id),
     queries,
   );
 }
 
 export interface ReplicaIndex {
   index: InvertedIndex;
+  items: ItemView;
   chunks: number;
   analyzeMs: number;
   insertMs: number;
@@ -75,6 +94,8 @@ export interface ReplicaIndex {
 /** Analyze every item (copies too: that is the real ingestion cost) and index its chunks. */
 export function buildEngine(items: readonly CorpusDoc[], options: ChunkingOptions, params: Bm25Params): ReplicaIndex {
   const index = new InvertedIndex(params);
+  const owner: number[] = [];
+  const docs: number[][] = [];
   let doc = 0;
   let analyzeMs = 0;
   let insertMs = 0;
@@ -82,11 +103,17 @@ export function buildEngine(items: readonly CorpusDoc[], options: ChunkingOption
     const t0 = performance.now();
     const chunks = processContent({ text: item.text, chunking: options });
     const t1 = performance.now();
-    for (const chunk of chunks) index.add(doc++, chunk);
+    const mine: number[] = [];
+    for (const chunk of chunks) {
+      mine.push(doc);
+      owner.push(docs.length);
+      index.add(doc++, chunk);
+    }
+    docs.push(mine);
     insertMs += performance.now() - t1;
     analyzeMs += t1 - t0;
   }
-  return { index, chunks: doc, analyzeMs, insertMs };
+  return { index, items: arrayItems(owner, docs, items.map((i) => i.text)), chunks: doc, analyzeMs, insertMs };
 }
 
-export const engineSearch = (index: InvertedIndex) => (query: string) => index.search(analyze(query), LATENCY_K);
+export const engineSearch = (index: InvertedIndex, items: ItemView, plain: boolean) => (query: string) => rankFullText(index, items, analyze(query), LATENCY_K, plain);

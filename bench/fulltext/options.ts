@@ -36,6 +36,8 @@ const { values: args } = parseArgs({
     overlap: { type: 'string' },
     replicas: { type: 'string' },
     'no-curve': { type: 'boolean', default: false },
+    /** Rank chunks by their own BM25 alone, as the engine did before item-aware scoring. */
+    plain: { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -49,6 +51,7 @@ function numberArg(name: string, value: string | undefined, fallback: number): n
 
 if (args.quick && args.full) throw new Error('--quick and --full exclude each other');
 export const quick = args.quick;
+export const plain = args.plain;
 export const bm25: Bm25Params = { k1: numberArg('k1', args.k1, DEFAULT_BM25.k1), b: numberArg('b', args.b, DEFAULT_BM25.b) };
 // The engine takes chunking from each knowledge base's config and has no default of its own.
 export const chunking: ChunkingOptions = { size: numberArg('size', args.size, 2000), overlap: numberArg('overlap', args.overlap, 200) };

@@ -8,7 +8,7 @@ export const MODELS_DIR = process.env.BENCH_MODELS_DIR ?? resolve(REPO_ROOT, '..
 export const ORG = 'org_bench';
 export const DOCUMENT_WORKERS = 2;
 
-export const PARTS = ['quality', 'vectors', 'http', 'memory', 'throughput'] as const;
+export const PARTS = ['quality', 'vectors', 'http', 'memory', 'throughput', 'ingest', 'limit'] as const;
 export type Part = (typeof PARTS)[number];
 
 const { values: args } = parseArgs({
@@ -20,6 +20,13 @@ const { values: args } = parseArgs({
     fresh: { type: 'boolean', default: false },
     /** HIGH_QUALITY_MODEL of the server in the http part (default auto: the best model under MODELS_DIR). */
     'http-model': { type: 'string', default: 'auto' },
+    /** Extra environment of the ingest part's server (KEY=VALUE,…); without it the server runs on its defaults. */
+    'ingest-env': { type: 'string' },
+    /** Knowledge base type of the ingest part. */
+    'ingest-type': { type: 'string', default: 'TEXT_HIGH_QUALITY' },
+    /** Model of the limit part (`<org>/<name>`, under MODELS_DIR or the shipped models folder) and its precision. */
+    'limit-model': { type: 'string', default: 'Xenova/all-MiniLM-L6-v2' },
+    'limit-precision': { type: 'string', default: 'int8' },
   },
   strict: true,
 });

@@ -1,6 +1,6 @@
 // bench/semantic.ts, part 1: nDCG@10 / Recall@100 of full-text, semantic and hybrid search (and
 // exact f32 and i8 references) for one model, through the engine in process; its ingestion.
-import { VectorIndex, type ChunkHit } from '../../engine';
+import { analyze, VectorIndex, type ChunkHit } from '../../engine';
 import { CORES } from '../lib/machine';
 import { DEFAULT_EXACT_THRESHOLD } from '../lib/engine-internals';
 import { evaluate, rankDocuments, type Quality, type Query, type SciFact } from '../lib/eval-data';
@@ -65,11 +65,12 @@ export async function qualityForModel(data: SciFact, work: Workload, model: Mode
   const search = engine;
   const skb = kb;
 
-  const req = (q: Query) => ({ query: q.text, limit: 100 });
-  const hybrid = (w: number, fusion: 'weighted' | 'rrf' = 'weighted'): Variant => ({
-    name: `hybrid ${fusion === 'rrf' ? 'rrf' : 'weighted'} w=${w}`,
-    run: async (q) => (await search.searchHybrid(ORG, kbId, { ...req(q), semanticWeight: w, fusion }))!,
+  const req = (q: Query, limit = 100) => ({ query: q.text, limit });
+  const hybrid = (w: number, fusion: 'weighted' | 'rrf' = 'weighted', limit = 100): Variant => ({
+    name: `hybrid ${fusion === 'rrf' ? 'rrf' : 'weighted'} w=${w}${limit === 100 ? '' : `, ${limit} hits`}`,
+    run: async (q) => (await search.searchHybrid(ORG, kbId, { ...req(q, limit), semanticWeight: w, fusion }))!,
   });
+  const queryTerms = new Map(work.queries.map((q) => [q.id, analyze(q.text)]));
   const variants: Variant[] = [
     { name: 'full-text (BM25)', run: (q) => search.searchFullText(ORG, kbId, req(q))! },
     { name: `semantic (engine: ${skb.vectors!.graphReady ? 'HNSW' : 'exact'})`, run: async (q) => (await search.searchSemantic(ORG, kbId, req(q)))! },
@@ -79,16 +80,28 @@ export async function qualityForModel(data: SciFact, work: Workload, model: Mode
     hybrid(0.7),
     hybrid(1),
     hybrid(0.5, 'rrf'),
+    { name: 'full-text, 10 hits', run: (q) => search.searchFullText(ORG, kbId, req(q, 10))! },
+    { name: 'semantic, 10 hits', run: async (q) => (await search.searchSemantic(ORG, kbId, req(q, 10)))! },
+    hybrid(0.5, 'weighted', 10),
+    hybrid(0.5, 'rrf', 10),
+    // Each chunk by its own BM25 (with the items' statistics), without its item's evidence.
+    { name: 'full-text, chunk BM25 alone (reference)', run: (q) => skb.hits(skb.bm25.search(queryTerms.get(q.id)!, 100)) },
     { name: 'semantic, exact f32 (reference)', run: (q) => skb.hits(skb.vectors!.exact(qv.get(q.id)!, 100)) },
   ];
-  const rows: { name: string; quality: Quality; msPerQuery: number }[] = [];
+  // How many items the first 10 hits show (10 = no item twice on the first page).
+  const rows: { name: string; quality: Quality; msPerQuery: number; itemsTop10?: number }[] = [];
   const toIds = (hits: readonly ChunkHit[]) => rankDocuments(hits, (h) => String(h.metadata.sciId)).map((d) => d.id);
   for (const v of variants) {
     const rankings = new Map<string, string[]>();
     const t = performance.now();
-    for (const q of work.queries) rankings.set(q.id, toIds(await v.run(q)));
+    let items = 0;
+    for (const q of work.queries) {
+      const hits = await v.run(q);
+      rankings.set(q.id, toIds(hits));
+      items += new Set(hits.slice(0, 10).map((h) => h.contentId)).size;
+    }
     const msPerQuery = (performance.now() - t) / work.queries.length;
-    rows.push({ name: v.name, quality: evaluate(data, (q) => rankings.get(q.id)!, work.queries), msPerQuery });
+    rows.push({ name: v.name, quality: evaluate(data, (q) => rankings.get(q.id)!, work.queries), msPerQuery, itemsTop10: items / work.queries.length });
   }
   {
     const rankings = new Map<string, string[]>();
@@ -102,9 +115,9 @@ export async function qualityForModel(data: SciFact, work: Workload, model: Mode
   await search.close();
 
   printTable(
-    `Quality of ${model.spec.model} on SciFact train, ${rows[0]!.quality.queries} queries, ${fmtInt(prepared.documents)} documents${quick ? ' (--quick sample)' : ''}; limit 100 chunks, best chunk per document`,
-    ['search', 'nDCG@10', 'Recall@100', 'ms/query'],
-    rows.map((r) => [r.name, f4(r.quality.ndcg10), f4(r.quality.recall100), fmtMs(r.msPerQuery)]),
+    `Quality of ${model.spec.model} on SciFact train, ${rows[0]!.quality.queries} queries, ${fmtInt(prepared.documents)} documents${quick ? ' (--quick sample)' : ''}; limit 100 chunks (unless said), best chunk per document`,
+    ['search', 'nDCG@10', 'Recall@100', 'items in top 10', 'ms/query'],
+    rows.map((r) => [r.name, f4(r.quality.ndcg10), f4(r.quality.recall100), r.itemsTop10 === undefined ? '' : r.itemsTop10.toFixed(2), fmtMs(r.msPerQuery)]),
   );
   console.log(
     `  ms/query: in-process engine calls, query vector already cached (engine query embedding took ${fmtMs(engineEmbedMs)} ms/query, one at a time` +

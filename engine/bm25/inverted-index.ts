@@ -8,6 +8,12 @@
 // of the smallest bounds, those terms can no longer make a document enter on their own, so their
 // (long, low-idf) lists are only probed for documents the other terms found, and only while the
 // document can still beat the k-th score. Results equal exhaustive scoring (tested).
+//
+// Documents are chunks; their content items are groups of documents (group, below). BM25's
+// collection statistics count groups: idf is ln(1 + (N − n + 0.5) / (n + 0.5)) with N the live
+// groups and n those holding the term, so a word repeated across the chunks of one item is as rare
+// as a word of one chunk, and splitting an item into more chunks changes no weight. A document no
+// group was formed for is a group of its own (then these are the usual document counts).
 import { DEFAULT_BM25, idf, lengthNorm, lengthNormParts, termWeight, weightedTermScore, type Bm25Params, type ScoreExplanation } from './scorer';
 import { TopK, type Scored } from '../topk';
 
@@ -23,6 +29,8 @@ class PostingList {
   // them as they are (still bounds, only looser) until compaction recomputes them.
   maxTf = 0;
   minDocLength = Infinity;
+  /** Live groups (content items) with a document holding the term: the idf's n. */
+  groupFreq = 0;
 
   get docFreq(): number {
     return this.length - this.dead;
@@ -102,15 +110,38 @@ class PostingList {
   }
 }
 
+/** How often an overlap holds a term (0 if not). */
+function overlapTf(overlap: { ids: Int32Array; tfs: Int32Array }, termId: number): number {
+  for (let i = 0; i < overlap.ids.length; i++) if (overlap.ids[i] === termId) return overlap.tfs[i]!;
+  return 0;
+}
+
 export interface IndexedDoc {
   terms: readonly string[];
   tfs: readonly number[];
+  length: number;
+  /** Where the document (a chunk) lies in its item's text, when known: overlaps between chunks are found from it. */
+  start?: number;
+  end?: number;
+}
+
+/** The terms two neighbouring chunks of a group share (the chunking overlap), counted once per overlap. */
+export interface GroupOverlap {
+  terms: readonly string[];
+  tfs: readonly number[];
+  length: number;
+}
+
+interface StoredOverlap {
+  ids: Int32Array;
+  tfs: Int32Array;
   length: number;
 }
 
 /** A query term that occurs in the index. */
 interface QueryTerm {
   term: string;
+  id: number;
   list: PostingList;
   weight: number; // qtf · idf · (k1 + 1)
   idf: number;
@@ -135,6 +166,22 @@ export class InvertedIndex {
   private liveDocs = 0;
   private totalLength = 0;
   private maxDoc = -1;
+  private changes = 0;
+  // Groups (content items): each document's group, named by its first document; the members of
+  // groups of more than one document; the terms their chunks' overlaps count twice.
+  private groupOf = new Int32Array(1024);
+  private readonly members = new Map<number, Int32Array>();
+  private readonly overlaps = new Map<number, StoredOverlap>();
+  private overlapLength = 0;
+  private liveGroups = 0;
+  /** Documents up to this one have their group settled (settle()); later ones are on their own. */
+  private settledUpTo = -1;
+  private spanStart = new Int32Array(1024).fill(-1);
+  private spanEnd = new Int32Array(1024).fill(-1);
+  // Scratch stamps of group(), by term id.
+  private groupStamp = new Int32Array(0);
+  private docStamp = new Int32Array(0);
+  private groupSerial = 0;
   // Scratch space of one MaxScore window; reused across searches (single-threaded).
   private readonly window = new Float64Array(WINDOW);
   private readonly windowBits = new Int32Array(WINDOW_WORDS);
@@ -153,6 +200,31 @@ export class InvertedIndex {
     return this.liveDocs === 0 ? 0 : this.totalLength / this.liveDocs;
   }
 
+  /** Live groups (content items): the N of idf. */
+  get groupCount(): number {
+    return this.liveGroups;
+  }
+
+  /** Average length of a group scored as one document (its documents' lengths less their overlaps). */
+  get avgGroupLength(): number {
+    return this.liveGroups === 0 ? 0 : (this.totalLength - this.overlapLength) / this.liveGroups;
+  }
+
+  /** Indexed terms over every live document (the sum of their lengths). */
+  get termTotal(): number {
+    return this.totalLength;
+  }
+
+  /** Adds and removes so far: a cache of anything derived from the documents is current while this stays the same. */
+  get version(): number {
+    return this.changes;
+  }
+
+  /** A live document's length in indexed terms (0 if it is not live). */
+  lengthOf(doc: number): number {
+    return this.has(doc) ? this.docLength[doc]! : 0;
+  }
+
   has(doc: number): boolean {
     return doc <= this.maxDoc && this.alive[doc] === 1;
   }
@@ -168,6 +240,9 @@ export class InvertedIndex {
     };
     this.alive = grow(this.alive, (n) => new Uint8Array(n));
     this.docLength = grow(this.docLength, (n) => new Uint32Array(n));
+    this.groupOf = grow(this.groupOf, (n) => new Int32Array(n));
+    this.spanStart = grow(this.spanStart, (n) => new Int32Array(n).fill(-1));
+    this.spanEnd = grow(this.spanEnd, (n) => new Int32Array(n).fill(-1));
   }
 
   /** Add a document; `doc` must be greater than every id added before. */
@@ -192,13 +267,23 @@ export class InvertedIndex {
       if (list.length > 0 && list.docs[list.length - 1] === doc) {
         list.tfs[list.length - 1] = Math.min(MAX_TF, list.tfs[list.length - 1]! + tf);
         list.maxTf = Math.max(list.maxTf, list.tfs[list.length - 1]!);
-      } else list.push(doc, Math.min(MAX_TF, tf), vector.length);
+      } else {
+        list.push(doc, Math.min(MAX_TF, tf), vector.length);
+        list.groupFreq++;
+      }
     }
     this.docTermIds[doc] = ids;
     this.docLength[doc] = vector.length;
     this.alive[doc] = 1;
     this.liveDocs++;
     this.totalLength += vector.length;
+    this.groupOf[doc] = doc;
+    this.liveGroups++;
+    if (vector.start !== undefined && vector.end !== undefined) {
+      this.spanStart[doc] = vector.start;
+      this.spanEnd[doc] = vector.end;
+    }
+    this.changes++;
   }
 
   remove(doc: number): boolean {
@@ -206,14 +291,125 @@ export class InvertedIndex {
     this.alive[doc] = 0;
     this.liveDocs--;
     this.totalLength -= this.docLength[doc]!;
+    this.changes++;
+    const group = this.groupOf[doc]!;
+    const members = this.members.get(group);
     const ids = this.docTermIds[doc]!;
     this.docTermIds[doc] = undefined;
     for (const id of ids) {
       const list = this.lists[id]!;
+      // The group still holds the term while another of its live documents does.
+      if (!members || !this.heldByOther(list, members, doc)) list.groupFreq--;
       list.dead++;
       if (list.dead * 2 >= list.length) list.compact(this.alive, this.docLength);
     }
+    if (!members || !members.some((m) => this.alive[m] === 1)) {
+      this.liveGroups--;
+      if (members) {
+        this.members.delete(group);
+        const overlap = this.overlaps.get(group);
+        if (overlap) {
+          this.overlapLength -= overlap.length;
+          this.overlaps.delete(group);
+        }
+      }
+    }
     return true;
+  }
+
+  private heldByOther(list: PostingList, members: Int32Array, doc: number): boolean {
+    for (const m of members) if (m !== doc && this.alive[m] === 1 && list.tfOf(m) > 0) return true;
+    return false;
+  }
+
+  // --- groups (content items) -----------------------------------------------------------------
+
+  /** Live documents added since the last settle(), ascending: each is a group of its own until grouped. */
+  unsettled(): number[] {
+    const out: number[] = [];
+    for (let d = this.settledUpTo + 1; d <= this.maxDoc; d++) if (this.alive[d] === 1) out.push(d);
+    return out;
+  }
+
+  /** Every document added so far has its group: later ones start unsettled. */
+  settle(): void {
+    this.settledUpTo = this.maxDoc;
+  }
+
+  /**
+   * Make `docs` (ascending: the chunks of one content item, each still a group of its own) one group.
+   * `overlap` holds the terms their neighbouring chunks both count (the chunking overlap), so the
+   * group scores as its text once (groupScores). Documents already grouped or not live are left out.
+   */
+  group(docs: readonly number[], overlap?: GroupOverlap): void {
+    const live: number[] = [];
+    for (let i = 0; i < docs.length; i++) {
+      const d = docs[i]!;
+      if (this.has(d) && this.groupOf[d] === d && !this.members.has(d)) live.push(d);
+    }
+    if (live.length < 2) return;
+    const id = live[0]!;
+    if (this.groupStamp.length < this.lists.length) {
+      const size = Math.max(1024, this.lists.length * 2);
+      const grow = (a: Int32Array) => {
+        const b = new Int32Array(size);
+        b.set(a);
+        return b;
+      };
+      this.groupStamp = grow(this.groupStamp);
+      this.docStamp = grow(this.docStamp);
+    }
+    const serial = ++this.groupSerial;
+    const { groupStamp, docStamp, lists } = this;
+    for (let k = 0; k < live.length; k++) {
+      const d = live[k]!;
+      const ids = this.docTermIds[d]!;
+      for (let i = 0; i < ids.length; i++) {
+        const t = ids[i]!;
+        // A term a document of the group already holds adds no group to its count.
+        if (groupStamp[t] === serial) {
+          if (docStamp[t] !== d + 1) lists[t]!.groupFreq--;
+        } else groupStamp[t] = serial;
+        docStamp[t] = d + 1;
+      }
+      this.groupOf[d] = id;
+    }
+    this.liveGroups -= live.length - 1;
+    this.members.set(id, Int32Array.from(live));
+    if (overlap && overlap.length > 0) {
+      const ids: number[] = [];
+      const tfs: number[] = [];
+      overlap.terms.forEach((term, i) => {
+        const t = this.termIds.get(term);
+        if (t !== undefined && overlap.tfs[i]! > 0) {
+          ids.push(t);
+          tfs.push(overlap.tfs[i]!);
+        }
+      });
+      this.overlaps.set(id, { ids: Int32Array.from(ids), tfs: Int32Array.from(tfs), length: overlap.length });
+      this.overlapLength += overlap.length;
+    }
+    this.changes++;
+  }
+
+  /** The live documents of `doc`'s group, ascending (itself alone when it has none). */
+  membersOf(doc: number): readonly number[] {
+    const members = this.members.get(this.groupOf[doc]!);
+    if (!members) return [doc];
+    const out: number[] = [];
+    for (const m of members) if (this.alive[m] === 1) out.push(m);
+    return out;
+  }
+
+  /** The group (content item) of a document: its first document's number. */
+  groupIdOf(doc: number): number {
+    return doc <= this.maxDoc ? this.groupOf[doc]! : doc;
+  }
+
+  /** Where a document lies in its item's text, when add() was told. */
+  spanOf(doc: number): { start: number; end: number } | undefined {
+    if (!this.has(doc) || this.spanStart[doc]! < 0) return undefined;
+    return { start: this.spanStart[doc]!, end: this.spanEnd[doc]! };
   }
 
   /**
@@ -231,11 +427,11 @@ export class InvertedIndex {
       if (id === undefined) continue;
       const list = this.lists[id]!;
       if (list.docFreq === 0) continue;
-      const termIdf = idf(this.liveDocs, list.docFreq);
+      const termIdf = idf(this.liveGroups, list.groupFreq);
       const weight = termWeight(this.params, termIdf, qtf);
       // tf / (tf + K) grows with tf and shrinks with the document's length.
       const bound = (weight * list.maxTf) / (list.maxTf + lengthNorm(this.params, list.minDocLength, this.avgDocLength));
-      out.push({ term, list, idf: termIdf, weight, bound });
+      out.push({ term, id, list, idf: termIdf, weight, bound });
     }
     return out.sort((x, y) => x.bound - y.bound || (x.term < y.term ? -1 : 1));
   }
@@ -348,6 +544,72 @@ export class InvertedIndex {
     return docs.map((d) => (this.has(d) ? this.scoreOf(qterms, d) : 0));
   }
 
+  /**
+   * The most any document could score for the query: each unique term's weight qtf · idf · (k1 + 1),
+   * the limit of its contribution as its frequency grows. A term no document holds counts with the
+   * idf of document frequency 0, so a query whose rarest words match nothing cannot reach the top
+   * of this scale by its common words alone. Scores divided by it lie in [0, 1).
+   */
+  maxScore(query: readonly string[]): number {
+    const counts = new Map<string, number>();
+    for (const t of query) counts.set(t, (counts.get(t) ?? 0) + 1);
+    let max = 0;
+    for (const [term, qtf] of counts) {
+      const id = this.termIds.get(term);
+      max += termWeight(this.params, idf(this.liveGroups, id === undefined ? 0 : this.lists[id]!.groupFreq), qtf);
+    }
+    return max;
+  }
+
+  /**
+   * BM25 of each document's group (its content item) scored as one document: a term's frequency
+   * and the length are summed over the group's live documents, less what the overlaps between its
+   * chunks count twice, so the group scores as its text once; lengths are normalized by
+   * avgGroupLength. Terms are summed in the order scoreDocs uses, so where every group is one
+   * document (avgGroupLength = avgDocLength) this equals scoreDocs bit for bit.
+   */
+  groupScores(query: readonly string[], docs: readonly number[]): number[] {
+    const qterms = this.queryTerms(query);
+    const { base, perLength } = lengthNormParts(this.params, this.avgGroupLength);
+    const { alive, docLength, groupOf } = this;
+    const byGroup = new Map<number, number>();
+    return docs.map((doc) => {
+      if (!this.has(doc)) return 0;
+      const group = groupOf[doc]!;
+      const known = byGroup.get(group);
+      if (known !== undefined) return known;
+      const members = this.members.get(group);
+      let score = 0;
+      if (!members) {
+        const norm = base + perLength * docLength[doc]!;
+        for (let i = qterms.length - 1; i >= 0; i--) {
+          const tf = qterms[i]!.list.tfOf(doc);
+          if (tf > 0) score += weightedTermScore(qterms[i]!.weight, tf, norm);
+        }
+      } else {
+        const overlap = this.overlaps.get(group);
+        let length = 0;
+        for (const m of members) if (alive[m] === 1) length += docLength[m]!;
+        if (overlap) length = Math.max(0, length - overlap.length);
+        const norm = base + perLength * length;
+        const first = members[0]!;
+        const last = members[members.length - 1]!;
+        for (let i = qterms.length - 1; i >= 0; i--) {
+          const list = qterms[i]!.list;
+          let tf = 0;
+          for (let p = list.advance(0, first); p < list.length && list.docs[p]! <= last; p++) {
+            const d = list.docs[p]!;
+            if (alive[d] === 1 && groupOf[d] === group) tf += list.tfs[p]!;
+          }
+          if (overlap && tf > 0) tf = Math.max(0, tf - overlapTf(overlap, qterms[i]!.id));
+          if (tf > 0) score += weightedTermScore(qterms[i]!.weight, tf, norm);
+        }
+      }
+      byGroup.set(group, score);
+      return score;
+    });
+  }
+
   explain(query: readonly string[], doc: number): ScoreExplanation | undefined {
     if (!this.has(doc)) return undefined;
     const avg = this.avgDocLength;
@@ -355,14 +617,14 @@ export class InvertedIndex {
     const qterms = this.queryTerms(query);
     const terms = qterms.map((q) => {
       const tf = q.list.tfOf(doc);
-      return { term: q.term, tf, docFreq: q.list.docFreq, idf: q.idf, score: tf > 0 ? weightedTermScore(q.weight, tf, norm) : 0 };
+      return { term: q.term, tf, docFreq: q.list.groupFreq, idf: q.idf, score: tf > 0 ? weightedTermScore(q.weight, tf, norm) : 0 };
     });
     return {
       // The same sum, in the same order, as scoreOf (terms that do not occur add exactly 0).
       score: terms.reduceRight((s, t) => s + t.score, 0),
       docLength: this.docLength[doc]!,
       avgDocLength: avg,
-      docCount: this.liveDocs,
+      docCount: this.liveGroups,
       terms,
     };
   }
@@ -373,6 +635,10 @@ export class InvertedIndex {
     for (const l of this.lists) bytes += l.docs.byteLength + l.tfs.byteLength + 48;
     for (const ids of this.docTermIds) if (ids) bytes += ids.byteLength + 16;
     for (const t of this.terms) bytes += 2 * t.length + 48;
+    // Groups: each document's group and span, the members and overlaps of multi-chunk items.
+    bytes += this.groupOf.byteLength + this.spanStart.byteLength + this.spanEnd.byteLength + this.groupStamp.byteLength + this.docStamp.byteLength;
+    for (const m of this.members.values()) bytes += m.byteLength + 64;
+    for (const o of this.overlaps.values()) bytes += o.ids.byteLength + o.tfs.byteLength + 96;
     return bytes;
   }
 }

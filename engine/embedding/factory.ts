@@ -7,6 +7,8 @@ import { createUseLiteProvider } from './providers/use-lite';
 export interface EmbeddingSettings {
   /** Local directory of transformers.js models (`<dir>/<org>/<name>/onnx/model.onnx`). */
   modelDir?: string;
+  /** Searched in order after modelDir for a model it lacks: where the server's shipped model is. */
+  fallbackModelDirs?: readonly string[];
   /** Let transformers.js download models from the hub (only where the deployment has internet). */
   allowRemoteModels?: boolean;
   /** onnxruntime threads per worker. */
@@ -23,7 +25,7 @@ export async function createProvider(spec: EmbeddingSpec, settings: EmbeddingSet
     case 'transformers': {
       // Loaded on demand: onnxruntime is only needed where a transformers model is configured.
       const { createTransformersProvider } = await import('./providers/transformers');
-      return createTransformersProvider(spec, { modelDir: settings.modelDir, allowRemote: settings.allowRemoteModels, threads: settings.threads });
+      return createTransformersProvider(spec, { modelDir: settings.modelDir, fallbackModelDirs: settings.fallbackModelDirs, allowRemote: settings.allowRemoteModels, threads: settings.threads });
     }
     case 'http':
       if (!settings.http?.url) throw new Error('EMBEDDING_HTTP_URL is not configured');

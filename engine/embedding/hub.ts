@@ -12,6 +12,9 @@ export const DEFAULT_HUB_URL = 'https://huggingface.co';
 
 export type ModelDtype = 'fp32' | 'int8';
 
+/** The ONNX export of each weight type. */
+export const ONNX_FILE: Record<ModelDtype, string> = { fp32: 'onnx/model.onnx', int8: 'onnx/model_quantized.onnx' };
+
 /** The files a model needs, by weight type (the transformers provider's layout). */
 export function modelFileList(dtypes: readonly ModelDtype[]): { name: string; optional?: boolean }[] {
   return [
@@ -19,7 +22,7 @@ export function modelFileList(dtypes: readonly ModelDtype[]): { name: string; op
     { name: 'tokenizer.json' },
     { name: 'tokenizer_config.json' },
     { name: 'special_tokens_map.json', optional: true },
-    ...dtypes.map((d) => ({ name: d === 'fp32' ? 'onnx/model.onnx' : 'onnx/model_quantized.onnx' })),
+    ...dtypes.map((d) => ({ name: ONNX_FILE[d] })),
   ];
 }
 
@@ -69,6 +72,21 @@ export function modelPath(modelDir: string, id: string): string {
 export function missingModelFiles(modelDir: string, id: string, dtypes: readonly ModelDtype[]): string[] {
   const dir = modelPath(modelDir, id);
   return modelFileList(dtypes).filter((f) => !f.optional && !existsSync(join(dir, f.name))).map((f) => f.name);
+}
+
+/**
+ * The first of `dirs` (model directories, searched in order) holding every file model `id` needs
+ * at `precision`; without one (knowledge bases that recorded none), fp32 or else int8 within a
+ * folder. Undefined when no folder holds the model.
+ */
+export function locateModel(dirs: readonly string[], id: string, precision?: ModelDtype): { dir: string; root: string; precision: ModelDtype } | undefined {
+  for (const dir of dirs) {
+    const root = join(dir, id);
+    if (modelFileList([]).some((f) => !f.optional && !existsSync(join(root, f.name)))) continue;
+    const found = (precision ? [precision] : (['fp32', 'int8'] as const)).find((p) => existsSync(join(root, ONNX_FILE[p])));
+    if (found) return { dir, root, precision: found };
+  }
+  return undefined;
 }
 
 function byHand(target: string, files: readonly { name: string; optional?: boolean }[]): string {

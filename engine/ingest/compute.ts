@@ -21,8 +21,10 @@ export interface ComputeOptions {
   settings?: EmbeddingSettings;
   /** Most texts in one embedding call inside a worker (default 16). */
   batchSize?: number;
-  /** Most characters in one embedding call (default 2,048: two full MiniLM chunks). */
+  /** Most characters in one embedding call, once padded (default 2,048), for models that see only text (HTTP, USE-Lite). */
   batchChars?: number;
+  /** Most word pieces in one call of a transformers.js model, once padded (default 256: one full MiniLM chunk). */
+  batchTokens?: number;
   queryCacheSize?: number;
   /** Worker script (tests substitute one that can crash on demand). */
   workerUrl?: URL;
@@ -41,7 +43,7 @@ export class Compute {
     this.documents = new WorkerPool({ size: options.documentWorkers, workerUrl: url, init: { ...settings, niceness: BACKGROUND_NICENESS } });
     this.queries = new WorkerPool({ size: options.queryWorkers ?? 1, workerUrl: url, init: settings });
     this.cache = new LRUCache({ max: options.queryCacheSize ?? 2048 });
-    this.batch = { texts: options.batchSize ?? 16, chars: options.batchChars ?? 2048 };
+    this.batch = { texts: options.batchSize ?? 16, chars: options.batchChars ?? 2048, tokens: options.batchTokens ?? 256 };
   }
 
   process(items: ProcessJob[], embedding: EmbeddingSpec | undefined): Promise<ItemResult[]> {

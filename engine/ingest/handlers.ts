@@ -1,6 +1,7 @@
 // What an ingestion worker does with each request. Kept apart from the Worker wiring so a test
 // worker can wrap it.
 import { createProvider, specKey, type EmbeddingSettings } from '../embedding/factory';
+import { batchesItself, planBatches } from '../embedding/batches';
 import type { EmbedKind, EmbeddingProvider, EmbeddingSpec } from '../embedding/provider';
 import { chunkText, type ChunkingOptions } from '../chunking/chunker';
 import { processContent, type ProcessedChunk, type ProcessJob } from './process';
@@ -37,26 +38,30 @@ function provider(spec: EmbeddingSpec): Promise<EmbeddingProvider> {
   return p;
 }
 
-/** How many texts one model call may take: at most `texts`, and `chars` characters once padded to the longest. */
+/**
+ * How many texts one model call may take: at most `texts`, and once padded to the longest at most
+ * `tokens` word pieces (transformers.js models, which tokenize first) or `chars` characters (the
+ * others, which only see text).
+ */
 export interface EmbeddingBatch {
   texts: number;
   chars: number;
+  /** Default 256 (one full MiniLM chunk). */
+  tokens?: number;
 }
 
 /**
  * Embed in batches of similar length: a batch is padded to its longest text, so sorting the whole
- * request first (not each batch) wastes the least work on padding. Batches are kept small in
- * characters: on CPU a model call over two full chunks ran twice as fast per chunk as one over
- * sixteen (its activations stay in cache; bench/semantic.ts throughput), while short texts still
- * share a call. Vectors come back in input order.
+ * request first (not each batch) wastes the least work on padding (engine/embedding/batches.ts).
+ * Batches are kept small: on CPU the cost per token is lowest when a call's activations stay in
+ * cache (about one full MiniLM chunk, 256 word pieces; bench/semantic.ts limit part), while short
+ * texts still share a call. A provider that batches by tokens itself gets the whole request.
+ * Vectors come back in input order.
  */
 export async function embedAll(p: EmbeddingProvider, texts: string[], kind: EmbedKind, limits: EmbeddingBatch): Promise<Float32Array[]> {
-  const order = texts.map((_, i) => i).sort((a, b) => texts[a]!.length - texts[b]!.length);
+  if (batchesItself(p)) return p.embedInBatches(texts, kind, { texts: limits.texts, tokens: limits.tokens ?? 256 });
   const out = new Array<Float32Array>(texts.length);
-  for (let i = 0; i < order.length; ) {
-    const batch = [order[i++]!];
-    // A call costs about its padded size: every text as long as its longest (the one added last).
-    while (i < order.length && batch.length < limits.texts && (batch.length + 1) * texts[order[i]!]!.length <= limits.chars) batch.push(order[i++]!);
+  for (const batch of planBatches(texts.map((t) => t.length), { texts: limits.texts, padded: limits.chars })) {
     const vectors = await p.embed(batch.map((k) => texts[k]!), kind);
     batch.forEach((k, j) => (out[k] = vectors[j]!));
   }

@@ -17,6 +17,8 @@ export interface IndexingJob {
   version: number;
   /** Log sequence number of the record that made this version (the job waits until it is applied). */
   seq: number;
+  /** For the configuration being built (re-embedding); absent: the active one. */
+  configId?: string;
 }
 
 export interface JetStreamJobsOptions {
@@ -88,7 +90,7 @@ export class JetStreamJobs {
   /** Publish a job (stored once per content version within two minutes). */
   async publish(job: IndexingJob): Promise<void> {
     const subject = this.subjectOf(job.kbId, job.id);
-    await publishRetried(this.js, subject, JSON.stringify(job), `${job.kbId}.${job.id}.${job.version}`);
+    await publishRetried(this.js, subject, JSON.stringify(job), `${job.kbId}.${job.id}.${job.version}${job.configId ? `.${job.configId}` : ''}`);
   }
 
   /** Whether a job for the item is queued or held by a node (not yet acknowledged). */

@@ -1,6 +1,8 @@
 // The ingestion queue: content versions waiting to be chunked and embedded, sent to the document
 // workers in batches, their results committed to the log as `content.indexed` (or `failed`)
-// records. Batches are taken fairly: round robin across organizations, then across an
+// records. A job indexes for the knowledge base's active configuration, or for the one being built
+// beside it (re-embedding: engine/reembed.ts); each writes its configuration into its record, so a
+// result for a configuration since replaced is a no-op. Batches are taken fairly: round robin across organizations, then across an
 // organization's knowledge bases, in order within a knowledge base (fair-queue.ts). Embedding
 // failures are retried with backoff; then the chunks are indexed for full-text search only and the
 // item is failed.
@@ -8,6 +10,7 @@ import { ANALYZER_VERSION } from '../analysis/analyzer';
 import { toSpec } from '../embedding/provider';
 import { newId } from '../ids';
 import type { ContentItem, KnowledgeBase } from '../kb/knowledge-base';
+import type { IndexSet } from '../kb/index-set';
 import type { IndexedChunk, LogRecord } from '../records';
 import { markPending, markProcessing } from '../state/content-status';
 import type { Compute } from './compute';
@@ -21,6 +24,8 @@ export const DEFAULT_EMBEDDING_RETRY = { attempts: 8, baseMs: 2000, maxMs: 60_00
 /** One worker request done: how much of one knowledge base it indexed and how long it took. */
 export interface IngestionBatch {
   kbId: string;
+  /** A batch of a configuration being built (re-embedding). */
+  configId?: string;
   items: number;
   chunks: number;
   millis: number;
@@ -33,6 +38,8 @@ interface QueueEntry {
   version: number;
   /** Which attempt at embedding this is (1 when absent). */
   attempt?: number;
+  /** For the configuration being built (re-embedding); absent: the active one. */
+  configId?: string;
   /** Told once the job is over: its result committed (or nothing left to do), or not (it failed). */
   settled?: (outcome: 'done' | 'failed') => void;
 }
@@ -46,12 +53,27 @@ export interface IngestionQueueOptions {
   batchItems?: number;
   embeddingRetry?: { attempts: number; baseMs: number; maxMs: number };
   onBatch?: (batch: IngestionBatch) => void;
+  /** A result for a configuration being built was committed (the build may be complete). */
+  onBuilt?: (kbId: string) => void;
   log: (level: 'info' | 'warn' | 'error', message: string, details?: Record<string, unknown>) => void;
   /** Send nothing to the workers until start() (the models load first). */
   held?: boolean;
 }
 
 const now = () => new Date().toISOString();
+
+/** Under which key the throughput of a build is measured. */
+export const buildKey = (kbId: string, configId: string) => `${kbId} ${configId}`;
+
+/** Items whose newest version the configuration being built has no outcome for (at start-up: a build to go on with). */
+export function* unbuiltItems(knowledgeBases: Map<string, KnowledgeBase>): Generator<{ kbId: string; item: ContentItem; configId: string }> {
+  for (const kb of knowledgeBases.values()) {
+    const configId = kb.building?.id;
+    const set = kb.indexSet(configId);
+    if (!configId || !set) continue;
+    for (const item of kb.contents.values()) if (kb.statusIn(set, item) === 'pending') yield { kbId: kb.id, item, configId };
+  }
+}
 
 /** Items waiting for indexing or in flight (at start-up: those the last run left unfinished). */
 export function* unfinishedItems(knowledgeBases: Map<string, KnowledgeBase>): Generator<{ kbId: string; item: ContentItem }> {
@@ -94,24 +116,29 @@ export class IngestionQueue {
     return this.queue.size + this.inFlight;
   }
 
-  enqueue(kbId: string, id: string, version: number, settled?: QueueEntry['settled']): void {
-    this.push({ kbId, id, version, settled });
+  /** Queue a content version for the active configuration, or (`configId`) for the one being built. */
+  enqueue(kbId: string, id: string, version: number, settled?: QueueEntry['settled'], configId?: string): void {
+    this.push({ kbId, id, version, settled, ...(configId ? { configId } : {}) });
     this.pump();
   }
 
-  /** Into the fair queue, under its knowledge base's organization. */
+  /** Into the fair queue, under its knowledge base's organization; a build takes turns with the knowledge base's own writes. */
   private push(job: QueueEntry): void {
     // A knowledge base already gone: its jobs are dropped at their turn, whatever they are filed under.
     const org = this.options.knowledgeBases.get(job.kbId)?.record.orgId ?? '';
-    this.queue.push(org, job.kbId, job);
+    this.queue.push(org, job.configId ? `${job.kbId} ${job.configId}` : job.kbId, job);
   }
 
-  /** At start-up: whatever was pending or in flight at the last stop is indexed again. Returns how many. */
+  /** At start-up: whatever was pending or in flight at the last stop is indexed again (builds too). Returns how many. */
   requeueUnfinished(): number {
     let requeued = 0;
     for (const { kbId, item } of unfinishedItems(this.options.knowledgeBases)) {
       markPending(item);
       this.push({ kbId, id: item.id, version: item.current.version });
+      requeued++;
+    }
+    for (const { kbId, item, configId } of unbuiltItems(this.options.knowledgeBases)) {
+      this.push({ kbId, id: item.id, version: item.current.version, configId });
       requeued++;
     }
     this.pump();
@@ -143,30 +170,34 @@ export class IngestionQueue {
       const maxChunks = batchShare(BATCH_CHUNKS, organizations);
       const batch: { job: QueueEntry; item: ContentItem }[] = [];
       let chars = 0;
-      const taken = this.queue.take(maxItems, (job) => {
+      let target: { kb: KnowledgeBase; set: IndexSet } | undefined;
+      this.queue.take(maxItems, (job) => {
         const jobKb = knowledgeBases.get(job.kbId);
         const item = jobKb?.contents.get(job.id);
-        if (!jobKb || !item || item.current.version !== job.version) {
-          job.settled?.('done'); // deleted or superseded
+        const set = jobKb?.indexSet(job.configId);
+        // Deleted or superseded; or built already, or for a build no longer wanted.
+        if (!jobKb || !item || !set || item.current.version !== job.version || (job.configId && jobKb.statusIn(set, item) !== 'pending')) {
+          job.settled?.('done');
           return 'drop';
         }
+        target = { kb: jobKb, set };
         batch.push({ job, item });
         chars += item.current.text.length;
-        return chars >= maxChunks * jobKb.record.config.chunking.size ? 'last' : 'take';
+        return chars >= maxChunks * set.config.chunking.size ? 'last' : 'take';
       });
-      const kb = taken && knowledgeBases.get(taken.lane);
-      if (!kb || batch.length === 0) continue;
-      this.runBatch(kb, batch);
+      if (!target || batch.length === 0) continue;
+      this.runBatch(target.kb, target.set, batch);
     }
   }
 
-  private runBatch(kb: KnowledgeBase, batch: { job: QueueEntry; item: ContentItem }[]): void {
+  private runBatch(kb: KnowledgeBase, set: IndexSet, batch: { job: QueueEntry; item: ContentItem }[]): void {
     this.inFlight++;
+    const building = set !== kb.indexSet(undefined);
     const versions = batch.map(({ item }) => {
-      markProcessing(item);
+      if (!building) markProcessing(item);
       return item.current;
     });
-    const { chunking, embedding } = kb.record.config;
+    const { chunking, embedding } = set.config;
     const started = performance.now();
     this.options.compute
       .process(
@@ -177,17 +208,19 @@ export class IngestionQueue {
       .then((results) => {
         const done: IngestionBatch = {
           kbId: kb.id,
+          ...(building ? { configId: set.config.id } : {}),
           items: results.length,
           chunks: results.reduce((n, r) => n + (r.ok ? r.chunks.length : 0), 0),
           millis: performance.now() - started,
           model: embedding.model,
         };
-        this.throughput.record(done);
+        // A build's pace apart from the knowledge base's own writes (its progress has an ETA of its own).
+        this.throughput.record(building ? { ...done, kbId: buildKey(kb.id, set.config.id) } : done);
         this.options.onBatch?.(done);
         return Promise.all(
           results.map((r, i) => {
             const { job } = batch[i]!;
-            return this.commitResult(kb, job, r).then(
+            return this.commitResult(kb, set, job, r).then(
               (retrying) => retrying || job.settled?.('done'),
               (err) => {
                 job.settled?.('failed');
@@ -205,21 +238,29 @@ export class IngestionQueue {
   }
 
   /** Commit a job's result; true when the job is instead tried again later. */
-  private async commitResult(kb: KnowledgeBase, job: QueueEntry, result: ItemResult): Promise<boolean> {
+  private async commitResult(kb: KnowledgeBase, set: IndexSet, job: QueueEntry, result: ItemResult): Promise<boolean> {
     const item = kb.contents.get(job.id);
-    // Deleted or updated while in flight: the newer version has its own job.
-    if (!item || item.current.version !== job.version || this.closed || this.options.knowledgeBases.get(kb.id) !== kb) return false;
+    // Deleted or updated while in flight (the newer version has its own job), or the configuration
+    // indexed for is no longer active or being built.
+    if (!item || item.current.version !== job.version || this.closed || this.options.knowledgeBases.get(kb.id) !== kb || kb.indexSet(set.config.id) !== set) return false;
     if (!result.ok && result.chunks === undefined) {
-      await this.options.commit({ t: 'content.failed', kbId: job.kbId, id: job.id, version: job.version, error: result.error, at: now() });
+      await this.options.commit({ t: 'content.failed', kbId: job.kbId, id: job.id, version: job.version, error: result.error, configId: set.config.id, at: now() });
+      this.built(job);
       return false;
     }
     if (!result.ok && this.retryLater(item, job, result.error)) return true;
-    const vectors = result.ok && result.vectors ? kb.storedVectors(result.vectors) : undefined;
-    await this.commitIndexed(job, kb, result, vectors);
+    const vectors = result.ok && result.vectors ? set.storedVectors(result.vectors) : undefined;
+    await this.commitIndexed(job, set, result, vectors);
+    this.built(job);
     return false;
   }
 
-  private async commitIndexed(job: QueueEntry, kb: KnowledgeBase, result: ItemResult, vectors: ReturnType<KnowledgeBase['storedVectors']>): Promise<void> {
+  /** A build's result is in: it may be complete now. */
+  private built(job: QueueEntry): void {
+    if (job.configId) this.options.onBuilt?.(job.kbId);
+  }
+
+  private async commitIndexed(job: QueueEntry, set: IndexSet, result: ItemResult, vectors: ReturnType<IndexSet['storedVectors']>): Promise<void> {
     try {
       await this.options.commit(
         {
@@ -231,17 +272,18 @@ export class IngestionQueue {
           // Chunk ids and document numbers are fixed here, just before the record is applied (no
           // await in between), so id order follows document order and replay rebuilds both.
           chunks: result.chunks!.map((c): IndexedChunk => ({ id: newId('ch'), ...c })),
-          firstDoc: kb.docSpace,
+          firstDoc: set.docSpace,
+          configId: set.config.id,
           ...(result.ok ? {} : { embeddingError: `${result.error} (after ${job.attempt ?? 1} attempts; found by full-text search only until re-indexed)` }),
           at: now(),
         },
-        vectors ? kb.vectorBytes(vectors) : undefined,
+        vectors ? set.vectorBytes(vectors) : undefined,
       );
     } catch (err) {
       // Cluster mode: an item whose result exceeds what NATS carries in one message fails (trying
       // again would fail alike); the operator raises max_payload and re-indexes it.
       if (!(err instanceof RecordTooLargeError)) throw err;
-      await this.options.commit({ t: 'content.failed', kbId: job.kbId, id: job.id, version: job.version, error: err.message, at: now() });
+      await this.options.commit({ t: 'content.failed', kbId: job.kbId, id: job.id, version: job.version, error: err.message, configId: set.config.id, at: now() });
     }
   }
 
@@ -253,7 +295,7 @@ export class IngestionQueue {
     const retry = this.options.embeddingRetry ?? DEFAULT_EMBEDDING_RETRY;
     const attempt = job.attempt ?? 1;
     if (attempt >= retry.attempts) return false;
-    markPending(item);
+    if (!job.configId) markPending(item);
     const delay = Math.min(retry.maxMs, retry.baseMs * 2 ** (attempt - 1));
     this.options.log('warn', 'embedding failed; retrying', { kbId: job.kbId, id: job.id, attempt, retryInMs: delay, error });
     const timer = setTimeout(() => {

@@ -1,17 +1,12 @@
-// One knowledge base in memory: its content items, the chunks that answer searches, and the
-// indexes over those chunks. Chunks are addressed by dense document numbers shared by every index.
-import { InvertedIndex } from "../bm25/inverted-index";
-import { VectorIndex } from "../vector/vector-index";
-import { MetadataIndex, type Metadata, type MetadataFilter } from '../filter/metadata';
-import type { ContentSource, ContentStatus, IndexedChunk, KnowledgeBaseRecord } from '../records';
-import type { Scored } from "../topk";
+// One knowledge base in memory: its content items and the indexes its searches read (the active
+// IndexSet). While it is re-embedded for another configuration, a second set is built beside the
+// active one from the same items; activation swaps it in at once (engine/kb/index-set.ts).
+import type { Metadata, MetadataFilter } from '../filter/metadata';
+import type { ContentSource, ContentStatus, IndexedChunk, KnowledgeBaseConfig, KnowledgeBaseRecord } from '../records';
+import type { Scored } from '../topk';
+import { IndexSet, type AllowedDocs, type BuildOutcome, type LiveChunks, type StoredVector } from './index-set';
 
-export type StoredVector = Float32Array | Int8Array;
-
-export interface AllowedDocs {
-  mask: Uint8Array;
-  docs: number[];
-}
+export type { AllowedDocs, StoredVector } from './index-set';
 
 export interface ContentVersion {
   version: number;
@@ -28,8 +23,9 @@ export interface ContentItem {
   updatedAt: string;
   /** The newest text and metadata (what reads return). */
   current: ContentVersion;
-  /** The version whose chunks answer searches, with their document numbers. */
-  live?: { version: ContentVersion; docs: number[] };
+  /** The version whose chunks answer searches, with their document numbers (in the active set). */
+  live?: LiveChunks;
+  /** Of the newest version, in the active set. */
   status: ContentStatus;
   error?: string;
 }
@@ -44,15 +40,6 @@ export interface ChunkHit {
   doc: number;
 }
 
-interface ChunkSlot {
-  id: string;
-  content: ContentItem;
-  version: ContentVersion;
-  start: number;
-  end: number;
-  page?: number;
-}
-
 function compareOrder(a: ContentItem, b: ContentItem): number {
   return a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
@@ -63,30 +50,17 @@ export class KnowledgeBase {
   readonly itemsElsewhere = new Set<string>();
   /** Content items by (createdAt, id), for stable pagination. */
   private readonly order: ContentItem[] = [];
-  private readonly chunks: (ChunkSlot | undefined)[] = [];
-  readonly bm25: InvertedIndex;
-  readonly metadataIndex = new MetadataIndex();
-  /** Undefined for a configuration without embeddings. */
-  readonly vectors: VectorIndex | undefined;
-  private liveChunks = 0;
+  /** The indexes searches read: those of `record.config`. */
+  private active: IndexSet;
+  /** The indexes of the configuration being built (re-embedding), if any. */
+  private next: IndexSet | undefined;
 
   /** `exactThreshold`: below this many vectors searches are exact and no HNSW graph is kept. */
   constructor(
     public record: KnowledgeBaseRecord,
-    exactThreshold?: number,
+    private readonly exactThreshold?: number,
   ) {
-    this.bm25 = new InvertedIndex(record.config.bm25);
-    const { embedding, hnsw } = record.config;
-    if (embedding.dimensions > 0) {
-      this.vectors = new VectorIndex({
-        dimensions: embedding.dimensions,
-        quantization: embedding.quantization === "i8" ? "i8" : "f32",
-        connectivity: hnsw.connectivity,
-        expansionAdd: hnsw.expansionAdd,
-        expansionSearch: hnsw.expansionSearch,
-        exactThreshold,
-      });
-    }
+    this.active = new IndexSet(record.config, exactThreshold);
   }
 
   get id(): string {
@@ -94,12 +68,83 @@ export class KnowledgeBase {
   }
 
   get chunkCount(): number {
-    return this.liveChunks;
+    return this.active.chunkCount;
   }
 
-  /** Document numbers handed out so far (upper bound for masks). */
+  /** Document numbers handed out so far in the active set (upper bound for masks). */
   get docSpace(): number {
-    return this.chunks.length;
+    return this.active.docSpace;
+  }
+
+  get bm25() {
+    return this.active.bm25;
+  }
+
+  get metadataIndex() {
+    return this.active.metadataIndex;
+  }
+
+  /** Undefined for a configuration without embeddings. */
+  get vectors() {
+    return this.active.vectors;
+  }
+
+  // --- configurations (re-embedding) -----------------------------------------------------------
+
+  /** The set of a configuration: the active one, the one being built, else undefined. */
+  indexSet(configId: string | undefined): IndexSet | undefined {
+    if (configId === undefined || configId === this.active.config.id) return this.active;
+    return this.next?.config.id === configId ? this.next : undefined;
+  }
+
+  /** The configuration being built, if any. */
+  get building(): KnowledgeBaseConfig | undefined {
+    return this.next?.config;
+  }
+
+  /** Start building `config` beside the active one (a build of another configuration is dropped). */
+  startBuilding(config: KnowledgeBaseConfig): void {
+    this.next = new IndexSet(config, this.exactThreshold);
+  }
+
+  cancelBuilding(): void {
+    this.next = undefined;
+  }
+
+  /** The item's indexing state in a set: its newest version and where indexing it ended there. */
+  statusIn(set: IndexSet, item: ContentItem): ContentStatus {
+    if (set === this.active) return item.status;
+    const outcome = set.outcomes.get(item.id);
+    return outcome && outcome.version === item.current.version ? outcome.status : 'pending';
+  }
+
+  /** Items whose newest version has an outcome in the set being built, and all items. */
+  buildProgress(): { done: number; total: number } | undefined {
+    const next = this.next;
+    if (!next) return undefined;
+    let done = 0;
+    for (const item of this.contents.values()) if (this.statusIn(next, item) !== 'pending') done++;
+    return { done, total: this.contents.size };
+  }
+
+  /** The built configuration answers from now on: items take their state in it, the old set is dropped. */
+  activateBuilding(at: string): void {
+    const next = this.next!;
+    for (const item of this.contents.values()) {
+      item.live = next.live.get(item.id);
+      const outcome = next.outcomes.get(item.id);
+      if (outcome && outcome.version === item.current.version) {
+        item.status = outcome.status;
+        item.error = outcome.error;
+      } else {
+        item.status = 'pending';
+        item.error = undefined;
+      }
+    }
+    next.outcomes.clear();
+    this.active = next;
+    this.next = undefined;
+    this.record = { ...this.record, config: next.config, updatedAt: at };
   }
 
   // --- contents -------------------------------------------------------------------------------
@@ -137,7 +182,10 @@ export class KnowledgeBase {
   deleteContent(id: string): boolean {
     const item = this.contents.get(id);
     if (!item) return false;
-    this.dropLiveChunks(item);
+    this.active.drop(id);
+    item.live = undefined;
+    this.next?.drop(id);
+    this.next?.outcomes.delete(id);
     this.contents.delete(id);
     const at = this.orderIndex(item);
     if (this.order[at] === item) this.order.splice(at, 1);
@@ -152,52 +200,28 @@ export class KnowledgeBase {
     return this.order.length;
   }
 
-  private dropLiveChunks(item: ContentItem): void {
-    if (!item.live) return;
-    for (const doc of item.live.docs) {
-      const slot = this.chunks[doc];
-      if (!slot) continue;
-      this.bm25.remove(doc);
-      this.vectors?.remove(doc);
-      this.metadataIndex.remove(doc, slot.version.metadata);
-      this.chunks[doc] = undefined;
-      this.liveChunks--;
-    }
-    item.live = undefined;
+  /**
+   * Swap in the chunks of an indexed version in a set: the old chunks answer until this call, the
+   * new ones from it on, with nothing in between (one synchronous step).
+   */
+  applyIndexed(item: ContentItem, chunks: readonly IndexedChunk[], vectors: readonly StoredVector[] | undefined, firstDoc: number, set: IndexSet = this.active): number[] {
+    const live = set.applyIndexed(item, chunks, vectors, firstDoc);
+    if (set === this.active) item.live = live;
+    return live.docs;
   }
 
-  /**
-   * Swap in the chunks of an indexed version: the old chunks answer until this call, the new
-   * ones from it on, with nothing in between (one synchronous step).
-   */
-  applyIndexed(item: ContentItem, chunks: readonly IndexedChunk[], vectors: readonly StoredVector[] | undefined, firstDoc: number): number[] {
-    // No vectors at all is allowed: chunks whose embedding failed answer full-text search only.
-    if (this.vectors && vectors !== undefined && vectors.length !== chunks.length) {
-      throw new Error(`indexed record of ${item.id} carries ${vectors.length} vectors for ${chunks.length} chunks`);
-    }
-    // Document numbers come from the record, so a compacted log (a snapshot) rebuilds exactly the
-    // numbering, and with it the keys of a saved HNSW graph; gaps are left empty.
-    if (firstDoc < this.chunks.length) throw new Error(`document ${firstDoc} of ${item.id} is already taken`);
-    this.chunks.length = firstDoc;
-    this.dropLiveChunks(item);
-    const version = item.current;
-    const docs: number[] = [];
-    for (const c of chunks) {
-      const doc = this.chunks.length;
-      this.chunks.push({ id: c.id, content: item, version, start: c.start, end: c.end, page: c.page });
-      this.bm25.add(doc, c);
-      if (this.vectors && vectors) this.vectors.add(doc, vectors[docs.length]!);
-      this.metadataIndex.add(doc, version.metadata);
-      docs.push(doc);
-      this.liveChunks++;
-    }
-    item.live = { version, docs };
-    return docs;
+  /** Where indexing ended in the set being built. */
+  recordOutcome(set: IndexSet, itemId: string, outcome: BuildOutcome): void {
+    set.outcomes.set(itemId, outcome);
   }
 
   /** Drop every chunk (knowledge base deletion). */
   clear(): void {
-    for (const item of this.contents.values()) this.dropLiveChunks(item);
+    for (const item of this.contents.values()) {
+      this.active.drop(item.id);
+      item.live = undefined;
+    }
+    this.next = undefined;
     this.contents.clear();
     this.itemsElsewhere.clear();
     this.order.length = 0;
@@ -206,102 +230,83 @@ export class KnowledgeBase {
   // --- vectors --------------------------------------------------------------------------------
 
   get hasVectors(): boolean {
-    return this.vectors !== undefined;
+    return this.active.vectors !== undefined;
   }
 
   /** Vectors stored so far (0 without embeddings). */
   get vectorCount(): number {
-    return this.vectors?.size ?? 0;
+    return this.active.vectorCount;
   }
 
   /** Model vectors in the form this knowledge base stores (f32 or i8). */
   storedVectors(vectors: readonly Float32Array[]): StoredVector[] | undefined {
-    return this.vectors && vectors.map((v) => this.vectors!.quantize(v));
+    return this.active.storedVectors(vectors);
   }
 
   /** Stored vectors as the bytes a log record carries, and back. */
   vectorBytes(vectors: StoredVector[]): Uint8Array {
-    return this.vectors!.storedBytes(vectors as never);
+    return this.active.vectorBytes(vectors);
   }
 
   vectorsFromBytes(bytes: Uint8Array, count: number): StoredVector[] | undefined {
-    return this.vectors?.fromBytes(bytes, count);
+    return this.active.vectorsFromBytes(bytes, count);
   }
 
   // --- the HNSW graph ----------------------------------------------------------------------------
 
-  /** Vectors waiting to be inserted into the graph. */
+  /** Vectors waiting to be inserted into a graph (of the set being built too: it is ready when it takes over). */
   get graphPending(): number {
-    return this.vectors?.graphPending ?? 0;
+    return this.active.graphPending + (this.next?.graphPending ?? 0);
   }
 
   /** Insert pending vectors for up to `budgetMs` in batches of `batch`; true once none are left. */
   buildGraphStep(budgetMs: number, batch: number): boolean {
-    return !this.vectors || this.vectors.graphPending === 0 || this.vectors.buildStep(budgetMs, batch);
+    if (!this.active.buildGraphStep(budgetMs, batch)) return false;
+    return !this.next || this.next.buildGraphStep(budgetMs, batch);
   }
 
-  /** Save the graph to `path` when there is one; the documents it holds, else undefined. */
+  /** Save the active graph to `path` when there is one; the documents it holds, else undefined. */
   saveGraph(path: string): number[] | undefined {
-    if (!this.vectors?.hasGraph) return undefined;
-    this.vectors.saveGraph(path);
-    return this.vectors.graphDocs();
+    return this.active.saveGraph(path);
   }
 
   /** Use a saved graph holding exactly the vectors stored now. */
   attachGraph(path: string): void {
-    this.vectors?.attachGraph(path, this.vectors.aliveDocs());
+    this.active.attachGraph(path);
   }
 
   // --- what searches read (engine/search/ plans them) ----------------------------------------------
 
   /** Allowed documents of a filter: as a mask for scoring loops and as a list for exact vector search. */
   allowedSet(filter: MetadataFilter | undefined): AllowedDocs | undefined {
-    if (!filter || Object.keys(filter).length === 0) return undefined;
-    const docs = this.metadataIndex.matching(filter);
-    const mask = new Uint8Array(this.chunks.length);
-    for (const d of docs) mask[d] = 1;
-    return { mask, docs };
+    return this.active.allowedSet(filter);
   }
 
   /** The `k` best documents by BM25 among the allowed ones. */
   fullTextTop(terms: readonly string[], k: number, allowed?: AllowedDocs): Scored[] {
-    return this.bm25.search(terms, k, allowed?.mask);
+    return this.active.fullTextTop(terms, k, allowed);
   }
 
   /** The `k` nearest documents by cosine among the allowed ones (none without embeddings). */
   semanticTop(query: Float32Array, k: number, allowed?: AllowedDocs): Scored[] {
-    return this.vectors ? this.vectors.search(query, k, allowed?.mask, allowed?.docs) : [];
+    return this.active.semanticTop(query, k, allowed);
   }
 
   /** Exact BM25 scores of given documents, equal to what fullTextTop gives them. */
   fullTextScores(terms: readonly string[], docs: readonly number[]): number[] {
-    return this.bm25.scoreDocs(terms, docs);
+    return this.active.fullTextScores(terms, docs);
   }
 
   /** Exact cosine similarities of given documents (0 without embeddings). */
   semanticScores(query: Float32Array, docs: readonly number[]): number[] {
-    return this.vectors ? this.vectors.scoreDocs(query, docs) : docs.map(() => 0);
+    return this.active.semanticScores(query, docs);
   }
 
   hits(scored: readonly Scored[]): ChunkHit[] {
-    const out: ChunkHit[] = [];
-    for (const { doc, score } of scored) {
-      const slot = this.chunks[doc];
-      if (!slot) continue;
-      out.push({
-        chunkId: slot.id,
-        contentId: slot.content.id,
-        text: slot.version.text.slice(slot.start, slot.end),
-        score,
-        metadata: slot.version.metadata,
-        page: slot.page,
-        doc,
-      });
-    }
-    return out;
+    return this.active.hits(scored);
   }
 
   chunkIdOf(doc: number): string | undefined {
-    return this.chunks[doc]?.id;
+    return this.active.chunkIdOf(doc);
   }
 }

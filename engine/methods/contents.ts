@@ -6,6 +6,7 @@ import type { ContentItem } from '../kb/knowledge-base';
 import type { NewContent } from '../options';
 import type { ContentSource } from '../records';
 import { checkOrgQuota, kbOf, now, type EngineCore } from './core';
+import { activateIfBuilt } from './reembed';
 
 export async function addContent(core: EngineCore, orgId: string, kbId: string, input: NewContent): Promise<ContentItem | undefined> {
   const kb = kbOf(core, orgId, kbId);
@@ -70,6 +71,8 @@ export async function updateContent(
 export async function deleteContent(core: EngineCore, orgId: string, kbId: string, contentId: string): Promise<boolean> {
   if (!kbOf(core, orgId, kbId)?.contents.has(contentId)) return false;
   await core.commit({ t: 'content.delete', kbId, id: contentId });
+  // The last item a build was waiting for may be gone.
+  await activateIfBuilt(core, kbId);
   return true;
 }
 

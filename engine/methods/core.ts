@@ -13,8 +13,12 @@ export interface EngineCore {
   readonly quotas?: Partial<Quotas>;
   /** Log a record and apply it; resolves with its log sequence number once it is durable and applied. */
   commit(record: LogRecord, attachment?: Uint8Array): Promise<number>;
-  /** Queue a content version for chunking and embedding (cluster mode: in the shared job queue, resolved once queued). */
-  enqueue(kbId: string, id: string, version: number): void | Promise<void>;
+  /**
+   * Queue a content version for chunking and embedding (cluster mode: in the shared job queue,
+   * resolved once queued): for the configuration being built (`configId`), or else for the active
+   * one and, while another is being built, for that one too.
+   */
+  enqueue(kbId: string, id: string, version: number, configId?: string): void | Promise<void>;
 }
 
 export const now = () => new Date().toISOString();

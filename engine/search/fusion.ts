@@ -1,27 +1,26 @@
 // Hybrid fusion as pure functions (Weaviate's split): given candidates with the exact score of each
-// leg, normalize each leg over the candidates and blend. No index access here.
+// leg, put each leg on its fixed scale and blend. No index access here.
 
 export interface Candidate {
   doc: number;
   fullText: number;
   semantic: number;
+  /** The candidate's content item, when known: candidates of one item share their best evidence (weightedFusion). */
+  item?: number;
 }
 
 export interface Fused extends Candidate {
   score: number;
 }
 
-/** Min-max normalization to 0..1; a leg where every candidate scores the same maps to 1 (0 if all are 0). */
-export function minMax(values: readonly number[]): number[] {
-  let min = Infinity;
-  let max = -Infinity;
-  for (const v of values) {
-    if (v < min) min = v;
-    if (v > max) max = v;
-  }
-  if (!(max > min)) return values.map((v) => (v > 0 ? 1 : 0));
-  const range = max - min;
-  return values.map((v) => (v - min) / range);
+/**
+ * The legs on fixed scales, so that no candidate is lifted by being normalized against the
+ * others: full-text as a share of the query's maximum BM25 (`fullTextScale`, InvertedIndex.maxScore:
+ * a match of one common word of a longer query stays small however alone it is), in [0, 1);
+ * semantic as the cosine itself, in [−1, 1].
+ */
+export function normalized(c: Candidate, fullTextScale: number): { fullText: number; semantic: number } {
+  return { fullText: fullTextScale > 0 ? c.fullText / fullTextScale : 0, semantic: c.semantic };
 }
 
 /** Order: score descending, then document (and so chunk id) ascending. */
@@ -30,17 +29,42 @@ export function byScoreThenDoc(a: { score: number; doc: number }, b: { score: nu
 }
 
 /**
- * `w · norm(semantic) + (1 − w) · norm(full-text)` over the candidates, best first.
- * With w = 0 the order is exactly the full-text order, with w = 1 exactly the semantic order
- * (normalization is monotonic, ties fall back to the document order).
+ * `w · semantic + (1 − w) · fullText / fullTextScale` (see normalized) over the candidates, best
+ * first. Candidates of one content item share their evidence: the item's best candidate in the
+ * blend scores `w · (the item's best semantic) + (1 − w) · (its best full-text) / fullTextScale`
+ * over the item's candidates (a title chunk's keywords and a body chunk's meaning count together),
+ * its other candidates their own blend, so the item's other chunks do not crowd the first page.
+ * Equal blends are ordered by the heavier leg's own score, then the other's, then document. With
+ * w = 0 the order is exactly the full-text order, with w = 1 exactly the semantic order: the best
+ * candidate in the blend is then the item's best in that leg, whose score the item's best is (the
+ * scales are monotonic, and where they round two scores together the leg's own score decides).
  */
-export function weightedFusion(candidates: readonly Candidate[], semanticWeight: number, limit: number): Fused[] {
-  const ft = minMax(candidates.map((c) => c.fullText));
-  const sem = minMax(candidates.map((c) => c.semantic));
-  return candidates
-    .map((c, i) => ({ ...c, score: semanticWeight * sem[i]! + (1 - semanticWeight) * ft[i]! }))
-    .sort(byScoreThenDoc)
-    .slice(0, limit);
+export function weightedFusion(candidates: readonly Candidate[], semanticWeight: number, limit: number, fullTextScale: number): Fused[] {
+  const w = semanticWeight;
+  const semanticFirst = w >= 0.5;
+  const order = (a: Fused, b: Fused) =>
+    b.score - a.score ||
+    (semanticFirst ? b.semantic - a.semantic || b.fullText - a.fullText : b.fullText - a.fullText || b.semantic - a.semantic) ||
+    a.doc - b.doc;
+  const fused = candidates.map((c) => {
+    const n = normalized(c, fullTextScale);
+    return { ...c, score: w * n.semantic + (1 - w) * n.fullText };
+  });
+  const items = new Map<number, { best: Fused; semantic: number; fullText: number; count: number }>();
+  for (const c of fused) {
+    if (c.item === undefined) continue;
+    const n = normalized(c, fullTextScale);
+    const seen = items.get(c.item);
+    if (!seen) items.set(c.item, { best: c, semantic: n.semantic, fullText: n.fullText, count: 1 });
+    else {
+      if (order(c, seen.best) < 0) seen.best = c;
+      seen.semantic = Math.max(seen.semantic, n.semantic);
+      seen.fullText = Math.max(seen.fullText, n.fullText);
+      seen.count++;
+    }
+  }
+  for (const item of items.values()) if (item.count > 1) item.best.score = w * item.semantic + (1 - w) * item.fullText;
+  return fused.sort(order).slice(0, limit);
 }
 
 /**

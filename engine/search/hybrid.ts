@@ -1,10 +1,16 @@
 // Hybrid search: both legs over-fetch candidates (filtered inside each leg), every candidate is
-// scored by both legs exactly, then the pure fusion functions (fusion.ts) rank them. Normalization
-// runs over the whole candidate pool, so a candidate no query term matches counts as the
-// full-text minimum (0).
+// scored by both legs exactly, then the pure fusion functions (fusion.ts) rank them. The full-text
+// leg scores as full-text search does (legs.ts: a chunk weighed with its item), the semantic leg as
+// semantic search does (cosine). The legs are put on fixed scales, never normalized over the
+// candidates: a candidate no query term matches counts 0 on the full-text side, and a lone weak
+// keyword match stays weak. Candidates of one content item share their best evidence: the item's
+// best candidate in the blend scores with the item's best of each leg (fusion.ts weightedFusion).
 import type { MetadataFilter } from '../filter/metadata';
 import type { ChunkHit, KnowledgeBase } from '../kb/knowledge-base';
+import type { Scored } from '../topk';
 import { candidatePool, reciprocalRankFusion, weightedFusion } from './fusion';
+import { kbItems, syncItems } from './items';
+import { fullTextCandidates, fullTextDepth, fullTextScoresOf } from './legs';
 
 export interface HybridOptions {
   semanticWeight: number;
@@ -17,7 +23,7 @@ export interface HybridHit extends ChunkHit {
   semanticScore?: number;
 }
 
-/** Candidates each leg contributes: enough that fusion rarely misses what either leg ranks high. */
+/** Candidates the semantic leg contributes: enough that fusion rarely misses what it ranks high. */
 export function hybridDepth(limit: number): number {
   return Math.min(1000, Math.max(4 * limit, 100));
 }
@@ -34,27 +40,43 @@ function fullTextLegRuns(options: HybridOptions): boolean {
   return options.semanticWeight < 1 || options.fusion === 'rrf';
 }
 
+/** Full-text leg scores of `docs`: those known from the leg's candidates, the rest computed. */
+function knownOr(docs: readonly number[], known: readonly Scored[], compute: (docs: number[]) => number[]): number[] {
+  const have = new Map(known.map((h) => [h.doc, h.score]));
+  const missing = docs.filter((d) => !have.has(d));
+  compute(missing).forEach((s, i) => have.set(missing[i]!, s));
+  return docs.map((d) => have.get(d)!);
+}
+
 /** `queryVector` is undefined exactly when needsQueryVector is false (or there are no embeddings). */
 export function searchHybrid(kb: KnowledgeBase, terms: readonly string[], queryVector: Float32Array | undefined, limit: number, options: HybridOptions, filter?: MetadataFilter): HybridHit[] {
   const allowed = kb.allowedSet(filter);
-  const depth = hybridDepth(limit);
   const w = options.semanticWeight;
+  const index = kb.bm25;
+  syncItems(index, kbItems(kb));
   const vector = kb.hasVectors ? queryVector : undefined;
   const semScores = (docs: number[]) => (vector ? kb.semanticScores(vector, docs) : docs.map(() => 0));
-  const ft = fullTextLegRuns(options) ? kb.fullTextTop(terms, depth, allowed) : [];
-  const sem = vector && needsQueryVector(options) ? kb.semanticTop(vector, depth, allowed) : [];
+  const ftScores = (docs: number[]) => fullTextScoresOf(index, terms, docs);
+  // The full-text leg's candidates are those full-text search ranks for this limit.
+  const ft = fullTextLegRuns(options) ? fullTextCandidates(index, terms, fullTextDepth(limit), allowed?.mask) : [];
+  const sem = vector && needsQueryVector(options) ? kb.semanticTop(vector, hybridDepth(limit), allowed) : [];
   let ranked: { doc: number; score: number }[];
   if (options.fusion === 'rrf') {
     ranked = reciprocalRankFusion(ft.map((h) => h.doc), sem.map((h) => h.doc), w, limit);
   } else {
     const pool = candidatePool(ft.map((h) => h.doc), sem.map((h) => h.doc), w);
-    const ftScores = kb.fullTextScores(terms, pool);
+    const fullText = knownOr(pool, ft, ftScores);
     const semantic = semScores(pool);
-    ranked = weightedFusion(pool.map((doc, i) => ({ doc, fullText: ftScores[i]!, semantic: semantic[i]! })), w, limit);
+    ranked = weightedFusion(
+      pool.map((doc, i) => ({ doc, fullText: fullText[i]!, semantic: semantic[i]!, item: index.groupIdOf(doc) })),
+      w,
+      limit,
+      index.maxScore(terms),
+    );
   }
   const hits = kb.hits(ranked);
   const docs = hits.map((h) => h.doc);
-  const ftExact = kb.fullTextScores(terms, docs);
+  const ftLeg = knownOr(docs, ft, ftScores);
   const semExact = semScores(docs);
-  return hits.map((hit, i) => ({ ...hit, fullTextScore: ftExact[i]!, ...(vector ? { semanticScore: semExact[i]! } : {}) }));
+  return hits.map((hit, i) => ({ ...hit, fullTextScore: ftLeg[i]!, ...(vector ? { semanticScore: semExact[i]! } : {}) }));
 }

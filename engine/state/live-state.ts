@@ -55,13 +55,34 @@ export class LiveState implements StateTarget {
     for (const id of ids) held.add(id);
   }
 
-  contentState(kbId: string, id: string) {
-    const item = this.kbs.get(kbId)?.contents.get(id);
-    return item && { version: item.current.version, status: item.status };
+  contentState(kbId: string, id: string, configId?: string) {
+    const kb = this.kbs.get(kbId);
+    const item = kb?.contents.get(id);
+    const set = kb?.indexSet(configId);
+    return item && set && { version: item.current.version, status: kb!.statusIn(set, item) };
   }
 
-  docSpace(kbId: string): number {
-    return this.kbs.get(kbId)?.docSpace ?? 0;
+  docSpace(kbId: string, configId?: string): number {
+    return this.kbs.get(kbId)?.indexSet(configId)?.docSpace ?? 0;
+  }
+
+  configs(kbId: string) {
+    const kb = this.kbs.get(kbId);
+    return kb && { active: kb.record.config, building: kb.building };
+  }
+
+  startBuilding(record: RecordOf<'kb.reconfigure'>): void {
+    observeId(record.config.id);
+    this.kbs.get(record.kbId)!.startBuilding(record.config);
+  }
+
+  cancelBuilding(record: RecordOf<'kb.reconfigure'>): void {
+    this.kbs.get(record.kbId)!.cancelBuilding();
+  }
+
+  activateBuilding(record: RecordOf<'kb.activate'>): void {
+    this.kbs.get(record.kbId)!.activateBuilding(record.at);
+    this.options.onVectorsAdded();
   }
 
   createKnowledgeBase(record: RecordOf<'kb.create'>): void {
@@ -106,16 +127,23 @@ export class LiveState implements StateTarget {
   indexContent(record: RecordOf<'content.indexed'>, attachment: Uint8Array | undefined): void {
     const kb = this.kbs.get(record.kbId)!;
     const item = kb.contents.get(record.id)!;
+    const set = kb.indexSet(record.configId)!;
     for (const c of record.chunks) observeId(c.id);
-    const vectors = attachment && attachment.length > 0 ? kb.vectorsFromBytes(attachment, record.chunks.length) : undefined;
-    kb.applyIndexed(item, record.chunks, vectors, record.firstDoc);
-    if (statusAfterIndexed(record) === 'ready') markReady(item);
+    const vectors = attachment && attachment.length > 0 ? set.vectorsFromBytes(attachment, record.chunks.length) : undefined;
+    kb.applyIndexed(item, record.chunks, vectors, record.firstDoc, set);
+    const status = statusAfterIndexed(record);
+    if (set !== kb.indexSet(undefined)) kb.recordOutcome(set, item.id, { version: record.version, status, ...(record.embeddingError ? { error: record.embeddingError } : {}) });
+    else if (status === 'ready') markReady(item);
     else markFailed(item, record.embeddingError!);
     if (vectors) this.options.onVectorsAdded();
   }
 
   failContent(record: RecordOf<'content.failed'>): void {
-    markFailed(this.kbs.get(record.kbId)!.contents.get(record.id)!, record.error);
+    const kb = this.kbs.get(record.kbId)!;
+    const item = kb.contents.get(record.id)!;
+    const set = kb.indexSet(record.configId)!;
+    if (set !== kb.indexSet(undefined)) kb.recordOutcome(set, item.id, { version: record.version, status: 'failed', error: record.error });
+    else markFailed(item, record.error);
   }
 
   /** Save every HNSW graph (to `pathOf(kbId)`), with the documents each holds. */

@@ -2,10 +2,9 @@
 // writes, and snapshot compaction all feed records through applyRecord, each with its own target:
 // the live state (indexes in memory, engine/state/live-state.ts) or the compactor (which keeps the
 // records that still matter, snapshots/compactor.ts). A record that no longer applies (its
-// knowledge base deleted, its version superseded, its analyzer outdated) is a no-op for every
-// target alike, so every replica of the log rebuilds the same state.
-import { ANALYZER_VERSION } from '../analysis/analyzer';
-import type { ContentStatus, LogRecord } from '../records';
+// knowledge base deleted, its version superseded, its analyzer outdated, its configuration no longer
+// built) is a no-op for every target alike, so every replica of the log rebuilds the same state.
+import { analyzerOf, indexesAlike, type ContentStatus, type KnowledgeBaseConfig, type LogRecord } from '../records';
 
 /** The log record of one type. */
 export type RecordOf<T extends LogRecord['t']> = Extract<LogRecord, { t: T }>;
@@ -22,14 +21,25 @@ export interface StateTarget {
   itemElsewhere(kbId: string, id: string, exists: boolean): void;
   /** A knowledge base whose content is kept elsewhere: its items, as a snapshot counted them (kb.census). */
   setItemsElsewhere(kbId: string, ids: readonly string[]): void;
-  /** The item's newest version and its status; undefined when there is no such item. */
-  contentState(kbId: string, id: string): { version: number; status: ContentStatus } | undefined;
-  /** Document numbers the knowledge base has handed out (the next indexed chunk gets this one or later). */
-  docSpace(kbId: string): number;
+  /**
+   * The item's newest version and its status in a configuration (absent: the active one); undefined
+   * when there is no such item, or the knowledge base has no such configuration (active or being built).
+   */
+  contentState(kbId: string, id: string, configId?: string): { version: number; status: ContentStatus } | undefined;
+  /** Document numbers a configuration of the knowledge base has handed out (the next indexed chunk gets this one or later). */
+  docSpace(kbId: string, configId?: string): number;
+  /** The knowledge base's active configuration and the one being built, if any. */
+  configs(kbId: string): { active: KnowledgeBaseConfig; building?: KnowledgeBaseConfig } | undefined;
 
   createKnowledgeBase(record: RecordOf<'kb.create'>): void;
   updateKnowledgeBase(record: RecordOf<'kb.update'>): void;
   deleteKnowledgeBase(record: RecordOf<'kb.delete'>): void;
+  /** Start building the record's configuration (dropping a build of another one). */
+  startBuilding(record: RecordOf<'kb.reconfigure'>): void;
+  /** Drop the build under way (the record's configuration indexes as the active one). */
+  cancelBuilding(record: RecordOf<'kb.reconfigure'>): void;
+  /** The configuration built answers from now on. */
+  activateBuilding(record: RecordOf<'kb.activate'>): void;
   /** A new item, or a new version of one (status pending). */
   putContent(record: RecordOf<'content.put'>): void;
   deleteContent(record: RecordOf<'content.delete'>): void;
@@ -64,6 +74,26 @@ export function applyRecord(target: StateTarget, record: LogRecord, attachment?:
       if (!target.hasKnowledgeBase(record.id)) return false;
       target.deleteKnowledgeBase(record);
       return true;
+    case 'kb.reconfigure': {
+      const configs = target.configs(record.kbId);
+      if (!configs) return false;
+      // Back to what the active configuration does: the build under way is no longer wanted.
+      if (indexesAlike(record.config, configs.active)) {
+        if (!configs.building) return false;
+        target.cancelBuilding(record);
+        return true;
+      }
+      // Every node of a cluster may ask for the same build at start-up: the first one counts.
+      if (configs.building && indexesAlike(record.config, configs.building)) return false;
+      target.startBuilding(record);
+      return true;
+    }
+    case 'kb.activate': {
+      const building = target.configs(record.kbId)?.building;
+      if (building?.id !== record.configId) return false;
+      target.activateBuilding(record);
+      return true;
+    }
     case 'kb.census':
       if (!target.hasKnowledgeBase(record.kbId) || target.holdsContent(record.kbId)) return false;
       target.setItemsElsewhere(record.kbId, record.ids);
@@ -82,21 +112,21 @@ export function applyRecord(target: StateTarget, record: LogRecord, attachment?:
       target.deleteContent(record);
       return true;
     case 'content.indexed': {
-      // A result for a version since replaced is stale (the newer one follows); one made by an
-      // older analyzer leaves the item pending, to be analyzed again after start-up.
-      const item = target.contentState(record.kbId, record.id);
-      if (!item || item.version !== record.version || record.analyzer !== ANALYZER_VERSION) return false;
+      // A result for a version since replaced is stale (the newer one follows); so is one made by an
+      // analyzer older than the configuration's (the item stays pending, to be analyzed again).
+      const item = target.contentState(record.kbId, record.id, record.configId);
+      if (!item || item.version !== record.version || record.analyzer < analyzerOf(configOf(target, record.kbId, record.configId))) return false;
       // A second result for the same version (a job redelivered to another node) changes nothing.
       if (item.status === 'ready' || item.status === 'failed') return false;
       // Document numbers: the writer proposes the next free one; when another result took it
       // meanwhile (cluster mode), the next free one at this point of the log is used instead.
-      const free = target.docSpace(record.kbId);
+      const free = target.docSpace(record.kbId, record.configId);
       const firstDoc = Math.max(record.firstDoc ?? free, free);
       target.indexContent(firstDoc === record.firstDoc ? record : { ...record, firstDoc }, attachment);
       return true;
     }
     case 'content.failed': {
-      const item = target.contentState(record.kbId, record.id);
+      const item = target.contentState(record.kbId, record.id, record.configId);
       if (!item || item.version !== record.version || item.status === 'ready' || item.status === 'failed') return false;
       target.failContent(record);
       return true;
@@ -110,7 +140,13 @@ export function applyRecord(target: StateTarget, record: LogRecord, attachment?:
   }
 }
 
+/** The configuration a record is for (its knowledge base exists and has it: checked before). */
+function configOf(target: StateTarget, kbId: string, configId: string | undefined): KnowledgeBaseConfig {
+  const { active, building } = target.configs(kbId)!;
+  return configId !== undefined && building?.id === configId ? building : active;
+}
+
 /** The status an indexed record leaves its item in. */
-export function statusAfterIndexed(record: RecordOf<'content.indexed'>): ContentStatus {
+export function statusAfterIndexed(record: RecordOf<'content.indexed'>): Extract<ContentStatus, 'ready' | 'failed'> {
   return record.embeddingError === undefined ? 'ready' : 'failed';
 }

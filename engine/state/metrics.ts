@@ -11,6 +11,8 @@ export interface EngineMetrics {
   byType: Record<string, { knowledgeBases: number; chunks: number; vectors: number; graphPending: number }>;
   walBytes: number;
   workerCrashes: number;
+  /** Knowledge bases being re-embedded, and their items built so far of all their items. */
+  reembedding: { knowledgeBases: number; done: number; total: number };
 }
 
 export function collectMetrics(
@@ -27,7 +29,20 @@ export function collectMetrics(
     t.graphPending += kb.graphPending;
   }
   const ingestion = progressOf(kbs, chunksPerSecond);
-  return { ...rest, contentsByStatus: ingestion.contents, ingestion, byType };
+  return { ...rest, contentsByStatus: ingestion.contents, ingestion, byType, reembedding: reembedSummary(kbs) };
+}
+
+/** Knowledge bases being re-embedded and their items built so far (only those are walked). */
+export function reembedSummary(kbs: Iterable<KnowledgeBase>): EngineMetrics['reembedding'] {
+  const summary = { knowledgeBases: 0, done: 0, total: 0 };
+  for (const kb of kbs) {
+    if (!kb.building) continue;
+    const build = kb.buildProgress()!;
+    summary.knowledgeBases++;
+    summary.done += build.done;
+    summary.total += build.total;
+  }
+  return summary;
 }
 
 /** How much the state holds. */

@@ -1,6 +1,6 @@
 // The command-line client (`bun run cli …`, `kb-search kb|ingest|search|export …` in the binary):
 //
-//   kb create <name> [--type TEXT_HIGH_QUALITY] [--description …] | kb list | kb delete <id> --yes
+//   kb create <name> [--type TEXT_HIGH_QUALITY] [--description …] | kb list | kb delete <id> --yes | kb reembed <id> [--no-wait]
 //   ingest <files or folders…> --kb <id> [--concurrency 4] [--no-wait]
 //   search <query> --kb <id> [--mode hybrid|full-text|semantic] [--weight 0.5] [--filter key=value]… [--limit 10]
 //   export --kb <id> [--out file.jsonl]
@@ -11,6 +11,7 @@ import { createWriteStream } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { allPages, Api, CliError } from './api';
 import { ingest } from './ingest';
+import { reembed } from './reembed';
 import { hitsTable, table } from './table';
 
 const KB_TYPES = ['TEXT_COST_EFFECTIVE', 'TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY'];
@@ -64,8 +65,14 @@ export function buildProgram(): Command {
     .description('list the knowledge bases of the organization')
     .action(async (_opts: unknown, command: Command) => {
       const rows: string[][] = [];
-      for await (const k of allPages<{ id: string; name: string; createdAt: string }>(connection(command), '/api/v1/knowledge-bases')) rows.push([k.id, k.name, k.createdAt]);
-      console.log(table(['id', 'name', 'created'], rows));
+      for await (const k of allPages<{ id: string; name: string; embeddingModel?: string; createdAt: string }>(connection(command), '/api/v1/knowledge-bases')) rows.push([k.id, k.name, k.embeddingModel ?? '', k.createdAt]);
+      console.log(table(['id', 'name', 'model', 'created'], rows));
+    });
+  kb.command('reembed <id>')
+    .description('re-embed with the model its type is served by now; searches answer from the current model until it is done')
+    .option('--no-wait', 'do not wait for it to finish')
+    .action(async (id: string, opts: { wait: boolean }, command: Command) => {
+      process.exitCode = await reembed(connection(command), id, opts);
     });
   kb.command('delete <id>')
     .description('delete a knowledge base and everything in it')
@@ -97,12 +104,19 @@ export function buildProgram(): Command {
     .action(async (query: string, opts: { kb: string; mode: string; weight?: number; filter?: Record<string, unknown>; limit: number }, command: Command) => {
       if (opts.weight !== undefined && opts.mode !== 'hybrid') throw new CliError('--weight applies to --mode hybrid only', 2);
       const body = { query, limit: opts.limit, ...(opts.filter ? { metadataFilter: opts.filter } : {}), ...(opts.weight !== undefined ? { semanticWeight: opts.weight } : {}) };
-      const { data } = await connection(command).call<{ score: number; contentId: string; contentChunk: string; fullTextScore?: number; semanticScore?: number }[]>(
+      const api = connection(command);
+      const { data } = await api.call<{ score: number; contentId: string; contentChunk: string; fullTextScore?: number; semanticScore?: number }[]>(
         'POST',
         `/api/v1/knowledge-bases/${encodeURIComponent(opts.kb)}/search/${opts.mode}`,
         body,
       );
       console.log(data.length === 0 ? 'no hits' : hitsTable(data));
+      // Which model's vectors answered (semantic scores depend on it).
+      if (opts.mode !== 'full-text') {
+        const kb = (await api.call<{ embeddingModel: string; reembedding: { model: string; done: number; total: number } | null }>('GET', `/api/v1/knowledge-bases/${encodeURIComponent(opts.kb)}`)).data;
+        const moving = kb.reembedding ? ` (re-embedding with ${kb.reembedding.model}: ${kb.reembedding.done}/${kb.reembedding.total})` : '';
+        console.error(`model: ${kb.embeddingModel}${moving}`);
+      }
     });
 
   program

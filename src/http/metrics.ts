@@ -72,6 +72,9 @@ export class Metrics {
       for (const [type, t] of Object.entries(m.byType)) g.set({ type }, t.graphPending);
     });
     gauge('kb_wal_bytes', 'Size of the write-ahead log', [], (g, m) => g.set(m.walBytes));
+    gauge('kb_reembed_knowledge_bases', 'Knowledge bases being re-embedded for the model now serving their type', [], (g, m) => g.set(m.reembedding.knowledgeBases));
+    gauge('kb_reembed_items_done', 'Items of knowledge bases being re-embedded whose newest version is built for the new configuration', [], (g, m) => g.set(m.reembedding.done));
+    gauge('kb_reembed_items_total', 'Items of knowledge bases being re-embedded', [], (g, m) => g.set(m.reembedding.total));
     // Cluster mode only (absent on a single node). One question to NATS serves the four gauges of a scrape.
     let asked: { at: number; status: Promise<ReplicationStatus | undefined> } | undefined;
     const replicationNow = () => {

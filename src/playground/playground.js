@@ -69,7 +69,23 @@ let progressTimer;
 async function selectKnowledgeBase() {
   sessionStorage.setItem('kb-id', $('kb').value);
   clearTimeout(progressTimer);
-  await showIngestion();
+  await Promise.all([showModel(), showIngestion()]);
+}
+
+/** The type and embedding model of the knowledge base, fixed at its creation (its configuration). */
+async function showModel() {
+  const kbId = $('kb').value;
+  const el = $('kb-model');
+  if (!kbId) return setStatus(el, '');
+  try {
+    const { data } = await api('GET', `/knowledge-bases/${kbId}/configuration`);
+    const { model, dimensions, precision, quantization } = data.embedding;
+    const details = [precision, `${dimensions} dimensions`, `${quantization} vectors`].filter(Boolean).join(', ');
+    setStatus(el, `${data.type}: model ${model} (${details})${data.warning ? ` — ${data.warning}` : ''}`, Boolean(data.warning));
+    el.dataset.model = model;
+  } catch (err) {
+    setStatus(el, err.message, true);
+  }
 }
 
 /** The knowledge base's ingestion progress, polled while anything is waiting. */

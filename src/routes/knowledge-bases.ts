@@ -6,6 +6,7 @@ import { CreatedSchema, DescriptionSchema, API_ERRORS, errorAnswers, JSON_BODY, 
 import { configForType, KB_TYPES, type KbType } from '../kb-types';
 import { configurationView, knowledgeBaseView } from './views';
 import { requireEngine } from './guards';
+import { ReembedProgressSchema } from './reembed';
 import { Type } from '@sinclair/typebox';
 
 const TypeSchema = literalUnion(KB_TYPES, { description: 'Fixes the embedding model and the supported modalities at creation.' });
@@ -15,6 +16,10 @@ const KnowledgeBaseSchema = t.Object({
   name: t.String(),
   description: t.String(),
   activeKnowledgeBaseConfigurationId: t.String(),
+  embeddingModel: t.String({
+    description: 'The embedding model its vectors come from (embedding.model of its active configuration; it changes when the knowledge base is re-embedded): a Hugging Face id, universal-sentence-encoder-lite, or the model of an http endpoint.',
+    examples: ['Xenova/all-MiniLM-L6-v2'],
+  }),
   createdAt: t.String({ format: 'date-time' }),
   updatedAt: t.String({ format: 'date-time' }),
 });
@@ -48,8 +53,9 @@ const ConfigurationSchema = t.Object({
   bm25: t.Object({ k1: t.Number(), b: t.Number() }),
   hnsw: t.Object({ connectivity: Type.Integer(), expansionAdd: Type.Integer(), expansionSearch: Type.Integer() }),
   modalities: t.Array(t.String()),
+  analyzer: Type.Integer({ minimum: 1, description: 'Version of the text analysis its full-text index was built with (a newer one re-embeds the knowledge base).' }),
   createdAt: t.String(),
-  warning: t.Optional(t.String({ description: 'Present when a high-quality type is served by the small fallback model.' })),
+  warning: t.Optional(t.String({ description: 'Present when a high-quality knowledge base is served by the small Universal Sentence Encoder Lite.' })),
 });
 
 // The error answers of each kind of route (documented and checked; see errorAnswers).
@@ -101,11 +107,15 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
     .get(
       '/knowledge-bases/:id',
       ({ org, params }) => {
-        const kb = requireEngine(ctx).getKnowledgeBase(org, params.id);
+        const engine = requireEngine(ctx);
+        const kb = engine.getKnowledgeBase(org, params.id);
         if (!kb) throw notFound('Knowledge base');
-        return { success: true as const, data: { ...knowledgeBaseView(kb), ingestion: requireEngine(ctx).ingestionProgress(org, params.id)! } };
+        return { success: true as const, data: { ...knowledgeBaseView(kb), ingestion: engine.ingestionProgress(org, params.id)!, reembedding: engine.reembedProgress(org, params.id) ?? null } };
       },
-      { detail: { summary: 'Get a knowledge base, with its ingestion progress', tags: ['Knowledge bases'] }, response: { 200: t.Object({ success: t.Literal(true), data: t.Composite([KnowledgeBaseSchema, t.Object({ ingestion: IngestionSchema })]) }), ...readErrors } },
+      {
+        detail: { summary: 'Get a knowledge base, with its ingestion progress (and re-embedding progress while it moves to another model)', tags: ['Knowledge bases'] },
+        response: { 200: t.Object({ success: t.Literal(true), data: t.Composite([KnowledgeBaseSchema, t.Object({ ingestion: IngestionSchema, reembedding: t.Union([ReembedProgressSchema, t.Null()]) })]) }), ...readErrors },
+      },
     )
     .get(
       '/knowledge-bases/:id/configuration',
@@ -114,7 +124,7 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
         if (!kb) throw notFound('Knowledge base');
         return { success: true as const, data: configurationView(kb) };
       },
-      { detail: { summary: 'Read the embedding configuration fixed at creation', tags: ['Knowledge bases'] }, response: { 200: t.Object({ success: t.Literal(true), data: ConfigurationSchema }), ...readErrors } },
+      { detail: { summary: 'Read the active configuration (the one searches use: activeKnowledgeBaseConfigurationId)', tags: ['Knowledge bases'] }, response: { 200: t.Object({ success: t.Literal(true), data: ConfigurationSchema }), ...readErrors } },
     )
     .put(
       '/knowledge-bases/:id',

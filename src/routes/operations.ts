@@ -16,6 +16,12 @@ const ReadySchema = t.Object({
   warnings: t.Array(t.String(), { description: 'Said loudly: for example a high-quality type served by the small fallback model.' }),
   recovery: t.Object({}, { additionalProperties: true, description: 'How start-up recovered: the snapshot it began from, log records replayed, counts.' }),
   snapshots: t.Object({}, { additionalProperties: true, description: 'Snapshot policy state and the log sequence number.' }),
+  reembedding: t.Optional(
+    t.Object(
+      { knowledgeBases: t.Integer({ minimum: 0 }), done: t.Integer({ minimum: 0 }), total: t.Integer({ minimum: 0 }) },
+      { description: 'Present while knowledge bases are re-embedded for the model now serving their type: how many, and their items built so far of all (searches answer from the old configuration meanwhile).' },
+    ),
+  ),
   cluster: t.Optional(
     t.Object(
       {
@@ -80,7 +86,16 @@ export const operationRoutes = (ctx: ServerContext) =>
         if (reasons.length > 0 || !engine) {
           return json(503, errorBody('NOT_READY', `Not ready: ${reasons.join('; ')}`, reasons.map((r) => ({ path: '/', message: r }))), { 'retry-after': '1' });
         }
-        return json(200, { success: true, status: 'ready', warnings: ctx.modelWarnings, recovery: engine.recovery, snapshots: { ...ctx.snapshotStatus(), logSeq: engine.lastSequence }, ...(cluster ? { cluster } : {}) });
+        const reembedding = engine.reembedSummary();
+        return json(200, {
+          success: true,
+          status: 'ready',
+          warnings: ctx.modelWarnings,
+          recovery: engine.recovery,
+          snapshots: { ...ctx.snapshotStatus(), logSeq: engine.lastSequence },
+          ...(reembedding.knowledgeBases > 0 ? { reembedding } : {}),
+          ...(cluster ? { cluster } : {}),
+        });
       },
       {
         detail: { summary: 'State recovered and models loaded: the server can serve', ...open },

@@ -43,7 +43,8 @@ const HybridBody = t.Object(
     ),
     fusion: t.Optional(
       t.Union([t.Literal('weighted'), t.Literal('rrf')], {
-        description: '`weighted` (default): w·norm(semantic) + (1−w)·norm(full-text) with min-max normalization; `rrf`: weighted reciprocal rank fusion.',
+        description:
+          '`weighted` (default): w·semantic + (1−w)·full-text / (the most BM25 the query could score), both legs on fixed scales (never normalized over the candidates), so a lone weak keyword match stays weak; `rrf`: weighted reciprocal rank fusion.',
       }),
     ),
   },
@@ -57,7 +58,7 @@ const HybridHitSchema = t.Object({
   contentId: t.String(),
   ...AnsweredMetadataFields,
   page: t.Optional(Type.Integer({ minimum: 1, description: 'Page of the source file the chunk came from (PDF uploads).' })),
-  fullTextScore: t.Number({ description: 'BM25 score of the chunk for this query (0 when no term matches).' }),
+  fullTextScore: t.Number({ description: 'The score full-text search gives the chunk: its BM25, raised toward the BM25 of its whole content item (0 when no term matches).' }),
   semanticScore: t.Optional(t.Number({ description: 'Cosine similarity of the chunk to the query (absent at semanticWeight 0, where no query embedding is made).' })),
 });
 
@@ -91,7 +92,11 @@ export const searchRoutes = (ctx: ServerContext) =>
     {
       body: FullTextBody,
       parse: JSON_BODY,
-      detail: { summary: 'Keyword search (BM25); scores are unbounded', tags: ['Search'] },
+      detail: {
+        summary: 'Keyword search (BM25); scores are unbounded',
+        description: "A chunk's score is its BM25, raised halfway toward the BM25 of its whole content item when that is higher, so a title and a body that chunking split count together; a chunk no query term matches is not a hit.",
+        tags: ['Search'],
+      },
       response: { ...searchAnswer, ...errors },
     },
   )

@@ -1,5 +1,5 @@
 // Engine records → the API's resource shapes.
-import type { ChunkHit, ContentItem, KnowledgeBaseRecord, Metadata } from '../../engine';
+import { analyzerOf, type ChunkHit, type ContentItem, type KnowledgeBaseRecord, type Metadata } from '../../engine';
 import { useLiteFallback } from '../kb-types';
 import { MAX_METADATA_ARRAY, MAX_METADATA_JSON_BYTES, MAX_METADATA_KEYS, MAX_METADATA_STRING } from '../schemas/common';
 
@@ -61,6 +61,8 @@ export function knowledgeBaseView(kb: KnowledgeBaseRecord) {
     name: kb.name,
     description: kb.description,
     activeKnowledgeBaseConfigurationId: kb.config.id,
+    // The model its vectors come from (the configuration has the rest): lists show it at no cost.
+    embeddingModel: kb.config.embedding.model,
     createdAt: kb.createdAt,
     updatedAt: kb.updatedAt,
   };
@@ -69,7 +71,7 @@ export function knowledgeBaseView(kb: KnowledgeBaseRecord) {
 export function configurationView(kb: KnowledgeBaseRecord) {
   const { id, type, embedding, chunking, bm25, hnsw, modalities, createdAt } = kb.config;
   const warning = useLiteFallback(type, embedding);
-  return { id, knowledgeBaseId: kb.id, type, embedding, chunking, bm25, hnsw, modalities, createdAt, ...(warning ? { warning } : {}) };
+  return { id, knowledgeBaseId: kb.id, type, embedding, chunking, bm25, hnsw, modalities, analyzer: analyzerOf(kb.config), createdAt, ...(warning ? { warning } : {}) };
 }
 
 /** `metadata`, plus `metadataTruncated: true` when the stored metadata is over the limits. */

@@ -1,7 +1,10 @@
 // POST /knowledge-bases/:id/search/hybrid over real HTTP: the weight's end points equal the pure
-// legs, the blend `w·norm(semantic) + (1−w)·norm(full-text)` recomputed from the legs' own scores,
-// the leg scores carried on each hit, filters inside both legs, validation and the rrf extension.
+// legs, the blend `w·semantic + (1−w)·full-text / (the query's maximum BM25)` recomputed
+// from the legs' own scores, the leg scores carried on each hit, filters inside both legs,
+// validation and the rrf extension. Every text here is one chunk, so the leg scores are the
+// chunks' plain BM25 and cosine (item-aware scoring: test/api/hybrid-scoring.test.ts).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { analyze } from '../../engine';
 import { addContent, createKb, OTHER_KEY, OTHER_ORG, TestServer } from '../helpers/server';
 import { API, expectError, expectSearchAnswer, expectValidation, unknownId } from './util';
 
@@ -28,6 +31,28 @@ async function search(kb: string, mode: Mode, body: Record<string, unknown>): Pr
 }
 
 const hybrid = (kb: string, body: Record<string, unknown>) => search(kb, 'hybrid', body);
+
+/** The knowledge base's BM25 k1 (its recorded configuration). */
+async function k1Of(kb: string): Promise<number> {
+  const res = await server.api('GET', `${API}/knowledge-bases/${kb}/configuration`);
+  expect(res.status).toBe(200);
+  return res.body.data.bm25.k1;
+}
+
+/**
+ * The query's maximum BM25 by hand: Σ over its unique terms of qtf · idf · (k1 + 1), Lucene's idf
+ * ln(1 + (N − df + 0.5) / (df + 0.5)) over the texts (one chunk each), a term no text holds at df 0.
+ */
+function maxBm25(query: string, texts: Set<string>[], k1: number): number {
+  const counts = new Map<string, number>();
+  for (const t of analyze(query)) counts.set(t, (counts.get(t) ?? 0) + 1);
+  let max = 0;
+  for (const [term, qtf] of counts) {
+    const df = texts.filter((t) => t.has(term)).length;
+    max += qtf * Math.log(1 + (texts.length - df + 0.5) / (df + 0.5)) * (k1 + 1);
+  }
+  return max;
+}
 
 /** Score descending, chunk id ascending on equal scores. */
 function expectRanked(hits: any[]): void {
@@ -132,14 +157,16 @@ describe('scores', () => {
       const explicit = await hybrid(kb, { query, limit: 100, semanticWeight: 0.5 });
       expect(omitted.map((h) => [h.id, h.score])).toEqual(explicit.map((h) => [h.id, h.score]));
     }
-    // …and not 0.3 or 0.7: the top meaning-only match scores exactly w (norm. semantic 1, full-text 0).
+    // …and not 0.3 or 0.7: the top meaning-only match scores exactly w · its cosine (full-text 0).
     for (const w of [0.3, 0.5, 0.7]) {
       const hits = await hybrid(kb, { query: 'automobile maintenance', limit: 100, ...(w === 0.5 ? {} : { semanticWeight: w }) });
-      expect(hits.find((h) => h.contentId === ids.car).score).toBeCloseTo(w, 9);
+      const car = hits.find((h) => h.contentId === ids.car);
+      expect(car.semanticScore).toBeGreaterThan(0);
+      expect(car.score).toBeCloseTo(w * car.semanticScore, 9);
     }
   });
 
-  test('scores lie in [0, 1], descending, chunk id ascending on ties, at every weight', async () => {
+  test('scores lie in [−w, 1] (cosines may be negative), descending, chunk id ascending on ties, at every weight', async () => {
     for (const query of QUERIES) {
       for (const semanticWeight of [0, 0.25, 0.5, 0.75, 1]) {
         const hits = await hybrid(kb, { query, semanticWeight, limit: 100 });
@@ -149,7 +176,7 @@ describe('scores', () => {
           expect(typeof h.contentChunk).toBe('string');
           expect(typeof h.metadata).toBe('object');
           expect(Number.isFinite(h.score)).toBe(true);
-          expect(h.score).toBeGreaterThanOrEqual(0);
+          expect(h.score).toBeGreaterThanOrEqual(-semanticWeight - 1e-12);
           expect(h.score).toBeLessThanOrEqual(1 + 1e-12);
           expect(typeof h.fullTextScore).toBe('number');
           // At weight 0 no query embedding is made, so no semantic score is reported.
@@ -190,32 +217,36 @@ describe('scores', () => {
     const query = 'automobile maintenance';
     const ft = await search(kb, 'full-text', { query, limit: 100 });
     const sem = await search(kb, 'semantic', { query, limit: 2 });
-    // Preconditions: the car text has no keyword of the query; the building text is not among
-    // the two nearest by meaning.
+    // Preconditions: the car text has no keyword of the query and is the nearest by meaning; the
+    // building text holds the only keyword.
     expect(ft.map((h) => h.contentId)).toEqual([ids.building]);
     expect(sem[0].contentId).toBe(ids.car);
-    expect(sem.map((h) => h.contentId)).not.toContain(ids.building);
     const hits = await hybrid(kb, { query, limit: 2 });
     expect(hits.map((h) => h.contentId).sort()).toEqual([ids.building, ids.car].sort());
     const car = hits.find((h) => h.contentId === ids.car);
     expect(car.fullTextScore).toBe(0);
-    expect(car.score).toBeCloseTo(0.5, 9);
+    expect(car.score).toBeCloseTo(0.5 * car.semanticScore, 9);
     // The other end points drop one of them.
     expect((await hybrid(kb, { query, limit: 2, semanticWeight: 0 })).map((h) => h.contentId)).not.toContain(ids.car);
-    expect((await hybrid(kb, { query, limit: 2, semanticWeight: 1 })).map((h) => h.contentId)).not.toContain(ids.building);
+    // …and w = 1 is the semantic ranking (the building text stays only where it is also second by
+    // meaning, as "maintenance" makes it for all-MiniLM-L6-v2).
+    expect((await hybrid(kb, { query, limit: 2, semanticWeight: 1 })).map((h) => h.contentId)).toEqual(sem.map((h) => h.contentId));
   });
 
-  test('the keyword-only match scores (1 − w) + w·norm(semantic), normalized over all candidates', async () => {
+  test('the keyword-only match is not lifted to 1 by being the only one: (1 − w)·BM25 / the query\'s maximum BM25 + w·cosine', async () => {
     const query = 'automobile maintenance';
-    // Every chunk of this KB is a semantic candidate; only the building text matches a keyword.
-    const sem = await search(kb, 'semantic', { query, limit: 100 });
-    expect(sem.length).toBe(Object.keys(DOCS).length);
-    const scores = sem.map((h) => h.score);
-    const [min, max] = [Math.min(...scores), Math.max(...scores)];
-    const building = sem.find((h) => h.contentId === ids.building);
+    // Only the building text matches a keyword ("maintenance"); "automobile" occurs nowhere.
+    const ft = await search(kb, 'full-text', { query, limit: 100 });
+    expect(ft.map((h) => h.contentId)).toEqual([ids.building]);
+    const texts = Object.values(DOCS).map((d) => new Set(analyze(d.text)));
+    const scale = maxBm25(query, texts, await k1Of(kb));
+    const building = (await search(kb, 'semantic', { query, limit: 100 })).find((h) => h.contentId === ids.building);
     for (const w of [0.25, 0.5, 0.9]) {
       const hits = await hybrid(kb, { query, limit: 100, semanticWeight: w });
-      expect(hits.find((h) => h.contentId === ids.building).score).toBeCloseTo(1 - w + (w * (building.score - min)) / (max - min), 9);
+      const hit = hits.find((h) => h.contentId === ids.building);
+      expect(hit.score).toBeCloseTo((1 - w) * (ft[0].score / scale) + w * building.score, 9);
+      // Half the query (its rarer word) is missing, so the keyword side stays well below 1 − w.
+      expect(hit.score - w * building.score).toBeLessThan(0.5 * (1 - w));
     }
   });
 });
@@ -235,14 +266,8 @@ describe('fusion recomputed from the legs', () => {
     for (const [i, text] of TEXTS.entries()) await addContent(server, coffee, text, { n: i, even: i % 2 === 0 });
   });
 
-  const minMax = (values: number[]) => {
-    const [min, max] = [Math.min(...values), Math.max(...values)];
-    expect(max).toBeGreaterThan(min); // the test is only meaningful with spread scores
-    return values.map((v) => (v - min) / (max - min));
-  };
-
   for (const query of ['coffee', 'broken coffee machine', 'morning coffee roast', 'what do people drink at work']) {
-    test(`"${query}": order and scores equal w·norm(semantic) + (1 − w)·norm(full-text) over the candidates`, async () => {
+    test(`"${query}": order and scores equal w·semantic + (1 − w)·full-text / max BM25`, async () => {
       const ft = await search(coffee, 'full-text', { query, limit: 100 });
       const sem = await search(coffee, 'semantic', { query, limit: 100 });
       expect(sem.length).toBe(TEXTS.length);
@@ -255,8 +280,10 @@ describe('fusion recomputed from the legs', () => {
       }
       const ftScore = new Map(ft.map((h) => [h.id, h.score]));
       const chunks = sem.map((h) => h.id);
-      const normSem = minMax(sem.map((h) => h.score));
-      const normFt = ft.length ? minMax(chunks.map((id) => ftScore.get(id)!)) : chunks.map(() => 0);
+      const scale = maxBm25(query, TEXTS.map((t) => new Set(analyze(t))), await k1Of(coffee));
+      const normSem = sem.map((h) => h.score);
+      const normFt = chunks.map((id) => (ftScore.get(id) ?? 0) / scale);
+      for (const v of normFt) expect(v).toBeLessThan(1);
       for (const w of [0.2, 0.5, 0.8]) {
         const expected = chunks
           .map((id, i) => ({ id, score: w * normSem[i]! + (1 - w) * normFt[i]! }))

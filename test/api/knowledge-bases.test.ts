@@ -16,15 +16,17 @@ afterAll(async () => {
   server?.cleanup();
 });
 
-const KB_FIELDS = ['activeKnowledgeBaseConfigurationId', 'createdAt', 'description', 'id', 'name', 'updatedAt'];
+const KB_FIELDS = ['activeKnowledgeBaseConfigurationId', 'createdAt', 'description', 'embeddingModel', 'id', 'name', 'updatedAt'];
 
 /** A knowledge base read; its ingestion progress (only the single read has it) is checked and left out. */
 async function getKb(id: string) {
   const res = await server.api('GET', `${API}/knowledge-bases/${id}`);
   expect(res.status).toBe(200);
   expect(res.body.success).toBe(true);
-  const { ingestion, ...kb } = res.body.data;
+  const { ingestion, reembedding, ...kb } = res.body.data;
   expect(Object.keys(ingestion).sort()).toEqual(['chunksPerSecond', 'chunksWaiting', 'contents', 'etaSeconds']);
+  // Null unless the knowledge base is being re-embedded (test/reembed.test.ts).
+  expect(reembedding).toBeNull();
   return kb;
 }
 
@@ -155,6 +157,7 @@ describe('GET /knowledge-bases', () => {
       expect(kb).not.toHaveProperty('type');
       expect(kb.id).toMatch(/^kb_/);
       expect(kb.activeKnowledgeBaseConfigurationId).toMatch(/^cfg_/);
+      expect(kb.embeddingModel).toBe('Xenova/all-MiniLM-L6-v2'); // the shipped model serves every type by default
       expectIsoMs(kb.createdAt);
       expectIsoMs(kb.updatedAt);
       expect(typeof kb.name).toBe('string');

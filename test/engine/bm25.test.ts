@@ -156,6 +156,52 @@ describe('InvertedIndex', () => {
     expect(compared).toBe(1200);
   });
 
+  test('with items grouped (idf over items), MaxScore top-k still equals exhaustive scoring; group counts stay exact through deletes', () => {
+    let seed = 11;
+    const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const word = () => `w${Math.floor(random() ** 3 * 300)}`;
+    const index = new InvertedIndex(params);
+    const items: number[][] = [];
+    let d = 0;
+    for (let i = 0; i < 2_000; i++) {
+      const docs: number[] = [];
+      for (let c = 1 + Math.floor(random() * 4); c > 0; c--) {
+        index.add(d, doc(Array.from({ length: 1 + Math.floor(random() * 30) }, word)));
+        docs.push(d++);
+      }
+      items.push(docs);
+    }
+    for (const docs of items) index.group(docs);
+    index.settle();
+    // Whole items deleted, as a knowledge base drops an item's chunks.
+    const gone = new Set<number>();
+    items.forEach((docs, i) => {
+      if (i % 5 === 0) for (const x of docs) (index.remove(x), gone.add(x));
+    });
+    const live = items.filter((_, i) => i % 5 !== 0);
+    expect(index.groupCount).toBe(live.length);
+    // n of a term = live items holding it, counted by hand.
+    for (const term of ['w0', 'w1', 'w7', 'w50', 'w200']) {
+      const holding = live.filter((docs) => docs.some((x) => index.scoreDocs([term], [x])[0]! > 0)).length;
+      const n = index.explain([term], live[0]![0]!)?.terms.find((t) => t.term === term)?.docFreq ?? 0;
+      expect(n).toBe(holding);
+    }
+    const all = Array.from({ length: d }, (_, x) => x);
+    for (let q = 0; q < 100; q++) {
+      const query = Array.from({ length: 1 + Math.floor(random() * 6) }, word);
+      const scores = index.scoreDocs(query, all);
+      for (const k of [1, 10, 100]) {
+        const expected = all
+          .filter((x) => scores[x]! > 0)
+          .sort((a, b) => scores[b]! - scores[a]! || a - b)
+          .slice(0, k)
+          .map((x) => ({ doc: x, score: scores[x]! }));
+        expect(index.search(query, k)).toEqual(expected);
+      }
+    }
+    expect([...gone].every((x) => !index.has(x))).toBe(true);
+  });
+
   test('document ids must increase', () => {
     const index = corpus();
     expect(() => index.add(1, doc(['x']))).toThrow();

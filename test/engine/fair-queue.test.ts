@@ -7,7 +7,8 @@ import { FairQueue, type Verdict } from '../../engine/ingest/fair-queue';
 import { batchShare, IngestionQueue } from '../../engine/ingest/queue';
 import type { Compute } from '../../engine/ingest/compute';
 import type { ItemResult } from '../../engine/ingest/handlers';
-import type { ContentItem, KnowledgeBase } from '../../engine/kb/knowledge-base';
+import { KnowledgeBase } from '../../engine/kb/knowledge-base';
+import { NO_EMBEDDING, textKbConfig } from '../helpers/kb-config';
 import type { LogRecord } from '../../engine/records';
 
 interface E {
@@ -206,17 +207,13 @@ function harness(options: { held?: boolean; retry?: { attempts: number; baseMs: 
   const addKb = (org: string, kbId: string, count: number, textLength = 10) => {
     let kb = kbs.get(kbId);
     if (!kb) {
-      kb = {
-        id: kbId,
-        record: { id: kbId, orgId: org, config: { chunking: { size: 1000, overlap: 0 }, embedding: { dimensions: 0, model: 'none' } } },
-        contents: new Map<string, ContentItem>(),
-        docSpace: 0,
-      } as unknown as KnowledgeBase;
+      const config = { ...textKbConfig(NO_EMBEDDING, { chunking: { size: 1000, overlap: 0 } }), id: 'cfg_0', createdAt: '' };
+      kb = new KnowledgeBase({ id: kbId, orgId: org, name: kbId, description: '', type: 'TEXT_HIGH_QUALITY', config, createdAt: '', updatedAt: '' });
       kbs.set(kbId, kb);
     }
     for (let n = 0; n < count; n++) {
       const id = `${kbId}:${kb.contents.size}`;
-      kb.contents.set(id, { id, kbId, createdAt: '', updatedAt: '', status: 'pending', current: { version: 1, text: id.padEnd(textLength, '.'), metadata: {}, source: { type: 'text' } } } as unknown as ContentItem);
+      kb.putContent(id, { version: 1, text: id.padEnd(textLength, '.'), metadata: {}, source: { kind: 'text' } }, '');
       queue.enqueue(kbId, id, 1);
     }
     return kb;

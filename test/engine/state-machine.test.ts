@@ -1,6 +1,8 @@
 // The state machine (engine/state/machine.ts) is the one interpretation of log records. Property:
 // for random record sequences (stale versions, outdated analyzers, records for deleted knowledge
-// bases, failures, retries of items that did not fail), the live state built from the whole log
+// bases, failures, retries of items that did not fail, re-embedding: builds of other
+// configurations started, restarted, cancelled and activated, results for them and for
+// configurations no longer built), the live state built from the whole log
 // equals the live state built from the compactor's kept records (snapshots/compactor.ts), item
 // for item: version, status, error, searchable chunks. And a record that does not apply changes
 // nothing.
@@ -27,9 +29,11 @@ type Op =
   | { op: 'deleteKb'; kb: number }
   | { op: 'put'; kb: number; item: number }
   | { op: 'delete'; kb: number; item: number }
-  | { op: 'indexed'; kb: number; item: number; stale: boolean; oldAnalyzer: boolean; embeddingError: boolean }
-  | { op: 'failed'; kb: number; item: number; stale: boolean }
-  | { op: 'retry'; kb: number; item: number; stale: boolean };
+  | { op: 'indexed'; kb: number; item: number; stale: boolean; oldAnalyzer: boolean; embeddingError: boolean; next: boolean }
+  | { op: 'failed'; kb: number; item: number; stale: boolean; next: boolean }
+  | { op: 'retry'; kb: number; item: number; stale: boolean }
+  | { op: 'reconfigure'; kb: number; shape: number }
+  | { op: 'activate'; kb: number };
 
 const kb = fc.integer({ min: 0, max: KBS.length - 1 });
 const item = fc.integer({ min: 0, max: ITEMS.length - 1 });
@@ -41,15 +45,24 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ op: fc.constant('deleteKb' as const), kb }), weight: 1 },
   { arbitrary: fc.record({ op: fc.constant('put' as const), kb, item }), weight: 8 },
   { arbitrary: fc.record({ op: fc.constant('delete' as const), kb, item }), weight: 1 },
-  { arbitrary: fc.record({ op: fc.constant('indexed' as const), kb, item, stale: rarely, oldAnalyzer: rarely, embeddingError: fc.boolean() }), weight: 5 },
-  { arbitrary: fc.record({ op: fc.constant('failed' as const), kb, item, stale: rarely }), weight: 2 },
+  { arbitrary: fc.record({ op: fc.constant('indexed' as const), kb, item, stale: rarely, oldAnalyzer: rarely, embeddingError: fc.boolean(), next: fc.boolean() }), weight: 5 },
+  { arbitrary: fc.record({ op: fc.constant('failed' as const), kb, item, stale: rarely, next: fc.boolean() }), weight: 2 },
   { arbitrary: fc.record({ op: fc.constant('retry' as const), kb, item, stale: rarely }), weight: 3 },
+  // Shape 0 indexes as the configuration knowledge bases are created with (a cancel while it is active).
+  { arbitrary: fc.record({ op: fc.constant('reconfigure' as const), kb, shape: fc.integer({ min: 0, max: 2 }) }), weight: 3 },
+  { arbitrary: fc.record({ op: fc.constant('activate' as const), kb }), weight: 2 },
 );
+
+/** Chunk sizes of the configuration shapes a build may ask for (shape 0: as knowledge bases are created). */
+const SHAPES = [2000, 1000, 500];
 
 /** Turn operations into records, the way the engine writes them (versions count up per item). */
 function toRecords(ops: Op[]): LogRecord[] {
   const versions = new Map<string, number>();
   const nextDoc = new Map<string, number>();
+  /** The configuration of each knowledge base's last build asked for (results for it, its activation). */
+  const lastBuild = new Map<string, string>();
+  let configs = 0;
   let chunkIds = 0;
   const out: LogRecord[] = [];
   for (const o of ops) {
@@ -67,6 +80,17 @@ function toRecords(ops: Op[]): LogRecord[] {
       out.push({ t: 'kb.delete', id: kbId });
       continue;
     }
+    if (o.op === 'reconfigure') {
+      const config = { ...textKbConfig(NO_EMBEDDING, { chunking: { size: SHAPES[o.shape]!, overlap: 10 } }), id: `cfg_${++configs}`, createdAt: AT };
+      if (o.shape === 0) config.chunking = textKbConfig(NO_EMBEDDING).chunking;
+      lastBuild.set(kbId, config.id);
+      out.push({ t: 'kb.reconfigure', kbId, config, at: AT });
+      continue;
+    }
+    if (o.op === 'activate') {
+      out.push({ t: 'kb.activate', kbId, configId: lastBuild.get(kbId) ?? 'cfg_none', at: `2026-01-02T00:00:${String(out.length % 60).padStart(2, '0')}.000Z` });
+      continue;
+    }
     const id = ITEMS[o.item]!;
     const key = `${kbId}/${id}`;
     const current = versions.get(key) ?? 0;
@@ -76,8 +100,11 @@ function toRecords(ops: Op[]): LogRecord[] {
     } else if (o.op === 'delete') {
       out.push({ t: 'content.delete', kbId, id });
     } else if (o.op === 'indexed') {
-      const firstDoc = nextDoc.get(kbId) ?? 0;
-      nextDoc.set(kbId, firstDoc + 2);
+      // For the last build asked for (it may be over), or for the active configuration.
+      const configId = o.next ? lastBuild.get(kbId) : undefined;
+      const space = `${kbId}/${configId}`;
+      const firstDoc = nextDoc.get(space) ?? 0;
+      nextDoc.set(space, firstDoc + 2);
       const chunk = (n: number) => ({ id: `ch_${String(++chunkIds).padStart(28, '0')}`, start: 0, end: 4, terms: ['walrus', `t${n}`], tfs: [1, 1], length: 2 });
       out.push({
         t: 'content.indexed',
@@ -87,11 +114,13 @@ function toRecords(ops: Op[]): LogRecord[] {
         analyzer: o.oldAnalyzer ? ANALYZER_VERSION - 1 : ANALYZER_VERSION,
         chunks: [chunk(1), chunk(2)],
         firstDoc,
+        ...(configId ? { configId } : {}),
         ...(o.embeddingError ? { embeddingError: 'model down' } : {}),
         at: AT,
       });
     } else if (o.op === 'failed') {
-      out.push({ t: 'content.failed', kbId, id, version: o.stale ? current - 1 : current, error: 'unreadable', at: AT });
+      const configId = o.next ? lastBuild.get(kbId) : undefined;
+      out.push({ t: 'content.failed', kbId, id, version: o.stale ? current - 1 : current, error: 'unreadable', ...(configId ? { configId } : {}), at: AT });
     } else {
       out.push({ t: 'content.retry', kbId, id, version: o.stale ? current - 1 : current, at: AT });
     }
@@ -108,7 +137,11 @@ function observe(state: LiveState) {
   return [...state.kbs.values()]
     .sort((a, b) => (a.id < b.id ? -1 : 1))
     .map((k) => ({
-      kb: { id: k.id, name: k.record.name, description: k.record.description },
+      kb: { id: k.id, name: k.record.name, description: k.record.description, updatedAt: k.record.updatedAt, config: k.record.config.id, building: k.building?.id, progress: k.buildProgress() },
+      built: k.building
+        ? [...k.contents.values()].sort((a, b) => (a.id < b.id ? -1 : 1)).map((i) => ({ id: i.id, status: k.statusIn(k.indexSet(k.building!.id)!, i), live: k.indexSet(k.building!.id)!.live.get(i.id)?.version.version }))
+        : undefined,
+      builtWalrus: k.building ? k.indexSet(k.building.id)!.fullTextTop(['walrus'], 100).map((h) => ({ chunk: k.indexSet(k.building!.id)!.chunkIdOf(h.doc), score: h.score })) : undefined,
       items: [...k.contents.values()]
         .sort((a, b) => (a.id < b.id ? -1 : 1))
         .map((i) => ({ id: i.id, version: i.current.version, status: i.status, error: i.error, live: i.live?.version.version, docs: i.live?.docs })),
@@ -119,16 +152,28 @@ function observe(state: LiveState) {
 describe('the state machine', () => {
   test('replaying the compacted log builds the state the whole log builds (2,000 random logs)', () => {
     const root = mkdtempSync(join(tmpdir(), 'kb-machine-'));
+    // How often the logs exercise re-embedding, so the property is known to cover it.
+    const applied = { reconfigure: 0, activate: 0, builtResults: 0 };
+    // Half the logs start a build at once, with items to build, and run long enough to see it through.
+    const reembedding: Op[] = [
+      ...[0, 1, 2].map((item): Op => ({ op: 'put', kb: 0, item })),
+      { op: 'reconfigure', kb: 0, shape: 1 },
+    ];
     try {
       fc.assert(
-        fc.property(fc.array(opArb, { minLength: 1, maxLength: 60 }), (ops) => {
-          const records = toRecords([{ op: 'create', kb: 0 }, { op: 'create', kb: 1 }, ...ops]);
+        fc.property(fc.boolean(), fc.array(opArb, { minLength: 1, maxLength: 80, size: 'max' }), (build, ops) => {
+          const records = toRecords([{ op: 'create', kb: 0 }, { op: 'create', kb: 1 }, ...(build ? reembedding : []), ...ops]);
           const whole = liveState(root);
           const compactor = new Compactor();
           records.forEach((record, i) => {
             // Records the engine would reject up front (a document number already taken) never reach a log.
             try {
-              whole.apply(record);
+              const building = record.t === 'content.indexed' && record.configId !== undefined && whole.kbs.get(record.kbId)?.building?.id === record.configId;
+              if (whole.apply(record)) {
+                if (record.t === 'kb.reconfigure') applied.reconfigure++;
+                if (record.t === 'kb.activate') applied.activate++;
+                if (building) applied.builtResults++;
+              }
             } catch {
               return;
             }
@@ -141,6 +186,10 @@ describe('the state machine', () => {
         }),
         { numRuns: 2000, seed: 20261123 },
       );
+      console.log(`[machine] applied over the random logs: ${JSON.stringify(applied)}`);
+      expect(applied.reconfigure).toBeGreaterThan(500);
+      expect(applied.activate).toBeGreaterThan(100);
+      expect(applied.builtResults).toBeGreaterThan(500);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
@@ -166,7 +215,9 @@ describe('the state machine', () => {
             compactor.add({ seq: i + 1, record, payload: encodePayload(record), attachment: new Uint8Array(0) });
           });
           // What the whole log builds, less the content of the knowledge base not held.
-          const expected = observe(whole).map((k) => (holds(k.kb.id) ? k : { ...k, items: [], walrus: [] }));
+          const expected = observe(whole).map((k) =>
+            holds(k.kb.id) ? k : { ...k, kb: { ...k.kb, progress: k.kb.progress && { done: 0, total: 0 } }, items: [], walrus: [], built: k.built && [], builtWalrus: k.builtWalrus && [] },
+          );
           expect(observe(sharded)).toEqual(expected);
           const compacted = liveState(root, holds);
           for (const kept of compactor.kept()) compacted.apply(kept.record);
@@ -203,9 +254,26 @@ describe('the state machine', () => {
         { t: 'content.failed', kbId: KBS[0]!, id: ITEMS[0]!, version: 0, error: 'e', at: AT },
         // Not failed: nothing to retry.
         { t: 'content.retry', kbId: KBS[0]!, id: ITEMS[0]!, version: 1, at: AT },
+        // Indexes as the active configuration does, with nothing being built: nothing to cancel.
+        { t: 'kb.reconfigure', kbId: KBS[0]!, config: { ...textKbConfig(NO_EMBEDDING), id: 'cfg_same', createdAt: AT }, at: AT },
+        // No such build; results for a configuration the knowledge base does not have.
+        { t: 'kb.activate', kbId: KBS[0]!, configId: 'cfg_other', at: AT },
+        { t: 'content.indexed', kbId: KBS[0]!, id: ITEMS[0]!, version: 1, analyzer: ANALYZER_VERSION, chunks: [], firstDoc: 0, configId: 'cfg_other', at: AT },
+        { t: 'content.failed', kbId: KBS[0]!, id: ITEMS[0]!, version: 1, error: 'e', configId: 'cfg_other', at: AT },
       ];
       for (const record of noOps) expect({ t: record.t, applied: state.apply(record) }).toEqual({ t: record.t, applied: false });
       expect(JSON.stringify(observe(state))).toBe(before);
+      // A configuration recorded before analyzers were versioned in it (analyzer 1) takes results of
+      // that analyzer and of newer ones; a build with a newer analyzer refuses older results.
+      const old = { ...textKbConfig(NO_EMBEDDING), id: 'cfg_old', createdAt: AT } as ReturnType<typeof textKbConfig> & { id: string; createdAt: string };
+      delete old.analyzer;
+      const kbOld = KBS[1]!;
+      expect(state.apply({ t: 'kb.create', kb: { id: kbOld, orgId: 'org', name: 'old', description: '', type: 'TEXT_HIGH_QUALITY', config: old, createdAt: AT, updatedAt: AT } })).toBe(true);
+      expect(state.apply({ t: 'content.put', kbId: kbOld, id: ITEMS[0]!, version: 1, text: 'walrus', metadata: {}, source: { kind: 'text' }, at: AT })).toBe(true);
+      expect(state.apply({ t: 'content.indexed', kbId: kbOld, id: ITEMS[0]!, version: 1, analyzer: 1, chunks: [], firstDoc: 0, at: AT })).toBe(true);
+      expect(state.apply({ t: 'kb.reconfigure', kbId: kbOld, config: { ...textKbConfig(NO_EMBEDDING), id: 'cfg_new', createdAt: AT }, at: AT })).toBe(true);
+      expect(state.apply({ t: 'content.indexed', kbId: kbOld, id: ITEMS[0]!, version: 1, analyzer: 1, chunks: [], firstDoc: 0, configId: 'cfg_new', at: AT })).toBe(false);
+      expect(state.apply({ t: 'content.indexed', kbId: kbOld, id: ITEMS[0]!, version: 1, analyzer: ANALYZER_VERSION, chunks: [], firstDoc: 0, configId: 'cfg_new', at: AT })).toBe(true);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

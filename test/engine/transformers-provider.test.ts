@@ -213,6 +213,29 @@ describe('transformers provider (tiny generated model)', () => {
     }
   }, 60_000);
 
+  test('fallbackModelDirs: a model the model directory lacks (or lacks at this precision) loads from the first other folder holding it whole', async () => {
+    const empty = mkdtempSync(join(tmpdir(), 'kb-fallback-'));
+    const shipped = resolve(import.meta.dir, '..', '..', 'models');
+    const shared = resolve(import.meta.dir, '..', '..', '..', 'shared', 'models');
+    const minilm = (precision: 'fp32' | 'int8', modelDir: string, fallbackModelDirs: string[]) =>
+      createTransformersProvider({ provider: 'transformers', model: 'Xenova/all-MiniLM-L6-v2', dimensions: 384, pooling: 'mean', maxTokens: 256, precision }, { modelDir, fallbackModelDirs, threads: 1 });
+    try {
+      const text = 'Refunds are issued within fourteen days of the purchase.';
+      // The shipped int8 export, found after an empty model directory, equals the same file loaded directly.
+      const [viaFallback, direct] = await Promise.all([minilm('int8', empty, [shipped]), minilm('int8', shared, [])]);
+      const [a] = await viaFallback.embed([text], 'document');
+      const [b] = await direct.embed([text], 'document');
+      expect(maxDiff(a!, b!)).toBeLessThan(1e-6);
+      await Promise.all([viaFallback.close?.(), direct.close?.()]);
+      // fp32 is not in the shipped folder: the error names every folder looked in.
+      const err = await minilm('fp32', empty, [shipped]).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(EmbeddingError);
+      expect((err as Error).message).toContain(`onnx/model.onnx in ${join(empty, 'Xenova/all-MiniLM-L6-v2')} (nor in ${join(shipped, 'Xenova/all-MiniLM-L6-v2')})`);
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   test('a dimension mismatch is an EmbeddingError', async () => {
     const err = await createTransformersProvider(spec({ dimensions: dimensions + 1 }), { modelDir: dir }).catch(
       (e: unknown) => e,

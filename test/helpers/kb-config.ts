@@ -1,5 +1,6 @@
 // A text knowledge base's configuration for engine-level tests and benches (the HTTP API picks
 // one from the knowledge base type): the service's defaults, with the embedding and any field given.
+import { ANALYZER_VERSION } from '../../engine/analysis/analyzer';
 import type { KnowledgeBaseConfig } from '../../engine/records';
 
 export type KbConfigInput = Omit<KnowledgeBaseConfig, 'id' | 'createdAt'>;
@@ -15,6 +16,7 @@ export function textKbConfig(embedding: KbConfigInput['embedding'], overrides: P
     bm25: { k1: 1.2, b: 0.75 },
     hnsw: { connectivity: 16, expansionAdd: 128, expansionSearch: 64 },
     modalities: ['text'],
+    analyzer: ANALYZER_VERSION,
     ...overrides,
   };
 }

@@ -3,7 +3,8 @@
 // Models are read from a local directory in the Hugging Face layout:
 //   <modelDir>/<org>/<name>/{config.json, tokenizer.json, tokenizer_config.json, onnx/model.onnx}
 // (onnx/model_quantized.onnx serves int8 precision; a knowledge base that records no precision
-// uses fp32 when its file is present, else int8). Nothing is downloaded unless `allowRemote` is
+// uses fp32 when its file is present, else int8), or else from the first of `fallbackModelDirs`
+// that holds it (the model shipped with the server). Nothing is downloaded unless `allowRemote` is
 // set; downloads then land in <modelDir> in the same layout.
 //
 // Tokenizer and model are loaded with AutoTokenizer/AutoModel rather than pipeline(): we need
@@ -13,15 +14,18 @@
 
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { endianness } from 'node:os';
 import {
   AutoModel,
   AutoTokenizer,
   env,
+  Tensor,
   type DataType,
   type PreTrainedModel,
   type PreTrainedTokenizer,
-  type Tensor,
 } from '@huggingface/transformers';
+import { planBatches, type SelfBatching, type TokenBatchLimits } from '../batches';
+import { locateModel } from '../hub';
 import { EmbeddingError, normalize, type EmbedKind, type EmbeddingProvider, type EmbeddingSpec } from '../provider';
 
 export type TransformersSpec = Extract<EmbeddingSpec, { provider: 'transformers' }>;
@@ -29,6 +33,8 @@ export type TransformersSpec = Extract<EmbeddingSpec, { provider: 'transformers'
 export interface TransformersProviderOptions {
   /** Directory holding <org>/<name>/… model folders. Default: transformers.js' env.localModelPath. */
   modelDir?: string;
+  /** Searched in order after modelDir for a model it lacks (whole: every file of the spec's precision). */
+  fallbackModelDirs?: readonly string[];
   /** Allow downloading missing files from the Hugging Face hub. Default false. */
   allowRemote?: boolean;
   /** ONNX Runtime intra-op threads. Default: ONNX Runtime's choice (all cores). */
@@ -36,8 +42,69 @@ export interface TransformersProviderOptions {
 }
 
 const DEFAULT_MAX_TOKENS = 512;
-/** Texts per model call: bounds memory (attention is batch × seq²) and padding waste. */
-const BATCH_SIZE = 16;
+/**
+ * Calls of embed(): at most 16 texts, and at most 256 word pieces once padded to the longest (one
+ * full MiniLM chunk; short texts share a call). On CPU the per-token cost is lowest there: a call's
+ * activations stay in the core's cache (bench/semantic.ts limit part). The document workers pass
+ * their own limits (EMBEDDING_BATCH_SIZE; engine/ingest/handlers.ts).
+ */
+export const DEFAULT_TOKEN_BATCH: TokenBatchLimits = { texts: 16, tokens: 256 };
+
+/**
+ * ONNX Runtime session options of every transformers model (besides threads). At its default
+ * optimization level ORT fuses each residual Add and LayerNormalization into one
+ * SkipLayerNormalization; in the int8 MiniLM export that fused CPU kernel took a quarter of the
+ * inference time, several times what the two unfused nodes take (onnxruntime-node 1.30, AVX-512:
+ * 12.6 → 9.8 ms of CPU a 256-token chunk without it). Every other fusion is kept (disabling them
+ * measured no better). Where the fusion does not occur (the fp32 export) this changes nothing.
+ * Several optimizers would be separated by ";".
+ */
+export const SESSION_OPTIONS = { extra: { optimization: { disable_specified_optimizers: 'SkipLayerNormFusion' } } } as const;
+
+/**
+ * Token ids of each text as the model reads it: special tokens added, cut to `limit` with the
+ * closing token put back. transformers.js truncates by cutting the token list, which drops the
+ * closing special token ([SEP] for BERT); Python's tokenizers keep it, so long texts embed as they
+ * would there. A text of exactly `limit` tokens already ends with it.
+ */
+export function encodeTexts(tokenizer: PreTrainedTokenizer, texts: readonly string[], limit: number, closingToken: number | null): Int32Array[] {
+  return texts.map((text) => {
+    const ids = tokenizer.encode(text);
+    if (ids.length <= limit) return Int32Array.from(ids);
+    const cut = Int32Array.from(ids.slice(0, limit));
+    if (closingToken !== null) cut[limit - 1] = closingToken;
+    return cut;
+  });
+}
+
+const LITTLE_ENDIAN = endianness() === 'LE';
+
+/** int64 tensor data from small non-negative ints, without a BigInt per element where the layout allows. */
+function int64(values: Int32Array): BigInt64Array {
+  const out = new BigInt64Array(values.length);
+  if (LITTLE_ENDIAN) {
+    const words = new Int32Array(out.buffer);
+    for (let i = 0; i < values.length; i++) words[2 * i] = values[i]!;
+  } else {
+    for (let i = 0; i < values.length; i++) out[i] = BigInt(values[i]!);
+  }
+  return out;
+}
+
+/**
+ * One model call's inputs: the texts' token ids padded on the right with `padId` to the longest,
+ * the attention mask (1 over each text's tokens), and token types (all 0: one segment).
+ */
+export function padBatch(batch: readonly Int32Array[], padId: number): { seq: number; inputIds: BigInt64Array; attentionMask: BigInt64Array; tokenTypeIds: BigInt64Array } {
+  const seq = Math.max(1, ...batch.map((ids) => ids.length));
+  const ids = new Int32Array(batch.length * seq).fill(padId);
+  const mask = new Int32Array(batch.length * seq);
+  batch.forEach((row, b) => {
+    ids.set(row, b * seq);
+    mask.fill(1, b * seq, b * seq + row.length);
+  });
+  return { seq, inputIds: int64(ids), attentionMask: int64(mask), tokenTypeIds: new BigInt64Array(batch.length * seq) };
+}
 
 // env is process-global (per worker) and read while files load, so loads are serialized.
 let loadChain: Promise<unknown> = Promise.resolve();
@@ -66,7 +133,7 @@ export async function createTransformersProvider(
   spec: TransformersSpec,
   options: TransformersProviderOptions = {},
 ): Promise<EmbeddingProvider> {
-  const modelDir = resolve(options.modelDir ?? env.localModelPath);
+  const dirs = [...new Set([options.modelDir ?? env.localModelPath, ...(options.fallbackModelDirs ?? [])].map((d) => resolve(d)))];
   const allowRemote = options.allowRemote ?? false;
   const maxTokens = spec.maxTokens ?? DEFAULT_MAX_TOKENS;
   if (spec.pooling !== 'mean' && spec.pooling !== 'cls') {
@@ -82,16 +149,19 @@ export async function createTransformersProvider(
     throw new EmbeddingError(`Invalid model id "${spec.model}": expected "<org>/<name>"`);
   }
 
+  // The first directory holding the whole model; none: the first (downloads land there).
+  const modelDir = locateModel(dirs, spec.model, spec.precision)?.dir ?? dirs[0]!;
   const root = join(modelDir, spec.model);
   const { missing, dtype } = modelFiles(root, spec.precision);
   if (missing.length > 0 && !allowRemote) {
+    const elsewhere = dirs.length > 1 ? ` (nor in ${dirs.slice(1).map((d) => join(d, spec.model)).join(', ')})` : '';
     throw new EmbeddingError(
-      `Embedding model "${spec.model}" is not available locally: missing ${missing.join(', ')} in ${root} ` +
+      `Embedding model "${spec.model}" is not available locally: missing ${missing.join(', ')} in ${root}${elsewhere} ` +
         `(remote downloads are disabled; put the model files there or allow remote loading)`,
     );
   }
 
-  const sessionOptions: Record<string, unknown> = {};
+  const sessionOptions: Record<string, unknown> = { ...SESSION_OPTIONS };
   if (options.threads !== undefined) {
     if (!Number.isInteger(options.threads) || options.threads < 1) {
       throw new EmbeddingError(`threads must be a positive integer, got ${options.threads}`);
@@ -129,55 +199,50 @@ export async function createTransformersProvider(
     );
   }
 
-  // transformers.js truncates by cutting the token list, which drops the closing special token
-  // ([SEP] for BERT). Python's tokenizers keep it; put it back so long texts embed as they would
-  // there. The closing token is the last of those the post-processor wraps an empty text in
-  // ([CLS] [SEP] → [SEP]); with fewer than two there is no opening/closing pair to restore.
-  const emptyIds = (tokenizer('').input_ids as Tensor).data as BigInt64Array;
+  // The closing token (put back after truncation, see encodeTexts) is the last of those the
+  // post-processor wraps an empty text in ([CLS] [SEP] → [SEP]); with fewer than two there is no
+  // opening/closing pair to restore.
+  const emptyIds = tokenizer.encode('');
   const closingToken = emptyIds.length >= 2 ? emptyIds[emptyIds.length - 1]! : null;
   // The tokenizer never goes past its own model_max_length.
   const tokenLimit = Math.min(maxTokens, tokenizer.model_max_length ?? Infinity);
+  const padId = tokenizer.pad_token_id ?? 0;
 
-  async function run(texts: string[]): Promise<Float32Array[]> {
-    const inputs = tokenizer(texts, { padding: true, truncation: true, max_length: maxTokens });
-    if (closingToken !== null) {
-      const ids = (inputs.input_ids as Tensor).data as BigInt64Array;
-      const attention = (inputs.attention_mask as Tensor).data as BigInt64Array;
-      const seqLen = (inputs.input_ids as Tensor).dims[1]!;
-      if (seqLen === tokenLimit) {
-        for (let b = 0; b < texts.length; b++) {
-          const last = b * seqLen + seqLen - 1;
-          // A row that fills maxTokens and does not end with the closing token was truncated.
-          if (attention[last] === 1n && ids[last] !== closingToken) ids[last] = closingToken;
-        }
-      }
-    }
-    const outputs = (await model(inputs)) as Record<string, Tensor | undefined>;
+  let closed = false;
+
+  /** One model call: token ids (at most tokenLimit each) → unit vectors, in order. */
+  async function run(batch: Int32Array[]): Promise<Float32Array[]> {
+    const { seq, inputIds, attentionMask, tokenTypeIds } = padBatch(batch, padId);
+    const dims = [batch.length, seq];
+    // The model picks the inputs its session takes (token_type_ids only where it has them).
+    const outputs = (await model({
+      input_ids: new Tensor('int64', inputIds, dims),
+      attention_mask: new Tensor('int64', attentionMask, dims),
+      token_type_ids: new Tensor('int64', tokenTypeIds, dims),
+    })) as Record<string, Tensor | undefined>;
     const hidden = outputs.last_hidden_state ?? outputs.token_embeddings ?? outputs.logits;
     if (!hidden || hidden.dims.length !== 3) {
       throw new EmbeddingError(
         `Model "${spec.model}" returned no [batch, seq, dim] output (got ${Object.keys(outputs).join(', ')})`,
       );
     }
-    const [batch, seq, dim] = hidden.dims as [number, number, number];
+    const [, outSeq, dim] = hidden.dims as [number, number, number];
     if (dim !== spec.dimensions) {
       throw new EmbeddingError(
         `Model "${spec.model}" produces ${dim}-dimensional vectors, but its spec says ${spec.dimensions}`,
       );
     }
     const data = hidden.data as Float32Array;
-    const mask = (inputs.attention_mask as Tensor).data as BigInt64Array;
     const result: Float32Array[] = [];
-    for (let b = 0; b < batch; b++) {
+    for (let b = 0; b < batch.length; b++) {
       const v = new Float32Array(dim);
-      const base = b * seq * dim;
+      const base = b * outSeq * dim;
       if (spec.pooling === 'cls') {
         v.set(data.subarray(base, base + dim));
       } else {
-        let count = 0;
-        for (let s = 0; s < seq; s++) {
-          if (mask[b * seq + s] === 0n) continue;
-          count++;
+        // Mean over the text's own tokens: the first batch[b].length positions (padding is on the right).
+        const count = Math.min(batch[b]!.length, outSeq);
+        for (let s = 0; s < count; s++) {
           const off = base + s * dim;
           for (let i = 0; i < dim; i++) v[i]! += data[off + i]!;
         }
@@ -188,34 +253,38 @@ export async function createTransformersProvider(
     return result;
   }
 
-  let closed = false;
-  const provider: EmbeddingProvider = {
+  /**
+   * Every text tokenized first, then model calls formed by token count (engine/embedding/batches.ts):
+   * the fewest padded tokens, and calls no larger than `limits`. Vectors come back in input order.
+   */
+  async function embedInBatches(texts: string[], kind: EmbedKind, limits: TokenBatchLimits): Promise<Float32Array[]> {
+    if (closed) throw new EmbeddingError(`Embedding provider for "${spec.model}" is closed`);
+    if (texts.length === 0) return [];
+    const prefix = kind === 'query' ? (spec.queryPrefix ?? '') : '';
+    const out = new Array<Float32Array>(texts.length);
+    try {
+      const ids = encodeTexts(tokenizer, prefix ? texts.map((t) => prefix + t) : texts, tokenLimit, closingToken);
+      for (const batch of planBatches(ids.map((t) => t.length), { texts: limits.texts, padded: limits.tokens })) {
+        const vectors = await run(batch.map((i) => ids[i]!));
+        batch.forEach((i, k) => (out[i] = vectors[k]!));
+      }
+    } catch (err) {
+      if (err instanceof EmbeddingError) throw err;
+      throw new EmbeddingError(
+        `Embedding with "${spec.model}" failed: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
+    }
+    return out;
+  }
+
+  const provider: EmbeddingProvider & SelfBatching = {
     model: spec.model,
     dimensions: spec.dimensions,
-    async embed(texts: string[], kind: EmbedKind): Promise<Float32Array[]> {
-      if (closed) throw new EmbeddingError(`Embedding provider for "${spec.model}" is closed`);
-      if (texts.length === 0) return [];
-      const prefix = kind === 'query' ? (spec.queryPrefix ?? '') : '';
-      const prepared = texts.map((t) => prefix + t);
-      // Sort by length so each batch pads little; results go back in input order.
-      const order = prepared.map((_, i) => i).sort((a, b) => prepared[a]!.length - prepared[b]!.length);
-      const out = new Array<Float32Array>(texts.length);
-      for (let start = 0; start < order.length; start += BATCH_SIZE) {
-        const idx = order.slice(start, start + BATCH_SIZE);
-        let vectors: Float32Array[];
-        try {
-          vectors = await run(idx.map((i) => prepared[i]!));
-        } catch (err) {
-          if (err instanceof EmbeddingError) throw err;
-          throw new EmbeddingError(
-            `Embedding with "${spec.model}" failed: ${err instanceof Error ? err.message : String(err)}`,
-            { cause: err },
-          );
-        }
-        idx.forEach((i, k) => (out[i] = vectors[k]!));
-      }
-      return out;
+    embed(texts: string[], kind: EmbedKind): Promise<Float32Array[]> {
+      return embedInBatches(texts, kind, DEFAULT_TOKEN_BATCH);
     },
+    embedInBatches,
     async close(): Promise<void> {
       if (closed) return;
       closed = true;

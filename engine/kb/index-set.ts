@@ -1,0 +1,213 @@
+// The indexes of one configuration of a knowledge base: its chunks under dense document numbers,
+// BM25 postings, vectors and the metadata index over them. A knowledge base searches with its
+// active set; while it is re-embedded for another configuration (a new model), a second set is
+// built beside it from the same content items and takes over in one step once complete.
+import { InvertedIndex } from '../bm25/inverted-index';
+import { MetadataIndex, type MetadataFilter } from '../filter/metadata';
+import type { ContentStatus, IndexedChunk, KnowledgeBaseConfig } from '../records';
+import type { Scored } from '../topk';
+import { VectorIndex } from '../vector/vector-index';
+import type { ChunkHit, ContentItem, ContentVersion } from './knowledge-base';
+
+export type StoredVector = Float32Array | Int8Array;
+
+export interface AllowedDocs {
+  mask: Uint8Array;
+  docs: number[];
+}
+
+/** The version of an item whose chunks answer in a set, with their document numbers. */
+export interface LiveChunks {
+  version: ContentVersion;
+  docs: number[];
+}
+
+/** Where indexing an item's version ended in a set being built (its status lives on the item in the active set). */
+export interface BuildOutcome {
+  version: number;
+  status: Extract<ContentStatus, 'ready' | 'failed'>;
+  error?: string;
+}
+
+interface ChunkSlot {
+  id: string;
+  content: ContentItem;
+  version: ContentVersion;
+  start: number;
+  end: number;
+  page?: number;
+}
+
+export class IndexSet {
+  private readonly chunks: (ChunkSlot | undefined)[] = [];
+  readonly bm25: InvertedIndex;
+  readonly metadataIndex = new MetadataIndex();
+  /** Undefined for a configuration without embeddings. */
+  readonly vectors: VectorIndex | undefined;
+  /** Per item: the version whose chunks answer here. */
+  readonly live = new Map<string, LiveChunks>();
+  /** A set being built: where each item's indexing ended (the active set keeps this on the items). */
+  readonly outcomes = new Map<string, BuildOutcome>();
+  private liveChunks = 0;
+
+  /** `exactThreshold`: below this many vectors searches are exact and no HNSW graph is kept. */
+  constructor(
+    readonly config: KnowledgeBaseConfig,
+    exactThreshold?: number,
+  ) {
+    this.bm25 = new InvertedIndex(config.bm25);
+    const { embedding, hnsw } = config;
+    if (embedding.dimensions > 0) {
+      this.vectors = new VectorIndex({
+        dimensions: embedding.dimensions,
+        quantization: embedding.quantization === 'i8' ? 'i8' : 'f32',
+        connectivity: hnsw.connectivity,
+        expansionAdd: hnsw.expansionAdd,
+        expansionSearch: hnsw.expansionSearch,
+        exactThreshold,
+      });
+    }
+  }
+
+  get chunkCount(): number {
+    return this.liveChunks;
+  }
+
+  /** Document numbers handed out so far (upper bound for masks). */
+  get docSpace(): number {
+    return this.chunks.length;
+  }
+
+  /** Drop the item's chunks from every index (an update's old chunks, a deleted item). */
+  drop(itemId: string): void {
+    const live = this.live.get(itemId);
+    if (!live) return;
+    for (const doc of live.docs) {
+      const slot = this.chunks[doc];
+      if (!slot) continue;
+      this.bm25.remove(doc);
+      this.vectors?.remove(doc);
+      this.metadataIndex.remove(doc, slot.version.metadata);
+      this.chunks[doc] = undefined;
+      this.liveChunks--;
+    }
+    this.live.delete(itemId);
+  }
+
+  /**
+   * Swap in the chunks of the item's current version: the old chunks answer until this call, the
+   * new ones from it on, with nothing in between (one synchronous step).
+   */
+  applyIndexed(item: ContentItem, chunks: readonly IndexedChunk[], vectors: readonly StoredVector[] | undefined, firstDoc: number): LiveChunks {
+    // No vectors at all is allowed: chunks whose embedding failed answer full-text search only.
+    if (this.vectors && vectors !== undefined && vectors.length !== chunks.length) {
+      throw new Error(`indexed record of ${item.id} carries ${vectors.length} vectors for ${chunks.length} chunks`);
+    }
+    // Document numbers come from the record, so a compacted log (a snapshot) rebuilds exactly the
+    // numbering, and with it the keys of a saved HNSW graph; gaps are left empty.
+    if (firstDoc < this.chunks.length) throw new Error(`document ${firstDoc} of ${item.id} is already taken`);
+    this.chunks.length = firstDoc;
+    this.drop(item.id);
+    const version = item.current;
+    const docs: number[] = [];
+    for (const c of chunks) {
+      const doc = this.chunks.length;
+      this.chunks.push({ id: c.id, content: item, version, start: c.start, end: c.end, page: c.page });
+      this.bm25.add(doc, c);
+      if (this.vectors && vectors) this.vectors.add(doc, vectors[docs.length]!);
+      this.metadataIndex.add(doc, version.metadata);
+      docs.push(doc);
+      this.liveChunks++;
+    }
+    const live = { version, docs };
+    this.live.set(item.id, live);
+    return live;
+  }
+
+  // --- vectors --------------------------------------------------------------------------------
+
+  get vectorCount(): number {
+    return this.vectors?.size ?? 0;
+  }
+
+  /** Model vectors in the form this set stores (f32 or i8). */
+  storedVectors(vectors: readonly Float32Array[]): StoredVector[] | undefined {
+    return this.vectors && vectors.map((v) => this.vectors!.quantize(v));
+  }
+
+  /** Stored vectors as the bytes a log record carries, and back. */
+  vectorBytes(vectors: StoredVector[]): Uint8Array {
+    return this.vectors!.storedBytes(vectors as never);
+  }
+
+  vectorsFromBytes(bytes: Uint8Array, count: number): StoredVector[] | undefined {
+    return this.vectors?.fromBytes(bytes, count);
+  }
+
+  get graphPending(): number {
+    return this.vectors?.graphPending ?? 0;
+  }
+
+  /** Insert pending vectors for up to `budgetMs` in batches of `batch`; true once none are left. */
+  buildGraphStep(budgetMs: number, batch: number): boolean {
+    return !this.vectors || this.vectors.graphPending === 0 || this.vectors.buildStep(budgetMs, batch);
+  }
+
+  saveGraph(path: string): number[] | undefined {
+    if (!this.vectors?.hasGraph) return undefined;
+    this.vectors.saveGraph(path);
+    return this.vectors.graphDocs();
+  }
+
+  attachGraph(path: string): void {
+    this.vectors?.attachGraph(path, this.vectors.aliveDocs());
+  }
+
+  // --- what searches read ----------------------------------------------------------------------
+
+  allowedSet(filter: MetadataFilter | undefined): AllowedDocs | undefined {
+    if (!filter || Object.keys(filter).length === 0) return undefined;
+    const docs = this.metadataIndex.matching(filter);
+    const mask = new Uint8Array(this.chunks.length);
+    for (const d of docs) mask[d] = 1;
+    return { mask, docs };
+  }
+
+  fullTextTop(terms: readonly string[], k: number, allowed?: AllowedDocs): Scored[] {
+    return this.bm25.search(terms, k, allowed?.mask);
+  }
+
+  semanticTop(query: Float32Array, k: number, allowed?: AllowedDocs): Scored[] {
+    return this.vectors ? this.vectors.search(query, k, allowed?.mask, allowed?.docs) : [];
+  }
+
+  fullTextScores(terms: readonly string[], docs: readonly number[]): number[] {
+    return this.bm25.scoreDocs(terms, docs);
+  }
+
+  semanticScores(query: Float32Array, docs: readonly number[]): number[] {
+    return this.vectors ? this.vectors.scoreDocs(query, docs) : docs.map(() => 0);
+  }
+
+  hits(scored: readonly Scored[]): ChunkHit[] {
+    const out: ChunkHit[] = [];
+    for (const { doc, score } of scored) {
+      const slot = this.chunks[doc];
+      if (!slot) continue;
+      out.push({
+        chunkId: slot.id,
+        contentId: slot.content.id,
+        text: slot.version.text.slice(slot.start, slot.end),
+        score,
+        metadata: slot.version.metadata,
+        page: slot.page,
+        doc,
+      });
+    }
+    return out;
+  }
+
+  chunkIdOf(doc: number): string | undefined {
+    return this.chunks[doc]?.id;
+  }
+}
