@@ -60,6 +60,9 @@ export interface ClusterOptions {
   heartbeatMs?: number;
 }
 
+/** How the engine and its parts report: one signature everywhere (the server passes its logger). */
+export type EngineLog = (level: 'info' | 'warn' | 'error', message: string, details?: Record<string, unknown>) => void;
+
 export interface EngineOptions {
   dataDir: string;
   /** Run as one node of a cluster (absent: a single node with its log on local disk). */
@@ -71,7 +74,7 @@ export interface EngineOptions {
   /** Most content items in one worker request (small items share embedding batches). */
   batchItems?: number;
   walSegmentBytes?: number;
-  log?: (level: 'info' | 'warn' | 'error', message: string, details?: Record<string, unknown>) => void;
+  log?: EngineLog;
   /** Called when the log can no longer be written; the owner should stop the process. */
   onFatal?: (err: unknown) => void;
   /** Knowledge bases with fewer vectors are searched exactly and keep no HNSW graph (in memory or in snapshots). */

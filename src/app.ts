@@ -1,7 +1,7 @@
 // The HTTP layer: authentication, the error envelope and the route modules, over the engine.
 import { Elysia } from 'elysia';
-import { EmbeddingError, QuotaExceededError, RecordTooLargeError } from '../engine';
-import { ApiError, errorBody, STATUS_OF } from './errors';
+import { EngineError } from '../engine';
+import { ApiError, apiErrorOf, errorBody, STATUS_OF } from './errors';
 import type { KeyStore } from './auth/key-store';
 import type { ServerContext } from './http/context';
 import { authenticate, verifiedOrg } from './http/auth';
@@ -86,16 +86,11 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       // In 500 bodies and logs; the listener puts it in the header.
       const requestId = requestIdOf(request);
       if (error instanceof ApiError) return apiErrorResponse(error, requestId);
-      if (error instanceof QuotaExceededError) {
-        return apiErrorResponse(new ApiError('QUOTA_EXCEEDED', `Quota reached: ${error.message}`, [{ path: '/', message: `at most ${error.limit} ${error.quota === 'knowledgeBases' ? 'knowledge bases' : 'content items'} per organization` }]), requestId);
-      }
-      if (error instanceof RecordTooLargeError) {
-        // Cluster mode: the NATS servers' max_payload is below MAX_TEXT_BYTES (see "Running a cluster").
-        return apiErrorResponse(new ApiError('PAYLOAD_TOO_LARGE', `Too large for the cluster's log: ${error.message}`), requestId);
-      }
-      if (error instanceof EmbeddingError) {
-        ctx.logger.warn({ requestId, err: error.message }, 'embedding failed');
-        return apiErrorResponse(new ApiError('EMBEDDING_FAILED', `The embedding model failed: ${error.message}`), requestId);
+      if (error instanceof EngineError) {
+        if (error.code === 'EMBEDDING_FAILED') ctx.logger.warn({ requestId, err: error.message }, 'embedding failed');
+        const answer = apiErrorOf(error);
+        if (answer.code === 'INTERNAL') ctx.logger.error({ requestId, code: error.code, err: error.message }, 'engine error');
+        return apiErrorResponse(answer, requestId);
       }
       // Elysia wraps whatever a body parser throws (our size limit included) in a ParseError.
       const cause = (error as { cause?: unknown }).cause;

@@ -1,4 +1,5 @@
 // The error envelope of decisions.md: { success: false, error: { code, message, details? } }.
+import { isEngineError, type EngineError, type EngineErrorCode } from '../engine';
 
 export type ErrorCode =
   | 'VALIDATION_ERROR'
@@ -59,7 +60,6 @@ export class ApiError extends Error {
   }
 }
 
-export const notFound = (what = 'Resource') => new ApiError('NOT_FOUND', `${what} not found`);
 
 export const invalid = (path: string, message: string) =>
   new ApiError('VALIDATION_ERROR', `${path.slice(1) || 'request'}: ${message}`, [{ path, message }]);
@@ -69,4 +69,41 @@ export function errorBody(code: ErrorCode, message: string, details?: ErrorDetai
     success: false as const,
     error: { code, message, ...(details && details.length > 0 ? { details } : {}), ...(requestId ? { requestId } : {}) },
   };
+}
+
+/**
+ * The one table from the engine's error codes (engine/errors.ts) to the API's: every engine
+ * failure answers through it (src/app.ts onError), with the engine's message.
+ */
+export const API_CODE_OF_ENGINE: Record<EngineErrorCode, ErrorCode> = {
+  KNOWLEDGE_BASE_NOT_FOUND: 'NOT_FOUND',
+  CONTENT_NOT_FOUND: 'NOT_FOUND',
+  // Ids are chosen by the server (uploads), never by clients: a reused one is our fault.
+  CONTENT_ID_TAKEN: 'INTERNAL',
+  QUOTA_EXCEEDED: 'QUOTA_EXCEEDED',
+  RECORD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  EMBEDDING_FAILED: 'EMBEDDING_FAILED',
+  // Requests for another node's shard are forwarded before they get here; one that slips through
+  // (the cluster's shard map changing under it) is worth retrying.
+  SHARD_NOT_HELD: 'NOT_READY',
+  ENGINE_CLOSED: 'NOT_READY',
+  UNSUPPORTED_FILE_TYPE: 'UNSUPPORTED_FILE_TYPE',
+  EMPTY_FILE: 'EMPTY_FILE',
+  NO_TEXT_EXTRACTED: 'NO_TEXT_EXTRACTED',
+  EXTRACTION_FAILED: 'EXTRACTION_FAILED',
+  TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+};
+
+/** The API's answer to an engine error: its code from the table, the engine's message, details where a client can act on them. */
+export function apiErrorOf(err: EngineError): ApiError {
+  const code = API_CODE_OF_ENGINE[err.code];
+  if (isEngineError(err, 'QUOTA_EXCEEDED')) {
+    const { quota, limit } = err.details;
+    return new ApiError(code, `Quota reached: ${err.message}`, [{ path: '/', message: `at most ${limit} ${quota === 'knowledgeBases' ? 'knowledge bases' : 'content items'} per organization` }]);
+  }
+  if (err.code === 'RECORD_TOO_LARGE') return new ApiError(code, `Too large for the cluster's log: ${err.message}`);
+  if (err.code === 'EMBEDDING_FAILED') return new ApiError(code, `The embedding model failed: ${err.message}`);
+  if (code === 'NOT_READY') return new ApiError(code, `${err.message}; retry shortly`, undefined, { 'retry-after': '1' });
+  if (code === 'INTERNAL') return new ApiError(code, 'Internal server error');
+  return new ApiError(code, err.message);
 }

@@ -5,21 +5,12 @@
 import { Value } from '@sinclair/typebox/value';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Engine, ExtractionError, type ExtractionLanes, type ContentItem, type Metadata, newId } from '../engine';
-import { ApiError, invalid, notFound, type ErrorCode } from './errors';
+import { type Engine, type ExtractionLanes, type ContentItem, type Metadata, newId } from '../engine';
+import { ApiError, invalid } from './errors';
 import { receiveUpload } from './http/multipart';
 import { parseJsonText } from './http/body';
 import type { Config } from './config';
 import { checkMetadata, MetadataSchema } from './schemas/common';
-
-/** Extraction error code → the API's error code (statuses follow from decisions.md). */
-const CODE: Record<string, ErrorCode> = {
-  EMPTY_FILE: 'EMPTY_FILE',
-  UNSUPPORTED_FILE_TYPE: 'UNSUPPORTED_FILE_TYPE',
-  NO_TEXT_EXTRACTED: 'NO_TEXT_EXTRACTED',
-  EXTRACTION_FAILED: 'EXTRACTION_FAILED',
-  TOO_LARGE: 'PAYLOAD_TOO_LARGE',
-};
 
 function parseMetadata(raw: string | undefined): Metadata | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
@@ -51,7 +42,6 @@ export class UploadService {
 
   async upload(engine: Engine, org: string, kbId: string, request: Request): Promise<ContentItem> {
     const kb = engine.getKnowledgeBase(org, kbId);
-    if (!kb) throw notFound('Knowledge base');
     engine.checkQuota(org, 'contents'); // before reading and extracting the file
     const { file, fields } = await receiveUpload(request, this.tmpDir, {
       maxFileBytes: this.config.limits.maxFileBytes,
@@ -69,9 +59,6 @@ export class UploadService {
           maxPages: this.config.limits.maxFilePages,
           maxChars: this.config.limits.maxTextBytes,
           maxDocxXmlBytes: this.config.extraction.maxDocxXmlBytes,
-        })
-        .catch((err: unknown) => {
-          throw err instanceof ExtractionError ? new ApiError(CODE[err.code] ?? 'EXTRACTION_FAILED', err.message) : err;
         });
       // The same byte limit as the text route (extraction counted characters).
       if (Buffer.byteLength(extracted.text, 'utf8') > this.config.limits.maxTextBytes) {
@@ -84,7 +71,6 @@ export class UploadService {
         source: { kind: 'file', fileName: file.fileName, mediaType: extracted.mediaType, size: file.size, ...(extracted.pageCount ? { pages: extracted.pageCount } : {}) },
         pages: extracted.pages,
       });
-      if (!item) throw notFound('Knowledge base'); // deleted while the file was being read
       return item;
     } finally {
       await rm(file.path, { force: true });

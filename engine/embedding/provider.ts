@@ -3,6 +3,7 @@
 // so cosine similarity is a dot product.
 
 import type { EmbeddingConfig } from '../records';
+import { EngineError } from '../errors';
 
 export type EmbedKind = 'query' | 'document';
 
@@ -44,9 +45,9 @@ export function normalize(v: Float32Array): Float32Array {
   return v;
 }
 
-export class EmbeddingError extends Error {
+export class EmbeddingError extends EngineError<'EMBEDDING_FAILED'> {
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super('EMBEDDING_FAILED', message, {}, options);
     this.name = 'EmbeddingError';
   }
 }

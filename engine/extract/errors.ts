@@ -1,5 +1,6 @@
 // The one error type extraction throws. `message` is written for the person who uploaded the file:
 // no stack traces, file paths or library internals. `detail` keeps the underlying reason for logs.
+import { EngineError } from '../errors';
 
 export type ExtractionErrorCode =
   /** Not a format we read (or an image where images are not allowed). HTTP 400. */
@@ -21,16 +22,16 @@ export const EXTRACTION_ERROR_CODES: readonly ExtractionErrorCode[] = [
   'TOO_LARGE',
 ];
 
-export class ExtractionError extends Error {
+export class ExtractionError extends EngineError<ExtractionErrorCode> {
   override readonly name = 'ExtractionError';
 
   constructor(
-    readonly code: ExtractionErrorCode,
+    code: ExtractionErrorCode,
     message: string,
     /** The underlying reason (library message), for logs only; never for a response. */
     readonly detail?: string,
   ) {
-    super(message);
+    super(code, message);
   }
 }
 

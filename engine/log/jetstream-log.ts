@@ -5,8 +5,9 @@
 // after a lost acknowledgement is stored once. Nothing outside engine/log/ knows the stream exists.
 import { jetstream, DeliverPolicy, StorageType, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { connectNats, ensureStream, publishRetried, type NatsAuth } from './nats';
+import { connectNats, ensureStream, isWrongLastSequence, publishRetried, type NatsAuth } from './nats';
 import { newId } from '../ids';
+import { EngineError } from '../errors';
 import type { LogEntry, LogRange, RecordLog } from './log';
 
 export interface JetStreamLogOptions {
@@ -130,7 +131,11 @@ export async function readJetStreamRange(range: JetStreamRange, visit: (entry: L
 export class LogGapError extends Error {}
 
 /** A record larger than the NATS servers accept in one message (their `max_payload`). */
-export class RecordTooLargeError extends Error {}
+export class RecordTooLargeError extends EngineError<'RECORD_TOO_LARGE'> {
+  constructor(bytes: number, limit: number) {
+    super('RECORD_TOO_LARGE', `a record of ${bytes} bytes is larger than the NATS servers accept (max_payload ${limit})`, { bytes, limit });
+  }
+}
 
 export class JetStreamLog implements RecordLog {
   /** The newest record handed to `visit` (every record up to it has been, in order). */
@@ -307,13 +312,18 @@ export class JetStreamLog implements RecordLog {
    * Append a record; resolves with its sequence number once the stream's quorum has stored it
    * and this log has handed it (and every record before it) to `visit`: read-your-writes.
    */
-  async append(payload: Uint8Array, partition?: string): Promise<number> {
+  async append(payload: Uint8Array, partition?: string, expectLastSeq?: number): Promise<number> {
     if (this.failure) throw this.failure;
     const limit = this.nc.info?.max_payload ?? Infinity;
-    if (payload.length > limit) throw new RecordTooLargeError(`a record of ${payload.length} bytes is larger than the NATS servers accept (max_payload ${limit})`);
-    const { seq } = await publishRetried(this.js, subjectOf(this.options.stream, partition), payload, newId('rec'), this.options.publishAttempts);
+    if (payload.length > limit) throw new RecordTooLargeError(payload.length, limit);
+    const { seq } = await publishRetried(this.js, subjectOf(this.options.stream, partition), payload, newId('rec'), this.options.publishAttempts, expectLastSeq);
     await this.whenFollowed(seq);
     return seq;
+  }
+
+  /** Whether an append failed because `expectLastSeq` was no longer the stream's end. */
+  static isConflict(err: unknown): boolean {
+    return isWrongLastSequence(err);
   }
 
   /** A record is durable once acknowledged (the stream's quorum stored it). */

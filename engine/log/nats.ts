@@ -105,14 +105,23 @@ export async function ensureStream(nc: NatsConnection, config: Partial<StreamCon
 /**
  * Publish with one message id on every attempt (JetStream stores it once within the stream's
  * duplicate window), tried again while a leader is being elected or NATS is out of reach.
+ * With `expectLastSeq`, stored only if the stream still ends there (else the stream's answer,
+ * isWrongLastSequence, is thrown at once: it will not change by asking again).
  */
-export async function publishRetried(js: JetStreamClient, subject: string, payload: Uint8Array | string, msgID: string, attempts = 20): Promise<PubAck> {
+export async function publishRetried(js: JetStreamClient, subject: string, payload: Uint8Array | string, msgID: string, attempts = 20, expectLastSeq?: number): Promise<PubAck> {
+  const expect = expectLastSeq === undefined ? undefined : { lastSequence: expectLastSeq };
   for (let attempt = 1; ; attempt++) {
     try {
-      return await js.publish(subject, payload, { msgID, timeout: 2000 });
+      return await js.publish(subject, payload, { msgID, timeout: 2000, expect });
     } catch (err) {
+      if (isWrongLastSequence(err)) throw err;
       if (attempt >= attempts) throw new Error(`not stored in JetStream after ${attempts} attempts: ${String(err)}`);
       await Bun.sleep(Math.min(2000, 100 * attempt));
     }
   }
+}
+
+/** The stream refused a conditional publish: another record came after the position expected. */
+export function isWrongLastSequence(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence;
 }

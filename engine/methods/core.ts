@@ -2,8 +2,10 @@
 // memory, the one way to change it (commit: log, apply, then resolve once durable), and the
 // ingestion queue. The Engine façade (engine.ts) owns these and hands them over.
 import type { OriginalsStore } from '../files/originals';
-import type { KnowledgeBase } from '../kb/knowledge-base';
+import { contentNotFound, EngineError, knowledgeBaseNotFound } from '../errors';
+import type { ContentItem, KnowledgeBase } from '../kb/knowledge-base';
 import type { LogRecord } from '../records';
+import type { ShardSet } from '../shards';
 import type { LiveState } from '../state/live-state';
 import { checkQuota, type Quotas } from '../state/quotas';
 
@@ -11,8 +13,14 @@ export interface EngineCore {
   readonly state: LiveState;
   readonly originals: OriginalsStore;
   readonly quotas?: Partial<Quotas>;
-  /** Log a record and apply it; resolves with its log sequence number once it is durable and applied. */
-  commit(record: LogRecord, attachment?: Uint8Array): Promise<number>;
+  /** The knowledge bases whose content this node holds (all on a single node). */
+  readonly shards: ShardSet;
+  /**
+   * Log a record and apply it; resolves with its log sequence number once it is durable and
+   * applied. `check` (a quota) runs against the state the append is conditional on: exact under
+   * concurrency on one node or many (Engine.commit).
+   */
+  commit(record: LogRecord, attachment?: Uint8Array, check?: () => void): Promise<number>;
   /**
    * Queue a content version for chunking and embedding (cluster mode: in the shared job queue,
    * resolved once queued): for the configuration being built (`configId`), or else for the active
@@ -23,13 +31,41 @@ export interface EngineCore {
 
 export const now = () => new Date().toISOString();
 
-/** The knowledge base, when it exists and belongs to the organization (others' behave as absent). */
-export function kbOf(core: EngineCore, orgId: string, kbId: string): KnowledgeBase | undefined {
+/** The knowledge base, when it exists and belongs to the organization (another's behaves as absent); else KNOWLEDGE_BASE_NOT_FOUND. */
+export function kbOf(core: EngineCore, orgId: string, kbId: string): KnowledgeBase {
   const kb = core.state.kbs.get(kbId);
-  return kb && kb.record.orgId === orgId ? kb : undefined;
+  if (!kb || kb.record.orgId !== orgId) throw knowledgeBaseNotFound(kbId);
+  return kb;
+}
+
+/**
+ * The knowledge base whose content this node holds: what every read, write and search of its
+ * content goes through, so that no node answers for content it does not keep (SHARD_NOT_HELD;
+ * the server sends such requests to a node that holds it).
+ */
+export function heldKbOf(core: EngineCore, orgId: string, kbId: string): KnowledgeBase {
+  const kb = kbOf(core, orgId, kbId);
+  if (!core.shards.holds(kbId)) throw new EngineError('SHARD_NOT_HELD', 'This node does not hold the knowledge base\'s content', { kbId, shard: core.shards.shardOf(kbId) });
+  return kb;
+}
+
+/** The content item of a knowledge base held here; else CONTENT_NOT_FOUND (or as heldKbOf). */
+export function contentOf(core: EngineCore, orgId: string, kbId: string, contentId: string): ContentItem {
+  const item = heldKbOf(core, orgId, kbId).contents.get(contentId);
+  if (!item) throw contentNotFound(kbId, contentId);
+  return item;
 }
 
 /** Throws QuotaExceededError when the organization already holds `quota`'s limit. */
 export function checkOrgQuota(core: EngineCore, orgId: string, quota: keyof Quotas): void {
   checkQuota(core.state.kbs.values(), orgId, quota, core.quotas?.[quota]);
+}
+
+/**
+ * The quota check a write passes to commit (which runs it against the state its append is
+ * conditional on); none when the organization has no such quota, so unlimited writes are never
+ * conditional.
+ */
+export function quotaCheck(core: EngineCore, orgId: string, quota: keyof Quotas): (() => void) | undefined {
+  return core.quotas?.[quota] === undefined ? undefined : () => checkOrgQuota(core, orgId, quota);
 }

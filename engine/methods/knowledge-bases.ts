@@ -1,7 +1,7 @@
 // Knowledge bases: list, read, create, rename, delete.
 import { newId } from '../ids';
 import type { KnowledgeBaseConfig, KnowledgeBaseRecord } from '../records';
-import { checkOrgQuota, kbOf, now, type EngineCore } from './core';
+import { kbOf, now, quotaCheck, type EngineCore } from './core';
 
 export function listKnowledgeBases(core: EngineCore, orgId: string): KnowledgeBaseRecord[] {
   return [...core.state.kbs.values()]
@@ -15,23 +15,20 @@ export async function createKnowledgeBase(
   orgId: string,
   input: { name: string; description: string; type: string; config: Omit<KnowledgeBaseConfig, 'id' | 'createdAt'> },
 ): Promise<KnowledgeBaseRecord> {
-  // Checked and applied in one synchronous step (commit applies before it awaits): exact under concurrency.
-  checkOrgQuota(core, orgId, 'knowledgeBases');
   const at = now();
   const kb: KnowledgeBaseRecord = { id: newId('kb'), orgId, name: input.name, description: input.description, type: input.type, config: { ...input.config, id: newId('cfg'), createdAt: at }, createdAt: at, updatedAt: at };
-  await core.commit({ t: 'kb.create', kb });
+  // Checked against the state the append is conditional on: exact under concurrency (Engine.commit).
+  await core.commit({ t: 'kb.create', kb }, undefined, quotaCheck(core, orgId, 'knowledgeBases'));
   return kb;
 }
 
-export async function updateKnowledgeBase(core: EngineCore, orgId: string, kbId: string, change: { name: string; description?: string }): Promise<boolean> {
+export async function updateKnowledgeBase(core: EngineCore, orgId: string, kbId: string, change: { name: string; description?: string }): Promise<KnowledgeBaseRecord> {
   const kb = kbOf(core, orgId, kbId);
-  if (!kb) return false;
   await core.commit({ t: 'kb.update', id: kbId, name: change.name, description: change.description ?? kb.record.description, at: now() });
-  return true;
+  return kbOf(core, orgId, kbId).record;
 }
 
-export async function deleteKnowledgeBase(core: EngineCore, orgId: string, kbId: string): Promise<boolean> {
-  if (!kbOf(core, orgId, kbId)) return false;
+export async function deleteKnowledgeBase(core: EngineCore, orgId: string, kbId: string): Promise<void> {
+  kbOf(core, orgId, kbId);
   await core.commit({ t: 'kb.delete', id: kbId });
-  return true;
 }

@@ -7,7 +7,7 @@
 import { newId } from '../ids';
 import { estimatedChunks } from '../ingest/progress';
 import { indexesAlike, type KnowledgeBaseConfig } from '../records';
-import { kbOf, now, type EngineCore } from './core';
+import { heldKbOf, now, type EngineCore } from './core';
 
 /** What asking for a configuration did. */
 export type ReembedStart =
@@ -33,9 +33,8 @@ export interface ReembedProgress {
 }
 
 /** Start building `config` for the knowledge base, unless it indexes that way already or is being built so. */
-export async function reembed(core: EngineCore, orgId: string, kbId: string, config: Omit<KnowledgeBaseConfig, 'id' | 'createdAt'>): Promise<ReembedStart | undefined> {
-  const kb = kbOf(core, orgId, kbId);
-  if (!kb) return undefined;
+export async function reembed(core: EngineCore, orgId: string, kbId: string, config: Omit<KnowledgeBaseConfig, 'id' | 'createdAt'>): Promise<ReembedStart> {
+  const kb = heldKbOf(core, orgId, kbId);
   if (indexesAlike(config, kb.record.config)) {
     // Back to the active configuration: a build of another one is dropped (the machine's rule).
     if (kb.building) await core.commit({ t: 'kb.reconfigure', kbId, config: { ...config, id: newId('cfg'), createdAt: now() }, at: now() });

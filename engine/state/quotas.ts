@@ -1,5 +1,6 @@
 // Per-organization quotas on what the state holds.
 import type { KnowledgeBase } from '../kb/knowledge-base';
+import { EngineError } from '../errors';
 
 export interface Quotas {
   knowledgeBases: number;
@@ -7,12 +8,12 @@ export interface Quotas {
 }
 
 /** A write that would take an organization past one of its quotas. */
-export class QuotaExceededError extends Error {
+export class QuotaExceededError extends EngineError<'QUOTA_EXCEEDED'> {
   constructor(
     readonly quota: keyof Quotas,
     readonly limit: number,
   ) {
-    super(quota === 'knowledgeBases' ? `the organization already holds its quota of ${limit} knowledge bases` : `the organization already holds its quota of ${limit} content items`);
+    super('QUOTA_EXCEEDED', quota === 'knowledgeBases' ? `the organization already holds its quota of ${limit} knowledge bases` : `the organization already holds its quota of ${limit} content items`, { quota, limit });
     this.name = 'QuotaExceededError';
   }
 }

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { Elysia, t } from 'elysia';
 import type { Metadata } from '../../engine';
-import { ApiError, invalid, notFound } from '../errors';
+import { ApiError, invalid } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
 import { AnsweredMetadataFields, checkMetadata, checkNoControl, ContentCreatedSchema, API_ERRORS, errorAnswers, ListQuery, MetadataSchema, JSON_BODY, positiveInt, SuccessSchema } from '../schemas/common';
@@ -67,7 +67,6 @@ export const contentRoutes = (ctx: ServerContext) =>
         const page = positiveInt(query.page, '/page', 1);
         const limit = positiveInt(query.limit, '/limit', 20, ctx.config.limits.maxPageLimit);
         const list = requireEngine(ctx).listContents(org, params.id, (page - 1) * limit, limit);
-        if (!list) throw notFound('Knowledge base');
         return { success: true as const, data: list.items.map((item) => contentListView(item, ctx.config.limits.listTextChars)), total: list.total };
       },
       {
@@ -84,7 +83,6 @@ export const contentRoutes = (ctx: ServerContext) =>
         checkMetadata(body.metadata as Metadata | undefined);
         const engine = requireEngine(ctx);
         const item = await engine.addContent(org, params.id, { text: body.text, metadata: body.metadata as Metadata | undefined });
-        if (!item) throw notFound('Knowledge base');
         set.status = 201;
         if (!wait) return { success: true as const, data: { id: item.id } };
         await engine.waitForContent(item, ctx.config.waitTimeoutMs);
@@ -96,7 +94,6 @@ export const contentRoutes = (ctx: ServerContext) =>
       '/knowledge-bases/:id/contents/:contentId',
       ({ org, params }) => {
         const item = requireEngine(ctx).getContent(org, params.id, params.contentId);
-        if (!item) throw notFound('Content');
         return { success: true as const, data: contentView(item) };
       },
       { detail: { summary: 'Get a content item', tags: ['Contents'] }, response: { 200: t.Object({ success: t.Literal(true), data: ContentSchema }), ...readErrors } },
@@ -113,7 +110,6 @@ export const contentRoutes = (ctx: ServerContext) =>
           metadata: body.metadata as Metadata | undefined,
           source: { kind: 'text' },
         });
-        if (!item) throw notFound('Content');
         if (!wait) return { success: true as const };
         await engine.waitForContent(item, ctx.config.waitTimeoutMs);
         return { success: true as const, data: { id: item.id, status: item.status } };
@@ -130,7 +126,6 @@ export const contentRoutes = (ctx: ServerContext) =>
       '/knowledge-bases/:id/contents/:contentId/reindex',
       async ({ org, params }) => {
         const item = await requireEngine(ctx).reindexContent(org, params.id, params.contentId);
-        if (!item) throw notFound('Content');
         return { success: true as const, data: { id: item.id, status: item.status } };
       },
       {
@@ -142,7 +137,6 @@ export const contentRoutes = (ctx: ServerContext) =>
       '/knowledge-bases/:id/reindex-failed',
       async ({ org, params }) => {
         const queued = await requireEngine(ctx).reindexFailed(org, params.id);
-        if (queued === undefined) throw notFound('Knowledge base');
         return { success: true as const, data: { queued } };
       },
       {
@@ -153,7 +147,7 @@ export const contentRoutes = (ctx: ServerContext) =>
     .delete(
       '/knowledge-bases/:id/contents/:contentId',
       async ({ org, params }) => {
-        if (!(await requireEngine(ctx).deleteContent(org, params.id, params.contentId))) throw notFound('Content');
+        await requireEngine(ctx).deleteContent(org, params.id, params.contentId);
         return { success: true as const };
       },
       { detail: { summary: 'Delete a content item with its chunks', tags: ['Contents'] }, response: { 200: SuccessSchema, ...readErrors } },

@@ -1,5 +1,5 @@
 import { Elysia, t } from 'elysia';
-import { ApiError, notFound } from '../errors';
+import { ApiError } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
 import { CreatedSchema, DescriptionSchema, API_ERRORS, errorAnswers, JSON_BODY, ListQuery, literalUnion, NameSchema, positiveInt, SuccessSchema, storedDescription, storedName } from '../schemas/common';
@@ -109,8 +109,7 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
       ({ org, params }) => {
         const engine = requireEngine(ctx);
         const kb = engine.getKnowledgeBase(org, params.id);
-        if (!kb) throw notFound('Knowledge base');
-        return { success: true as const, data: { ...knowledgeBaseView(kb), ingestion: engine.ingestionProgress(org, params.id)!, reembedding: engine.reembedProgress(org, params.id) ?? null } };
+        return { success: true as const, data: { ...knowledgeBaseView(kb), ingestion: engine.ingestionProgress(org, params.id), reembedding: engine.reembedProgress(org, params.id) ?? null } };
       },
       {
         detail: { summary: 'Get a knowledge base, with its ingestion progress (and re-embedding progress while it moves to another model)', tags: ['Knowledge bases'] },
@@ -121,7 +120,6 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
       '/knowledge-bases/:id/configuration',
       ({ org, params }) => {
         const kb = requireEngine(ctx).getKnowledgeBase(org, params.id);
-        if (!kb) throw notFound('Knowledge base');
         return { success: true as const, data: configurationView(kb) };
       },
       { detail: { summary: 'Read the active configuration (the one searches use: activeKnowledgeBaseConfigurationId)', tags: ['Knowledge bases'] }, response: { 200: t.Object({ success: t.Literal(true), data: ConfigurationSchema }), ...readErrors } },
@@ -131,7 +129,6 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
       async ({ org, params, body }) => {
         const engine = requireEngine(ctx);
         const kb = engine.getKnowledgeBase(org, params.id);
-        if (!kb) throw notFound('Knowledge base');
         const name = storedName(body.name, '/name', 256);
         if (body.type !== kb.type) {
           throw new ApiError('KB_TYPE_IMMUTABLE', `The type of a knowledge base cannot change (it is ${kb.type})`, [
@@ -154,7 +151,7 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
     .delete(
       '/knowledge-bases/:id',
       async ({ org, params }) => {
-        if (!(await requireEngine(ctx).deleteKnowledgeBase(org, params.id))) throw notFound('Knowledge base');
+        await requireEngine(ctx).deleteKnowledgeBase(org, params.id);
         return { success: true as const };
       },
       { detail: { summary: 'Delete a knowledge base and everything it holds', tags: ['Knowledge bases'] }, response: { 200: SuccessSchema, ...readErrors } },

@@ -2,7 +2,6 @@
 // model the operator serves it with, and that model's chunking). The same happens by itself at
 // start-up unless REEMBED_ON_START=false. Searches answer from the old configuration meanwhile.
 import { Elysia, t } from 'elysia';
-import { notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
 import { API_ERRORS, errorAnswers } from '../schemas/common';
@@ -42,11 +41,10 @@ export const reembedRoutes = (ctx: ServerContext) =>
     async ({ org, params }) => {
       const engine = requireEngine(ctx);
       const kb = engine.getKnowledgeBase(org, params.id);
-      if (!kb) throw notFound('Knowledge base');
-      const status = (await engine.reembed(org, params.id, configForType(kb.type as KbType, ctx.config, ctx.embeddings)))!;
+      const status = await engine.reembed(org, params.id, configForType(kb.type as KbType, ctx.config, ctx.embeddings));
       return {
         success: true as const,
-        data: { status, activeKnowledgeBaseConfigurationId: engine.getKnowledgeBase(org, params.id)!.config.id, reembedding: engine.reembedProgress(org, params.id) ?? null },
+        data: { status, activeKnowledgeBaseConfigurationId: engine.getKnowledgeBase(org, params.id).config.id, reembedding: engine.reembedProgress(org, params.id) ?? null },
       };
     },
     {

@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Elysia, t } from 'elysia';
 import type { MetadataFilter } from '../../engine';
-import { notFound } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
 import { AnsweredMetadataFields, API_ERRORS, checkFilter, errorAnswers, JSON_BODY, MetadataFilterSchema, StrictInteger, trimmed } from '../schemas/common';
@@ -86,7 +85,6 @@ export const searchRoutes = (ctx: ServerContext) =>
     '/knowledge-bases/:id/search/full-text',
     ({ org, params, body }) => {
       const hits = requireEngine(ctx).searchFullText(org, params.id, readSearch(body));
-      if (!hits) throw notFound('Knowledge base');
       return { success: true as const, data: hits.map(hitView) };
     },
     {
@@ -104,7 +102,6 @@ export const searchRoutes = (ctx: ServerContext) =>
       '/knowledge-bases/:id/search/semantic',
       async ({ org, params, body }) => {
         const hits = await requireEngine(ctx).searchSemantic(org, params.id, readSearch(body));
-        if (!hits) throw notFound('Knowledge base');
         return { success: true as const, data: hits.map(hitView) };
       },
       {
@@ -122,7 +119,6 @@ export const searchRoutes = (ctx: ServerContext) =>
           semanticWeight: body.semanticWeight ?? 0.5,
           fusion: body.fusion ?? 'weighted',
         });
-        if (!hits) throw notFound('Knowledge base');
         return {
           success: true as const,
           data: hits.map((h) => ({ ...hitView(h), fullTextScore: h.fullTextScore, ...(h.semanticScore !== undefined ? { semanticScore: h.semanticScore } : {}) })),

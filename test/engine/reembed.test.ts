@@ -151,7 +151,7 @@ describe('re-embedding a knowledge base', () => {
     for (let i = 0; i < 100 && engine.getKnowledgeBase(ORG, empty.id)!.config.embedding.model !== 'test/tiny-new'; i++) await Bun.sleep(10);
     expect(engine.getKnowledgeBase(ORG, empty.id)!.config.embedding.model).toBe('test/tiny-new');
     // Another organization's knowledge base is not there for this one.
-    expect(await engine.reembed('org_other', kb.id, textKbConfig(newModel))).toBeUndefined();
+    await expect(engine.reembed('org_other', kb.id, textKbConfig(newModel))).rejects.toMatchObject({ code: 'KNOWLEDGE_BASE_NOT_FOUND' });
   }, 60_000);
 
   test('a knowledge base built with an older analyzer keeps answering, and is re-embedded with the new one', async () => {
