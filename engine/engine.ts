@@ -127,7 +127,7 @@ export class Engine {
   }
 
   /** Log a record and apply it, in both modes alike (node/commit.ts); resolves once it is durable and applied. */
-  private commit(record: LogRecord, attachment?: Uint8Array, check?: () => void): Promise<number> {
+  private commit(record: LogRecord, attachment?: Uint8Array, check?: () => boolean): Promise<number> {
     if (this.closed) return Promise.reject(new EngineError('ENGINE_CLOSED', 'The engine is closed'));
     return commitRecord(this.node, this.shards, record, attachment, check);
   }

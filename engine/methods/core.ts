@@ -17,10 +17,10 @@ export interface EngineCore {
   readonly shards: ShardSet;
   /**
    * Log a record and apply it; resolves with its log sequence number once it is durable and
-   * applied. `check` (a quota) runs against the state the append is conditional on: exact under
-   * concurrency on one node or many (Engine.commit).
+   * applied. `check` (a quota) throws at its limit; near it, the append is conditional on the
+   * state the check saw: exact under concurrency on one node or many (node/commit.ts).
    */
-  commit(record: LogRecord, attachment?: Uint8Array, check?: () => void): Promise<number>;
+  commit(record: LogRecord, attachment?: Uint8Array, check?: () => boolean): Promise<number>;
   /**
    * Queue a content version for chunking and embedding (cluster mode: in the shared job queue,
    * resolved once queued): for the configuration being built (`configId`), or else for the active
@@ -62,10 +62,15 @@ export function checkOrgQuota(core: EngineCore, orgId: string, quota: keyof Quot
 }
 
 /**
- * The quota check a write passes to commit (which runs it against the state its append is
- * conditional on); none when the organization has no such quota, so unlimited writes are never
- * conditional.
+ * The quota check a write passes to commit: it throws at the limit, and says whether the write is
+ * near enough to it that the append must be conditional (Engine.commit): within a tenth of the
+ * limit (at least 64). Further below, concurrent writes cannot pass the limit unless that many of
+ * the organization's were logged and not yet applied here, and unconditional appends keep writers
+ * on several nodes from retrying one another. None when the organization has no such quota.
  */
-export function quotaCheck(core: EngineCore, orgId: string, quota: keyof Quotas): (() => void) | undefined {
-  return core.quotas?.[quota] === undefined ? undefined : () => checkOrgQuota(core, orgId, quota);
+export function quotaCheck(core: EngineCore, orgId: string, quota: keyof Quotas): (() => boolean) | undefined {
+  const limit = core.quotas?.[quota];
+  if (limit === undefined) return undefined;
+  const margin = Math.max(64, Math.ceil(limit / 10));
+  return () => checkQuota(core.state.kbs.values(), orgId, quota, limit) + margin >= limit;
 }

@@ -68,12 +68,24 @@ export class ClusterNode implements Node {
   /** Applied when the stream delivers it back (in stream order, with every other node's records). */
   append({ payload, partition }: Entry, expectSeq?: number): Promise<number> {
     return this.log.append(payload, partition, expectSeq).catch((err) => {
-      throw JetStreamLog.isConflict(err) ? new LogConflict() : err;
+      if (!JetStreamLog.isConflict(err)) throw err;
+      // The stream says where it ends ("wrong last sequence: 1234"): catching up needs no question.
+      const end = /(\d+)\s*$/.exec(String((err as Error).message))?.[1];
+      throw new LogConflict(end === undefined ? undefined : Number(end));
     });
   }
 
-  async catchUp(): Promise<void> {
-    await this.log.whenFollowed(await this.log.streamLastSequence());
+  /** Up to `seq`, or to the stream's end (asked again while NATS elects a leader, as appends are retried). */
+  async catchUp(seq?: number): Promise<void> {
+    for (let attempt = 1; seq === undefined; attempt++) {
+      try {
+        seq = await this.log.streamLastSequence();
+      } catch (err) {
+        if (attempt >= 20) throw err;
+        await Bun.sleep(Math.min(2000, 100 * attempt));
+      }
+    }
+    await this.log.whenFollowed(seq);
   }
 
   /** Queue the item's newest version for whichever node has room. */

@@ -35,7 +35,8 @@ export interface Entry {
  * record came first: catch up, check again, retry (Engine.commit).
  */
 export class LogConflict extends Error {
-  constructor() {
+  /** The log's end when it refused, when it said. */
+  constructor(readonly logSeq?: number) {
     super('another record was logged first');
   }
 }
@@ -66,8 +67,8 @@ export interface Node {
   append(entry: Entry, expectSeq?: number): Promise<number>;
   /** The newest record applied here (what a conditional append expects). */
   readonly appliedSeq: number;
-  /** Resolves once this node has applied everything the log holds now. */
-  catchUp(): Promise<void>;
+  /** Resolves once this node has applied the log up to `seq` (default: everything it holds now). */
+  catchUp(seq?: number): Promise<void>;
   /** Queue a version for indexing: in this node's ingestion queue, or in the cluster's shared queue. */
   queueJob(job: JobKey): Promise<void>;
   /** At start-up: jobs again for every unfinished item and build; how many. */

@@ -18,11 +18,12 @@ export class QuotaExceededError extends EngineError<'QUOTA_EXCEEDED'> {
   }
 }
 
-/** Throws QuotaExceededError when the organization already holds `limit` (no limit: never). */
-export function checkQuota(kbs: Iterable<KnowledgeBase>, orgId: string, quota: keyof Quotas, limit: number | undefined): void {
-  if (limit === undefined) return;
+/** Throws QuotaExceededError when the organization already holds `limit` (no limit: never); else how many it holds. */
+export function checkQuota(kbs: Iterable<KnowledgeBase>, orgId: string, quota: keyof Quotas, limit: number | undefined): number {
+  if (limit === undefined) return 0;
   let held = 0;
   // Cluster mode with shards: items of knowledge bases whose content other nodes keep count too.
   for (const kb of kbs) if (kb.record.orgId === orgId) held += quota === 'knowledgeBases' ? 1 : kb.contentCount + kb.itemsElsewhere.size;
   if (held >= limit) throw new QuotaExceededError(quota, limit);
+  return held;
 }
