@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { Elysia, t } from 'elysia';
 import type { MetadataFilter } from '../../engine';
 import { notFound } from '../errors';
+import type { Config } from '../config';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
 import { AnsweredMetadataFields, API_ERRORS, checkFilter, errorAnswers, JSON_BODY, MetadataFilterSchema, StrictInteger, trimmed } from '../schemas/common';
@@ -19,37 +20,41 @@ const HitSchema = t.Object({
 
 export const SearchResponse = t.Object({ success: t.Literal(true), data: t.Array(HitSchema) });
 
-const baseFields = {
-  query: t.String({ minLength: 1, maxLength: 4096, description: 'Non-empty after trimming, at most 4,096 characters.' }),
-  limit: t.Optional(StrictInteger({ minimum: 1, maximum: 100, description: 'Maximum number of hits (chunks), 1–100 (default 10).' })),
-  metadataFilter: t.Optional(MetadataFilterSchema),
-};
+/** The request bodies of the three searches, bounded by the server's limits (MAX_QUERY_CHARS, MAX_SEARCH_LIMIT). */
+function searchBodies(limits: Pick<Config['limits'], 'maxQueryChars' | 'maxSearchLimit'>) {
+  const baseFields = {
+    query: t.String({ minLength: 1, maxLength: limits.maxQueryChars, description: `Non-empty after trimming, at most ${limits.maxQueryChars.toLocaleString('en-US')} characters.` }),
+    limit: t.Optional(StrictInteger({ minimum: 1, maximum: limits.maxSearchLimit, description: `Maximum number of hits (chunks), 1–${limits.maxSearchLimit} (default ${Math.min(10, limits.maxSearchLimit)}).` })),
+    metadataFilter: t.Optional(MetadataFilterSchema),
+  };
 
-export const FullTextBody = t.Object(baseFields, {
-  additionalProperties: false,
-  examples: [{ query: 'refund policy', limit: 5, metadataFilter: { team: 'billing' } }],
-});
+  const FullTextBody = t.Object(baseFields, {
+    additionalProperties: false,
+    examples: [{ query: 'refund policy', limit: 5, metadataFilter: { team: 'billing' } }],
+  });
 
-const SemanticBody = t.Object(baseFields, {
-  additionalProperties: false,
-  examples: [{ query: 'how do I get my money back?', limit: 5 }],
-});
+  const SemanticBody = t.Object(baseFields, {
+    additionalProperties: false,
+    examples: [{ query: 'how do I get my money back?', limit: 5 }],
+  });
 
-const HybridBody = t.Object(
-  {
-    ...baseFields,
-    semanticWeight: t.Optional(
-      Type.Number({ minimum: 0, maximum: 1, description: '0 = full-text ranking only, 1 = semantic ranking only (default 0.5).' }),
-    ),
-    fusion: t.Optional(
-      t.Union([t.Literal('weighted'), t.Literal('rrf')], {
-        description:
-          '`weighted` (default): w·semantic + (1−w)·full-text / (the most BM25 the query could score), both legs on fixed scales (never normalized over the candidates), so a lone weak keyword match stays weak; `rrf`: weighted reciprocal rank fusion.',
-      }),
-    ),
-  },
-  { additionalProperties: false, examples: [{ query: 'refund within two weeks', semanticWeight: 0.5, limit: 5 }] },
-);
+  const HybridBody = t.Object(
+    {
+      ...baseFields,
+      semanticWeight: t.Optional(
+        Type.Number({ minimum: 0, maximum: 1, description: '0 = full-text ranking only, 1 = semantic ranking only (default 0.5).' }),
+      ),
+      fusion: t.Optional(
+        t.Union([t.Literal('weighted'), t.Literal('rrf')], {
+          description:
+            '`weighted` (default): w·semantic + (1−w)·full-text / (the most BM25 the query could score), both legs on fixed scales (never normalized over the candidates), so a lone weak keyword match stays weak; `rrf`: weighted reciprocal rank fusion.',
+        }),
+      ),
+    },
+    { additionalProperties: false, examples: [{ query: 'refund within two weeks', semanticWeight: 0.5, limit: 5 }] },
+  );
+  return { FullTextBody, SemanticBody, HybridBody };
+}
 
 const HybridHitSchema = t.Object({
   id: t.String(),
@@ -70,22 +75,24 @@ export const HybridResponse = t.Object({ success: t.Literal(true), data: t.Array
 const searchAnswer = { 200: SearchResponse };
 const hybridAnswer = { 200: HybridResponse };
 
-export function readSearch(body: { query: string; limit?: number; metadataFilter?: unknown }) {
-  const query = trimmed(body.query, '/query', 4096);
+export function readSearch(body: { query: string; limit?: number; metadataFilter?: unknown }, limits: Pick<Config['limits'], 'maxQueryChars' | 'maxSearchLimit'>) {
+  const query = trimmed(body.query, '/query', limits.maxQueryChars);
   checkFilter(body.metadataFilter as MetadataFilter | undefined);
-  return { query, limit: body.limit ?? 10, filter: body.metadataFilter as MetadataFilter | undefined };
+  return { query, limit: body.limit ?? Math.min(10, limits.maxSearchLimit), filter: body.metadataFilter as MetadataFilter | undefined };
 }
 
 const errors = errorAnswers(...API_ERRORS, 400, 404, 408, 413);
 const embeddingErrors = errorAnswers(...API_ERRORS, 400, 404, 408, 413, 502);
 
-export const searchRoutes = (ctx: ServerContext) =>
-  new Elysia({ name: 'search' })
+export const searchRoutes = (ctx: ServerContext) => {
+  const { FullTextBody, SemanticBody, HybridBody } = searchBodies(ctx.config.limits);
+  const read = (body: Parameters<typeof readSearch>[0]) => readSearch(body, ctx.config.limits);
+  return new Elysia({ name: 'search' })
     .use(orgContext)
     .post(
     '/knowledge-bases/:id/search/full-text',
     ({ org, params, body }) => {
-      const hits = requireEngine(ctx).searchFullText(org, params.id, readSearch(body));
+      const hits = requireEngine(ctx).searchFullText(org, params.id, read(body));
       if (!hits) throw notFound('Knowledge base');
       return { success: true as const, data: hits.map(hitView) };
     },
@@ -103,7 +110,7 @@ export const searchRoutes = (ctx: ServerContext) =>
     .post(
       '/knowledge-bases/:id/search/semantic',
       async ({ org, params, body }) => {
-        const hits = await requireEngine(ctx).searchSemantic(org, params.id, readSearch(body));
+        const hits = await requireEngine(ctx).searchSemantic(org, params.id, read(body));
         if (!hits) throw notFound('Knowledge base');
         return { success: true as const, data: hits.map(hitView) };
       },
@@ -118,7 +125,7 @@ export const searchRoutes = (ctx: ServerContext) =>
       '/knowledge-bases/:id/search/hybrid',
       async ({ org, params, body }) => {
         const hits = await requireEngine(ctx).searchHybrid(org, params.id, {
-          ...readSearch(body),
+          ...read(body),
           semanticWeight: body.semanticWeight ?? 0.5,
           fusion: body.fusion ?? 'weighted',
         });
@@ -135,3 +142,4 @@ export const searchRoutes = (ctx: ServerContext) =>
         response: { ...hybridAnswer, ...embeddingErrors },
       },
     );
+};
