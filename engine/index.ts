@@ -7,6 +7,7 @@ export type { EngineOptions, NewContent, RecoveryReport, ReplicationStatus, Sear
 export { QuotaExceededError, type Quotas } from './state/quotas';
 export type { EngineMetrics } from './state/metrics';
 export { DEFAULT_EMBEDDING_RETRY } from './ingest/queue';
+export { backoffDelay, type Backoff } from './retry';
 export { ShardSet, shardOf } from './shards';
 export type { NodeEntry } from './cluster/live-nodes';
 
