@@ -12,9 +12,9 @@
 //
 //   bun bench/cluster.ts [--parts throughput,join,shards] [--seconds 10] [--concurrency 16] [--join-chunks 100000]
 import { parseArgs } from 'node:util';
-import { NatsCluster } from '../test/helpers/nats';
-import { startS3 } from '../test/helpers/s3';
-import { TestServer } from '../test/helpers/server';
+import { NatsCluster } from '../support/nats';
+import { startS3 } from '../support/s3';
+import { TestServer } from '../support/server';
 import { shardOf } from '../engine';
 import { HASH_DIMENSIONS, HASH_MODEL, startHashEmbedder } from './lib/hash-embed';
 

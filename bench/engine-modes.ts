@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { analyze, searchFullText, searchHybrid, searchSemantic, type EmbeddingConfig, type IndexedChunk, type KnowledgeBaseRecord } from '../engine';
 import { loadConfig } from '../src/config';
 import { configForType } from '../src/kb-types';
-import { mulberry32 } from '../test/helpers/random';
+import { mulberry32 } from '../support/random';
 import { loadCorpus, sampleWorkload } from './lib/corpus';
 import { KnowledgeBase, processContent, type ProcessedChunk } from './lib/engine-internals';
 import { evaluate, rankDocuments, type Quality } from './lib/eval-data';

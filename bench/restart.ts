@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine } from '../engine';
-import { NO_EMBEDDING, textKbConfig } from '../test/helpers/kb-config';
+import { NO_EMBEDDING, textKbConfig } from '../support/kb-config';
 import { loadSciFact } from './lib/eval-data';
 import { dirBytes } from './lib/files';
 import { launchServer, waitFor } from './lib/server';

@@ -8,6 +8,7 @@ export { EngineError, isEngineError, type EngineErrorCode, type EngineErrorDetai
 export { QuotaExceededError, type Quotas } from './state/quotas';
 export type { EngineMetrics } from './state/metrics';
 export { DEFAULT_EMBEDDING_RETRY } from './ingest/queue';
+export { backoffDelay, type Backoff } from './retry';
 export { ShardSet, shardOf } from './shards';
 export type { NodeEntry } from './cluster/live-nodes';
 
@@ -23,9 +24,12 @@ export { newId, isIdOf } from './ids';
 export { EmbeddingError, specKey, toSpec, type EmbeddingSpec } from './embedding/provider';
 export { ExtractionError, ExtractionLanes, ExtractionPool, shutdownOcr, type ExtractionLanesOptions, type ExtractionPoolOptions } from './extract';
 
-// What snapshots are made of: the state machine, the log's records and frames, graphs, workers.
+// What snapshots are made of: the state machine, the log (its records, frames and implementations:
+// on disk, in a JetStream stream, in memory), graphs, workers.
 export { applyRecord, statusAfterIndexed, type RecordOf, type StateTarget } from './state/machine';
-export type { LogEntry, LogRange } from './log/log';
+export type { LogEntry, LogRange, RecordLog } from './log/log';
+export { SegmentLog, type WalOptions } from './log/segment-log';
+export { MemoryLog, type MemoryLogOptions } from './log/memory-log';
 export { readLogRange } from './log/range';
 export { JetStreamLog, LogGapError, RecordTooLargeError } from './log/jetstream-log';
 export type { NatsAuth } from './log/nats';

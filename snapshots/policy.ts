@@ -5,7 +5,7 @@
 // a restart can always fall back one snapshot. Store failures never stop the service: they are
 // retried with exponential backoff and reported in logs, /ready and metrics.
 import { rm } from 'node:fs/promises';
-import type { Engine } from '../engine';
+import { backoffDelay, type Engine } from '../engine';
 import { listSnapshotDirs } from './format';
 import type { Snapshotter } from './snapshotter';
 import type { SnapshotStore } from './store';
@@ -123,7 +123,8 @@ export class SnapshotManager {
       this.status.failures++;
       this.status.consecutiveFailures++;
       this.status.lastError = err instanceof Error ? err.message : String(err);
-      const backoff = Math.min(this.policy.maxBackoffMs, 1000 * 2 ** Math.min(16, this.status.consecutiveFailures - 1));
+      // From 1 s, doubling; never past 2^16 s, whatever maxBackoffMs says.
+      const backoff = backoffDelay(this.status.consecutiveFailures, { baseMs: 1000, maxMs: Math.min(this.policy.maxBackoffMs, 1000 * 2 ** 16) });
       this.retryAt = Date.now() + backoff;
       this.status.nextRetryAt = new Date(this.retryAt).toISOString();
       this.logger.error({ reason, store: this.store.name, err: this.status.lastError, retryInMs: backoff, failures: this.status.consecutiveFailures }, 'snapshot failed; the log is kept and the snapshot retried');

@@ -1,4 +1,4 @@
-// Administration: organizations and API keys, stored durably in DATA_DIR/auth/keys.log (read by
+// Administration: organizations and API keys, stored durably in the key log in DATA_DIR/auth/keys/ (read by
 // the running server within a second of a change), or in cluster mode (CLUSTER_NATS_URLS) in the
 // cluster's replicated key stream, valid on every node at once.
 //

@@ -129,8 +129,9 @@ export function loadConfig() {
       maxTextBytes: int('MAX_TEXT_BYTES', 10 * MiB, 1),
       maxJsonBodyBytes: int('MAX_JSON_BODY_BYTES', 12 * MiB, 1024),
       maxFileBytes: int('MAX_FILE_BYTES', 50 * MiB, 1),
-      maxQueryChars: 4096,
-      maxSearchLimit: 100,
+      /** Longest search query (characters, once trimmed) and most hits one search may ask for. */
+      maxQueryChars: int('MAX_QUERY_CHARS', 4096, 1),
+      maxSearchLimit: int('MAX_SEARCH_LIMIT', 100, 1),
       maxPageLimit: 100,
       /** Characters of each item's text in content lists (the whole text is one GET away). */
       listTextChars: int('LIST_TEXT_CHARS', 2000, 1),

@@ -9,8 +9,8 @@ import { verifiedOrg } from './http/auth';
 import { UploadService } from './uploads';
 import { Metrics } from './http/metrics';
 import { RequestActivity, serve } from './http/serve';
-import { KeyStore, keyFilePath } from './auth/key-store';
-import { followKeyStream } from './auth/key-records';
+import { KeyStore } from './auth/key-store';
+import { followKeyLog } from './auth/key-records';
 import { loadConfig } from './config';
 import { createLogger, exitFatal } from './logger';
 import { configForType, fallbackModelDirs, KB_TYPES, modelWarnings, typeEmbeddings, type KbType } from './kb-types';
@@ -45,11 +45,11 @@ const modelReason = (model: string) => `loading embedding model ${model}`;
 // Every start-up step is a reason up front, so /ready never answers 200 between two steps.
 const notReady = new Set<string>(['recovering state from the write-ahead log', ...[...bySpec.values()].map(({ spec }) => modelReason(spec.model))]);
 
-const keys = new KeyStore(keyFilePath(config.dataDir), config.apiKeys);
-// Cluster mode: keys issued through any node (bun run admin with CLUSTER_NATS_URLS) hold here too.
-const keyStream = config.cluster
-  ? await followKeyStream(config.cluster, (record) => keys.add(record)).catch((err) => exitFatal(logger, { err: err instanceof Error ? err.message : String(err) }, 'cannot follow the key stream of the cluster'))
-  : undefined;
+const keys = new KeyStore(config.apiKeys);
+// Keys issued by `bun run admin` (on this data directory, or in cluster mode through any node) hold here too.
+const keyStream = await followKeyLog(config, (record) => keys.add(record)).catch((err) =>
+  exitFatal(logger, { err: err instanceof Error ? err.message : String(err) }, config.cluster ? 'cannot follow the key stream of the cluster' : 'cannot open the key log'),
+);
 // Text formats and PDF/DOCX/images in lanes of their own, each shared fairly by organizations.
 const extraction = new ExtractionLanes({
   heavyWorkers: config.extraction.workers,

@@ -1,6 +1,6 @@
 // A deterministic stand-in for an embedding model: feature hashing of words, and an
 // OpenAI-compatible POST /embeddings serving it (what the server's `http:` models call).
-import { mulberry32 } from '../../test/helpers/random';
+import { mulberry32 } from '../../support/random';
 import { unit } from './vectors';
 
 export const HASH_MODEL = 'bench-hash';

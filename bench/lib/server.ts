@@ -2,7 +2,7 @@
 // environment, its output drained for its whole life (so it never blocks on a full pipe), polled
 // until a route answers, stopped. The one launcher of every benchmark.
 import { join } from 'node:path';
-import { followOutput, portOf } from '../../test/helpers/output';
+import { followOutput, portOf } from '../../support/output';
 import { REPO_ROOT } from './paths';
 
 export interface ServerOptions {

@@ -2,7 +2,7 @@
 // rate, search latency and recall@10 against exact search, f32 and i8, and the size at which HNSW
 // overtakes exact search.
 import { VectorIndex } from '../../engine';
-import { mulberry32 } from '../../test/helpers/random';
+import { mulberry32 } from '../../support/random';
 import { DEFAULT_EXACT_THRESHOLD } from '../lib/engine-internals';
 import { f4, fmtInt, fmtMs, secs } from '../lib/format';
 import { spread, summarize, timeEach, type Latency } from '../lib/stats';

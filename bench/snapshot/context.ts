@@ -5,7 +5,7 @@ import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine, EngineOptions } from '../../engine';
 import { openEngine, type Snapshotter } from '../../snapshots';
-import { textKbConfig } from '../../test/helpers/kb-config';
+import { textKbConfig } from '../../support/kb-config';
 import { loadSciFact } from '../lib/eval-data';
 import { HASH_DIMENSIONS, HASH_MODEL } from '../lib/hash-embed';
 import { CHUNKING, ORG } from './options';

@@ -18,6 +18,7 @@ import { RecordTooLargeError } from '../log/jetstream-log';
 import { ThroughputMeter } from './progress';
 import type { ItemResult } from './handlers';
 import { FairQueue } from './fair-queue';
+import { backoffDelay } from '../retry';
 
 export const DEFAULT_EMBEDDING_RETRY = { attempts: 8, baseMs: 2000, maxMs: 60_000 };
 
@@ -296,7 +297,7 @@ export class IngestionQueue {
     const attempt = job.attempt ?? 1;
     if (attempt >= retry.attempts) return false;
     if (!job.configId) markPending(item);
-    const delay = Math.min(retry.maxMs, retry.baseMs * 2 ** (attempt - 1));
+    const delay = backoffDelay(attempt, retry);
     this.options.log('warn', 'embedding failed; retrying', { kbId: job.kbId, id: job.id, attempt, retryInMs: delay, error });
     const timer = setTimeout(() => {
       this.retryTimers.delete(timer);

@@ -1,6 +1,7 @@
 // The log every state change goes through, as the engine sees it: numbered, durable, in order.
-// Two implementations: segment files on local disk (segment-log.ts, single node) and a NATS
-// JetStream stream replicated by JetStream's Raft (jetstream-log.ts, cluster mode).
+// Implementations: segment files on local disk (segment-log.ts, single node), a NATS
+// JetStream stream replicated by JetStream's Raft (jetstream-log.ts, cluster mode), and memory
+// (memory-log.ts: tests, and logs that need no disk).
 // Nothing outside engine/log/ knows how records are stored.
 import type { NatsAuth } from './nats';
 
@@ -15,7 +16,9 @@ export interface LogEntry {
  */
 export type LogRange =
   | { kind: 'segments'; files: string[]; afterSeq: number; throughSeq: number }
-  | { kind: 'jetstream'; servers: string[]; auth?: NatsAuth; stream: string; afterSeq: number; throughSeq: number };
+  | { kind: 'jetstream'; servers: string[]; auth?: NatsAuth; stream: string; afterSeq: number; throughSeq: number }
+  // The records themselves (memory-log.ts): copied to the thread that reads them.
+  | { kind: 'memory'; entries: LogEntry[]; afterSeq: number; throughSeq: number };
 
 export interface RecordLog {
   /** Sequence number of the newest record appended. */

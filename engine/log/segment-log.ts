@@ -3,7 +3,7 @@
 // one fdatasync. A caller's promise resolves only once its record is on disk.
 import { mkdir, open, readdir, rename, rm, truncate, writeFile, type FileHandle } from 'node:fs/promises';
 import { fsyncPathAsync, PRIVATE_DIR, PRIVATE_FILE } from '../fsync';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { encodeFrame, scanFrames } from './frame';
 import type { LogEntry, LogRange, RecordLog } from './log';
 
@@ -13,12 +13,41 @@ export interface WalOptions {
   segmentBytes?: number;
   /** Records up to this sequence number are covered by a snapshot: not replayed, and numbering continues after it. */
   afterSeq?: number;
+  /**
+   * A file of frames written before the log had segments (one file, the key store's old layout):
+   * moved in unchanged as the first segment when the directory holds none yet, so nothing it holds
+   * is lost. Left where it is (with a warning) when the log already has segments.
+   */
+  adopt?: string;
   /** Reports recovery events (torn tails, corrupt segments). */
   warn?: (message: string, details: Record<string, unknown>) => void;
 }
 
 const SEGMENT = /^wal-(\d{20})\.log$/;
 const segmentName = (firstSeq: number) => `wal-${String(firstSeq).padStart(20, '0')}.log`;
+
+/** Move a single file of frames in as the first segment (WalOptions.adopt). */
+async function adoptFile(dir: string, file: string, warn: NonNullable<WalOptions['warn']>): Promise<void> {
+  const bytes = await Bun.file(file).bytes().catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
+    throw err;
+  });
+  if (!bytes) return;
+  if ((await readdir(dir)).some((n) => SEGMENT.test(n))) {
+    warn('write-ahead log: a file of an earlier layout lies beside the log and is not read', { file, dir });
+    return;
+  }
+  const first = scanFrames(bytes).frames[0]?.seq ?? 1;
+  try {
+    await rename(file, join(dir, segmentName(first)));
+  } catch (err) {
+    // Another process opening the same log moved it first.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  await fsyncPathAsync(dir);
+  await fsyncPathAsync(dirname(file));
+}
 
 interface Pending {
   frame: Uint8Array;
@@ -55,6 +84,7 @@ export class SegmentLog implements RecordLog {
   static async open(options: WalOptions, replay: (entry: LogEntry) => void): Promise<SegmentLog> {
     const wal = new SegmentLog(options);
     await mkdir(options.dir, { recursive: true, mode: PRIVATE_DIR });
+    if (options.adopt) await adoptFile(options.dir, options.adopt, wal.warn);
     const names = (await readdir(options.dir)).filter((n) => SEGMENT.test(n)).sort();
     wal.segments = names.map((name) => ({ name, firstSeq: Number(SEGMENT.exec(name)![1]) }));
     for (let i = 0; i < wal.segments.length; i++) {

@@ -1,10 +1,8 @@
-// API keys: from KB_API_KEYS (`org:key,org:key`) and from a durable key file that the admin
-// command appends to. Only SHA-256 hashes are kept; comparison is constant-time. The server
-// re-reads the key file when it changes, so issued and revoked keys take effect within a second.
+// API keys: from KB_API_KEYS (`org:key,org:key`) and from the key log that the admin command
+// appends to (key-records.ts). Only SHA-256 hashes are kept; comparison is constant-time. The
+// server follows the key log, so issued and revoked keys take effect within a second.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { newId, encodeFrame, scanFrames } from '../../engine';
+import { newId } from '../../engine';
 
 export type KeyRecord =
   | { t: 'org.create'; id: string; name: string; at: string }
@@ -21,32 +19,6 @@ export interface IssuedKey {
 }
 
 export const hashKey = (key: string): Buffer => createHash('sha256').update(key, 'utf8').digest();
-
-export const keyFilePath = (dataDir: string) => join(dataDir, 'auth', 'keys.log');
-
-/** Read every intact record of the key file (a missing file has none). */
-export function readKeyFile(path: string): { records: KeyRecord[]; lastSeq: number } {
-  if (!existsSync(path)) return { records: [], lastSeq: 0 };
-  const scan = scanFrames(new Uint8Array(readFileSync(path)));
-  const decoder = new TextDecoder();
-  return {
-    records: scan.frames.map((f) => JSON.parse(decoder.decode(f.payload)) as KeyRecord),
-    lastSeq: scan.frames.at(-1)?.seq ?? 0,
-  };
-}
-
-/** Append records durably (fsync before returning). Used by the admin command. */
-export function appendKeyRecords(path: string, records: KeyRecord[]): void {
-  mkdirSync(dirname(path), { recursive: true });
-  let { lastSeq } = readKeyFile(path);
-  const fd = openSync(path, 'a', 0o600);
-  try {
-    for (const r of records) writeSync(fd, encodeFrame(++lastSeq, new TextEncoder().encode(JSON.stringify(r))));
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
 
 export function generateKey(): string {
   return `kbk_${randomBytes(32).toString('base64url')}`;
@@ -83,19 +55,12 @@ export class KeyStore {
   /** orgId → hashes of its active keys. */
   private byOrg = new Map<string, Buffer[]>();
   private readonly envKeys = new Map<string, Buffer[]>();
-  private fileSize = -1;
-  private fileMtime = 0;
-  private lastCheck = 0;
-  /** Records from the cluster's key stream (cluster mode). */
-  private readonly streamed: KeyRecord[] = [];
-  /** Stream records arrived since the last reload (a start-up replay adds many at once: one reload). */
-  private streamChanged = false;
+  /** Records of the key log (key-records.ts, followKeyLog). */
+  private readonly records: KeyRecord[] = [];
+  /** Records arrived since the last reload (a start-up replay adds many at once: one reload). */
+  private changed = false;
 
-  constructor(
-    private readonly path: string,
-    envSpec: string,
-    private readonly recheckMs = 1000,
-  ) {
+  constructor(envSpec: string) {
     for (const pair of envSpec.split(',').map((s) => s.trim()).filter(Boolean)) {
       const at = pair.indexOf(':');
       if (at <= 0 || at === pair.length - 1) throw new Error('KB_API_KEYS must look like "org-id:key,org-id:key"');
@@ -110,7 +75,7 @@ export class KeyStore {
   private reload(): void {
     const next = new Map<string, Buffer[]>();
     for (const [org, hashes] of this.envKeys) next.set(org, [...hashes]);
-    const { keys } = foldKeyRecords([...readKeyFile(this.path).records, ...this.streamed]);
+    const { keys } = foldKeyRecords(this.records);
     for (const k of keys.values()) {
       if (k.revokedAt) continue;
       const list = next.get(k.orgId) ?? [];
@@ -121,31 +86,15 @@ export class KeyStore {
   }
 
   private refreshIfChanged(): void {
-    if (this.streamChanged) {
-      this.streamChanged = false;
-      this.reload();
-    }
-    const t = Date.now();
-    if (t - this.lastCheck < this.recheckMs) return;
-    this.lastCheck = t;
-    let size = -1;
-    let mtime = 0;
-    try {
-      const st = statSync(this.path);
-      size = st.size;
-      mtime = st.mtimeMs;
-    } catch {}
-    if (size !== this.fileSize || mtime !== this.fileMtime) {
-      this.fileSize = size;
-      this.fileMtime = mtime;
-      this.reload();
-    }
+    if (!this.changed) return;
+    this.changed = false;
+    this.reload();
   }
 
-  /** A record from the cluster's key stream: in effect from the next verification on. */
+  /** A record of the key log: in effect from the next verification on. */
   add(record: KeyRecord): void {
-    this.streamed.push(record);
-    this.streamChanged = true;
+    this.records.push(record);
+    this.changed = true;
   }
 
   /** True when `key` is an active key of `orgId`. */

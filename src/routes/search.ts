@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { Elysia, t } from 'elysia';
 import type { MetadataFilter } from '../../engine';
+import type { Config } from '../config';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
 import { AnsweredMetadataFields, API_ERRORS, checkFilter, errorAnswers, JSON_BODY, MetadataFilterSchema, StrictInteger, trimmed } from '../schemas/common';
@@ -18,37 +19,41 @@ const HitSchema = t.Object({
 
 export const SearchResponse = t.Object({ success: t.Literal(true), data: t.Array(HitSchema) });
 
-const baseFields = {
-  query: t.String({ minLength: 1, maxLength: 4096, description: 'Non-empty after trimming, at most 4,096 characters.' }),
-  limit: t.Optional(StrictInteger({ minimum: 1, maximum: 100, description: 'Maximum number of hits (chunks), 1–100 (default 10).' })),
-  metadataFilter: t.Optional(MetadataFilterSchema),
-};
+/** The request bodies of the three searches, bounded by the server's limits (MAX_QUERY_CHARS, MAX_SEARCH_LIMIT). */
+function searchBodies(limits: Pick<Config['limits'], 'maxQueryChars' | 'maxSearchLimit'>) {
+  const baseFields = {
+    query: t.String({ minLength: 1, maxLength: limits.maxQueryChars, description: `Non-empty after trimming, at most ${limits.maxQueryChars.toLocaleString('en-US')} characters.` }),
+    limit: t.Optional(StrictInteger({ minimum: 1, maximum: limits.maxSearchLimit, description: `Maximum number of hits (chunks), 1–${limits.maxSearchLimit} (default ${Math.min(10, limits.maxSearchLimit)}).` })),
+    metadataFilter: t.Optional(MetadataFilterSchema),
+  };
 
-export const FullTextBody = t.Object(baseFields, {
-  additionalProperties: false,
-  examples: [{ query: 'refund policy', limit: 5, metadataFilter: { team: 'billing' } }],
-});
+  const FullTextBody = t.Object(baseFields, {
+    additionalProperties: false,
+    examples: [{ query: 'refund policy', limit: 5, metadataFilter: { team: 'billing' } }],
+  });
 
-const SemanticBody = t.Object(baseFields, {
-  additionalProperties: false,
-  examples: [{ query: 'how do I get my money back?', limit: 5 }],
-});
+  const SemanticBody = t.Object(baseFields, {
+    additionalProperties: false,
+    examples: [{ query: 'how do I get my money back?', limit: 5 }],
+  });
 
-const HybridBody = t.Object(
-  {
-    ...baseFields,
-    semanticWeight: t.Optional(
-      Type.Number({ minimum: 0, maximum: 1, description: '0 = full-text ranking only, 1 = semantic ranking only (default 0.5).' }),
-    ),
-    fusion: t.Optional(
-      t.Union([t.Literal('weighted'), t.Literal('rrf')], {
-        description:
-          '`weighted` (default): w·semantic + (1−w)·full-text / (the most BM25 the query could score), both legs on fixed scales (never normalized over the candidates), so a lone weak keyword match stays weak; `rrf`: weighted reciprocal rank fusion.',
-      }),
-    ),
-  },
-  { additionalProperties: false, examples: [{ query: 'refund within two weeks', semanticWeight: 0.5, limit: 5 }] },
-);
+  const HybridBody = t.Object(
+    {
+      ...baseFields,
+      semanticWeight: t.Optional(
+        Type.Number({ minimum: 0, maximum: 1, description: '0 = full-text ranking only, 1 = semantic ranking only (default 0.5).' }),
+      ),
+      fusion: t.Optional(
+        t.Union([t.Literal('weighted'), t.Literal('rrf')], {
+          description:
+            '`weighted` (default): w·semantic + (1−w)·full-text / (the most BM25 the query could score), both legs on fixed scales (never normalized over the candidates), so a lone weak keyword match stays weak; `rrf`: weighted reciprocal rank fusion.',
+        }),
+      ),
+    },
+    { additionalProperties: false, examples: [{ query: 'refund within two weeks', semanticWeight: 0.5, limit: 5 }] },
+  );
+  return { FullTextBody, SemanticBody, HybridBody };
+}
 
 const HybridHitSchema = t.Object({
   id: t.String(),
@@ -69,22 +74,24 @@ export const HybridResponse = t.Object({ success: t.Literal(true), data: t.Array
 const searchAnswer = { 200: SearchResponse };
 const hybridAnswer = { 200: HybridResponse };
 
-export function readSearch(body: { query: string; limit?: number; metadataFilter?: unknown }) {
-  const query = trimmed(body.query, '/query', 4096);
+export function readSearch(body: { query: string; limit?: number; metadataFilter?: unknown }, limits: Pick<Config['limits'], 'maxQueryChars' | 'maxSearchLimit'>) {
+  const query = trimmed(body.query, '/query', limits.maxQueryChars);
   checkFilter(body.metadataFilter as MetadataFilter | undefined);
-  return { query, limit: body.limit ?? 10, filter: body.metadataFilter as MetadataFilter | undefined };
+  return { query, limit: body.limit ?? Math.min(10, limits.maxSearchLimit), filter: body.metadataFilter as MetadataFilter | undefined };
 }
 
 const errors = errorAnswers(...API_ERRORS, 400, 404, 408, 413);
 const embeddingErrors = errorAnswers(...API_ERRORS, 400, 404, 408, 413, 502);
 
-export const searchRoutes = (ctx: ServerContext) =>
-  new Elysia({ name: 'search' })
+export const searchRoutes = (ctx: ServerContext) => {
+  const { FullTextBody, SemanticBody, HybridBody } = searchBodies(ctx.config.limits);
+  const read = (body: Parameters<typeof readSearch>[0]) => readSearch(body, ctx.config.limits);
+  return new Elysia({ name: 'search' })
     .use(orgContext)
     .post(
     '/knowledge-bases/:id/search/full-text',
     ({ org, params, body }) => {
-      const hits = requireEngine(ctx).searchFullText(org, params.id, readSearch(body));
+      const hits = requireEngine(ctx).searchFullText(org, params.id, read(body));
       return { success: true as const, data: hits.map(hitView) };
     },
     {
@@ -92,7 +99,7 @@ export const searchRoutes = (ctx: ServerContext) =>
       parse: JSON_BODY,
       detail: {
         summary: 'Keyword search (BM25); scores are unbounded',
-        description: "A chunk's score is its BM25, raised halfway toward the BM25 of its whole content item when that is higher, so a title and a body that chunking split count together; a chunk no query term matches is not a hit.",
+        description: "BM25 with the content items as the collection: an item's best chunk scores the higher of its own BM25 and its whole item's, so a title and a body that chunking split count together; the item's other chunks keep their own BM25; a chunk no query term matches is not a hit.",
         tags: ['Search'],
       },
       response: { ...searchAnswer, ...errors },
@@ -101,7 +108,7 @@ export const searchRoutes = (ctx: ServerContext) =>
     .post(
       '/knowledge-bases/:id/search/semantic',
       async ({ org, params, body }) => {
-        const hits = await requireEngine(ctx).searchSemantic(org, params.id, readSearch(body));
+        const hits = await requireEngine(ctx).searchSemantic(org, params.id, read(body));
         return { success: true as const, data: hits.map(hitView) };
       },
       {
@@ -115,7 +122,7 @@ export const searchRoutes = (ctx: ServerContext) =>
       '/knowledge-bases/:id/search/hybrid',
       async ({ org, params, body }) => {
         const hits = await requireEngine(ctx).searchHybrid(org, params.id, {
-          ...readSearch(body),
+          ...read(body),
           semanticWeight: body.semanticWeight ?? 0.5,
           fusion: body.fusion ?? 'weighted',
         });
@@ -131,3 +138,4 @@ export const searchRoutes = (ctx: ServerContext) =>
         response: { ...hybridAnswer, ...embeddingErrors },
       },
     );
+};

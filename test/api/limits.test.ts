@@ -7,9 +7,12 @@ import { createKb, OTHER_KEY, OTHER_ORG, TestServer } from '../helpers/server';
 import { API, expectError, expectValidation } from './util';
 
 let server: TestServer;
+// Search bounds below the defaults (4096 characters, 100 hits).
+const QUERY_CHARS = 64;
+const SEARCH_LIMIT = 20;
 
 beforeAll(async () => {
-  server = await TestServer.start({ env: { LIST_TEXT_CHARS: '50', MAX_KNOWLEDGE_BASES_PER_ORG: '3', MAX_CONTENTS_PER_ORG: '4' } });
+  server = await TestServer.start({ env: { MAX_QUERY_CHARS: String(QUERY_CHARS), MAX_SEARCH_LIMIT: String(SEARCH_LIMIT), LIST_TEXT_CHARS: '50', MAX_KNOWLEDGE_BASES_PER_ORG: '3', MAX_CONTENTS_PER_ORG: '4' } });
 });
 
 afterAll(async () => {
@@ -61,6 +64,32 @@ describe('bounded lists', () => {
       expectValidation(await server.api('GET', `${API}/knowledge-bases?${bad}`), bad.split('=')[0]);
     }
     for (const id of ids) await server.api('DELETE', `${API}/knowledge-bases/${id}`);
+  });
+
+  test('searches are bounded by MAX_QUERY_CHARS and MAX_SEARCH_LIMIT: 200 at the bound, 400 past it, and the OpenAPI document says so', async () => {
+    const kb = await createKb(server, 'Bounds', 'TEXT_COST_EFFECTIVE');
+    const added = await server.api('POST', `${API}/knowledge-bases/${kb}/contents?wait=true`, { text: 'alpha beta gamma' });
+    expect(added.status).toBe(201);
+    for (const mode of ['full-text', 'semantic', 'hybrid']) {
+      const search = (body: object) => server.api('POST', `${API}/knowledge-bases/${kb}/search/${mode}`, body);
+      const atQuery = await search({ query: `${'alpha '.repeat(10)}abcd` }); // 64 characters
+      expect({ mode, status: atQuery.status }).toEqual({ mode, status: 200 });
+      expectValidation(await search({ query: 'a'.repeat(QUERY_CHARS + 1) }), 'query');
+      expect({ mode, status: (await search({ query: 'alpha', limit: SEARCH_LIMIT })).status }).toEqual({ mode, status: 200 });
+      expectValidation(await search({ query: 'alpha', limit: SEARCH_LIMIT + 1 }), 'limit');
+    }
+    // With the default bounds (4096, 100) these would pass: the server's own bounds are in force.
+    expectValidation(await server.api('POST', `${API}/knowledge-bases/${kb}/search/full-text`, { query: 'alpha', limit: 50 }), 'limit');
+    const spec = (await (await fetch(`${server.url}/openapi.json`)).json()) as any;
+    const deref = (node: any): any => (typeof node?.$ref === 'string' ? node.$ref.slice(2).split('/').reduce((at: any, key: string) => at[key], spec) : node);
+    for (const mode of ['full-text', 'semantic', 'hybrid']) {
+      const body = deref(spec.paths[`${API}/knowledge-bases/{id}/search/${mode}`].post.requestBody.content['application/json'].schema);
+      const [query, limit] = [deref(body.properties.query), deref(body.properties.limit)];
+      expect({ mode, maxLength: query.maxLength, maximum: limit.maximum }).toEqual({ mode, maxLength: QUERY_CHARS, maximum: SEARCH_LIMIT });
+      expect(query.description).toContain(`at most ${QUERY_CHARS} characters`);
+      expect(limit.description).toContain(`1–${SEARCH_LIMIT} (default 10)`);
+    }
+    expect((await server.api('DELETE', `${API}/knowledge-bases/${kb}`)).status).toBe(200);
   });
 });
 

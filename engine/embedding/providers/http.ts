@@ -2,6 +2,7 @@
 // with { model, input: [...] }. Timeouts per attempt, retries with exponential backoff on network
 // errors, 429 and 5xx; other 4xx fail at once (retrying a bad request cannot help).
 import { EmbeddingError, normalize, type EmbeddingProvider } from '../provider';
+import { backoffDelay } from '../../retry';
 
 export interface HttpProviderOptions {
   /** Base URL, e.g. https://api.openai.com/v1 or http://localhost:11434/v1 */
@@ -29,7 +30,7 @@ export function createHttpProvider(options: HttpProviderOptions): EmbeddingProvi
   async function request(input: string[]): Promise<Float32Array[]> {
     let lastError = 'no attempt made';
     for (let attempt = 0; attempt <= retries; attempt++) {
-      if (attempt > 0) await sleep(backoffMs * 2 ** (attempt - 1));
+      if (attempt > 0) await sleep(backoffDelay(attempt, { baseMs: backoffMs }));
       let res: Response;
       try {
         res = await fetch(endpoint, {

@@ -1,0 +1,146 @@
+// Starts the real server as a child process on a free port with its own data directory, and
+// talks to it over HTTP. Every test file that needs a server uses this (and bench/cluster.ts).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Subprocess } from 'bun';
+import { followOutput, portOf } from './output';
+
+const ROOT = join(import.meta.dir, '..');
+
+export const ORG = 'org_test';
+export const KEY = 'test-key-0123456789';
+export const OTHER_ORG = 'org_other';
+export const OTHER_KEY = 'other-key-9876543210';
+
+export interface StartOptions {
+  dataDir?: string;
+  env?: Record<string, string>;
+  /** Wait for /ready (default true). */
+  waitReady?: boolean;
+}
+
+export interface ApiResponse<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export class TestServer {
+  private constructor(
+    readonly proc: Subprocess<'ignore', 'pipe', 'pipe'>,
+    readonly url: string,
+    readonly dataDir: string,
+    readonly output: string[],
+  ) {}
+
+  static tempDir(): string {
+    return mkdtempSync(join(tmpdir(), 'kb-test-'));
+  }
+
+  static async start(options: StartOptions = {}): Promise<TestServer> {
+    const dataDir = options.dataDir ?? TestServer.tempDir();
+    const proc = Bun.spawn(['bun', join(ROOT, 'src/main.ts')], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        KB_API_KEYS: `${ORG}:${KEY},${OTHER_ORG}:${OTHER_KEY}`,
+        INGEST_WORKERS: '1',
+        LOG_LEVEL: 'info',
+        ...options.env,
+      },
+      stdin: 'ignore',
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    const followed = followOutput(proc, Infinity);
+    const output = followed.lines;
+    const port = await portOf(followed, proc.exited, 30_000);
+    const server = new TestServer(proc, `http://127.0.0.1:${port}`, dataDir, output);
+    if (options.waitReady !== false) await server.waitReady();
+    return server;
+  }
+
+  async waitReady(timeoutMs = 60_000): Promise<number> {
+    const started = performance.now();
+    while (performance.now() - started < timeoutMs) {
+      try {
+        const res = await fetch(`${this.url}/ready`);
+        if (res.status === 200) return performance.now() - started;
+      } catch {}
+      await Bun.sleep(20);
+    }
+    throw new Error(`server not ready after ${timeoutMs} ms:\n${this.output.join('\n')}`);
+  }
+
+  async api<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    auth: { org?: string; key?: string } | null = { org: ORG, key: KEY },
+    extraHeaders: Record<string, string> = {},
+  ): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = { ...extraHeaders };
+    if (auth?.org !== undefined) headers['x-service-organization-id'] = auth.org;
+    if (auth?.key !== undefined) headers['x-service-api-key'] = auth.key;
+    let payload: string | undefined;
+    if (typeof body === 'string') {
+      payload = body;
+      headers['content-type'] ??= 'application/json';
+    } else if (body !== undefined) {
+      payload = JSON.stringify(body);
+      headers['content-type'] = 'application/json';
+    }
+    const res = await fetch(`${this.url}${path}`, { method, headers, body: payload });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {}
+    return { status: res.status, body: parsed as T, headers: res.headers };
+  }
+
+  /** Wait until the server has logged a line containing `text` (its output is read asynchronously). */
+  async waitForOutput(text: string, timeoutMs = 5000): Promise<boolean> {
+    const started = performance.now();
+    while (performance.now() - started < timeoutMs) {
+      if (this.output.some((l) => l.includes(text))) return true;
+      await Bun.sleep(10);
+    }
+    return false;
+  }
+
+  /** Graceful stop (SIGTERM) and wait for exit. */
+  async stop(): Promise<number> {
+    this.proc.kill('SIGTERM');
+    return await this.proc.exited;
+  }
+
+  /** Crash: SIGKILL, no chance to flush anything. */
+  async kill9(): Promise<void> {
+    this.proc.kill('SIGKILL');
+    await this.proc.exited;
+  }
+
+  cleanup(): void {
+    rmSync(this.dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Create a knowledge base and return its id. */
+export async function createKb(server: TestServer, name = 'Test KB', type = 'TEXT_HIGH_QUALITY'): Promise<string> {
+  const res = await server.api('POST', '/api/v1/knowledge-bases', { name, type });
+  if (res.status !== 201) throw new Error(`create kb failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.data.id;
+}
+
+/** Add text content, waiting until it is indexed. */
+export async function addContent(server: TestServer, kbId: string, text: string, metadata?: Record<string, unknown>): Promise<string> {
+  const res = await server.api('POST', `/api/v1/knowledge-bases/${kbId}/contents?wait=true`, metadata ? { text, metadata } : { text });
+  if (res.status !== 201) throw new Error(`add content failed: ${res.status} ${JSON.stringify(res.body)}`);
+  if (res.body.data.status !== 'ready') throw new Error(`content not ready: ${JSON.stringify(res.body)}`);
+  return res.body.data.id;
+}
