@@ -6,6 +6,7 @@ import type { ContentSource, LogRecord } from './records';
 import type { Quotas } from './state/quotas';
 import type { ShardSet } from './shards';
 import type { NatsAuth } from './log/nats';
+import type { RecordLog } from './log/log';
 
 /** Where an engine's state begins before its log is replayed: a snapshot (see snapshots/). */
 export interface StartingPoint {
@@ -74,6 +75,11 @@ export interface EngineOptions {
   /** Most content items in one worker request (small items share embedding batches). */
   batchItems?: number;
   walSegmentBytes?: number;
+  /**
+   * A single node's log, instead of segment files under `dataDir/wal` (tests: a MemoryLog, as
+   * tantivy's RAMDirectory). Replayed after the starting point at open.
+   */
+  recordLog?: RecordLog;
   log?: EngineLog;
   /** Called when the log can no longer be written; the owner should stop the process. */
   onFatal?: (err: unknown) => void;

@@ -68,7 +68,7 @@ test('an old key file found beside a key log that already has segments is left i
   writeOldKeyFile(dataDir);
   const warnings: string[] = [];
   const seen: number[] = [];
-  const log = await SegmentLog.open({ dir: keyLogDir(dataDir), adopt: legacyKeyFile(dataDir), warn: (m) => warnings.push(m) }, (e) => seen.push(e.seq));
+  const log = await SegmentLog.open({ dir: keyLogDir(dataDir), adopt: legacyKeyFile(dataDir), log: (_level, m) => warnings.push(m) }, (e) => seen.push(e.seq));
   expect(seen).toEqual([1]);
   expect(warnings).toEqual(['write-ahead log: a file of an earlier layout lies beside the log and is not read']);
   expect(existsSync(legacyKeyFile(dataDir))).toBe(true);

@@ -8,6 +8,7 @@
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
+import type { EngineLog } from '../options';
 import { connectNats, type NatsAuth } from '../log/nats';
 
 export interface NodeEntry {
@@ -30,7 +31,7 @@ export interface LiveNodesOptions {
   heartbeatMs?: number;
   /** How long an entry outlives its last put (default 10 heartbeats: a node slow to beat on a loaded machine stays listed; a dead one listed meanwhile refuses connections, and requests go to the next holder). */
   ttlMs?: number;
-  log?: (message: string, details: Record<string, unknown>) => void;
+  log?: EngineLog;
 }
 
 /** A JetStream call that does not answer within `ms` (NATS out of reach) rejects instead of waiting. */
@@ -85,11 +86,11 @@ export class LiveNodes {
       for await (const key of await within(2000, this.kv.keys())) keys.push(key);
       const entries = await Promise.all(keys.map((key) => within(2000, this.kv.get(key))));
       this.known = entries.flatMap((e) => (e && e.operation === 'PUT' ? [e.json<NodeEntry>()] : []));
-      if (this.failing) this.options.log?.('live nodes refreshed again', { nodes: this.known.length });
+      if (this.failing) this.options.log?.('info', 'live nodes refreshed again', { nodes: this.known.length });
       this.failing = false;
     } catch (err) {
       // NATS out of reach: keep the last view; forwarding to a dead node fails over to the next.
-      if (!this.failing) this.options.log?.('could not refresh the live nodes; keeping the last view', { error: String(err) });
+      if (!this.failing) this.options.log?.('warn', 'could not refresh the live nodes; keeping the last view', { error: String(err) });
       this.failing = true;
     } finally {
       this.beating = false;

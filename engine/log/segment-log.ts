@@ -5,6 +5,7 @@ import { mkdir, open, readdir, rename, rm, truncate, writeFile, type FileHandle 
 import { fsyncPathAsync, PRIVATE_DIR, PRIVATE_FILE } from '../fsync';
 import { dirname, join } from 'node:path';
 import { encodeFrame, scanFrames } from './frame';
+import type { EngineLog } from '../options';
 import type { LogEntry, LogRange, RecordLog } from './log';
 
 export interface WalOptions {
@@ -20,14 +21,15 @@ export interface WalOptions {
    */
   adopt?: string;
   /** Reports recovery events (torn tails, corrupt segments). */
-  warn?: (message: string, details: Record<string, unknown>) => void;
+  /** Where warnings go (a torn tail cut off, a file of an earlier layout): the engine's one signature. */
+  log?: EngineLog;
 }
 
 const SEGMENT = /^wal-(\d{20})\.log$/;
 const segmentName = (firstSeq: number) => `wal-${String(firstSeq).padStart(20, '0')}.log`;
 
 /** Move a single file of frames in as the first segment (WalOptions.adopt). */
-async function adoptFile(dir: string, file: string, warn: NonNullable<WalOptions['warn']>): Promise<void> {
+async function adoptFile(dir: string, file: string, warn: (message: string, details: Record<string, unknown>) => void): Promise<void> {
   const bytes = await Bun.file(file).bytes().catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return undefined;
     throw err;
@@ -66,7 +68,7 @@ export class SegmentLog implements RecordLog {
   /** fdatasync calls so far: with group commit, fewer than appends under concurrency. */
   syncs = 0;
   private readonly segmentLimit: number;
-  private readonly warn: NonNullable<WalOptions['warn']>;
+  private readonly warn: (message: string, details: Record<string, unknown>) => void;
   private segments: { firstSeq: number; name: string }[] = [];
   /** Sequence number of the last record on disk. */
   private durableSeq = 0;
@@ -74,7 +76,7 @@ export class SegmentLog implements RecordLog {
 
   private constructor(private readonly options: WalOptions) {
     this.segmentLimit = options.segmentBytes ?? 64 * 1024 * 1024;
-    this.warn = options.warn ?? ((m, d) => console.warn(m, d));
+    this.warn = (m, d) => (options.log ?? ((_, message, details) => console.warn(message, details)))('warn', m, d);
   }
 
   /**

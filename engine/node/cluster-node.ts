@@ -52,7 +52,7 @@ export class ClusterNode implements Node {
       replicas: options.replicas,
       self: { nodeId: options.nodeId ?? 'node', url: options.advertiseUrl ?? '', shards: [...ctx.shards.held] },
       heartbeatMs: options.heartbeatMs,
-      log: (m, d) => ctx.say('warn', m, d),
+      log: ctx.say,
     });
     return new ClusterNode(log, jobs, liveNodes, ctx, options, counted);
   }

@@ -1,29 +1,31 @@
-// A single node: the log is segment files on local disk, indexing jobs go straight to this
-// node's ingestion queue, and every knowledge base is served here.
+// A single node: the log is segment files on local disk (or a log it is given, such as a
+// MemoryLog in tests), indexing jobs go straight to this node's ingestion queue, and every
+// knowledge base is served here.
 import { join } from 'node:path';
 import { decodePayload } from '../log/codec';
+import type { LogEntry, RecordLog } from '../log/log';
 import { SegmentLog } from '../log/segment-log';
 import type { LogRecord } from '../records';
 import { LogConflict, type Entry, type JobKey, type Node, type NodeContext, type Route } from './node';
 
 export class LocalNode implements Node {
   private constructor(
-    readonly log: SegmentLog,
+    readonly log: RecordLog,
     private readonly ctx: NodeContext,
     readonly recovered: number,
   ) {}
 
   /** Replay the log after `afterSeq` (the starting snapshot's position) into the state. */
-  static async open(options: { dataDir: string; walSegmentBytes?: number }, ctx: NodeContext, afterSeq?: number): Promise<LocalNode> {
+  static async open(options: { dataDir: string; walSegmentBytes?: number; recordLog?: RecordLog }, ctx: NodeContext, afterSeq?: number): Promise<LocalNode> {
     let records = 0;
-    const log = await SegmentLog.open(
-      { dir: join(options.dataDir, 'wal'), segmentBytes: options.walSegmentBytes, afterSeq, warn: (m, d) => ctx.say('warn', m, d) },
-      ({ payload }) => {
-        const { record, attachment } = decodePayload<LogRecord>(payload);
-        if (ctx.apply(record, attachment)) ctx.settled(record);
-        records++;
-      },
-    );
+    const replay = ({ payload }: LogEntry) => {
+      const { record, attachment } = decodePayload<LogRecord>(payload);
+      if (ctx.apply(record, attachment)) ctx.settled(record);
+      records++;
+    };
+    const given = options.recordLog;
+    if (given) await given.read(afterSeq ?? 0, replay);
+    const log = given ?? (await SegmentLog.open({ dir: join(options.dataDir, 'wal'), segmentBytes: options.walSegmentBytes, afterSeq, log: ctx.say }, replay));
     return new LocalNode(log, ctx, records);
   }
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EngineError, type Engine, type EngineErrorCode } from '../../engine';
+import { EngineError, MemoryLog, type Engine, type EngineErrorCode } from '../../engine';
 import { EXTRACTION_ERROR_CODES } from '../../engine/extract/errors';
 import { openEngine } from '../../snapshots';
 import { API_CODE_OF_ENGINE, apiErrorOf, STATUS_OF } from '../../src/errors';
@@ -34,7 +34,8 @@ async function codeOf(call: () => unknown): Promise<{ code: EngineErrorCode; det
 }
 
 beforeAll(async () => {
-  engine = await open({ quotas: { knowledgeBases: 5, contents: 3 } });
+  // The log in memory: these checks need no disk for it.
+  engine = await open({ quotas: { knowledgeBases: 5, contents: 3 }, recordLog: new MemoryLog() });
 });
 
 afterAll(async () => {

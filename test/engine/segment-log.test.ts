@@ -21,7 +21,7 @@ afterEach(() => {
 
 async function openCollect(dir: string, warnings: unknown[] = [], segmentBytes?: number, afterSeq?: number) {
   const entries: LogEntry[] = [];
-  const wal = await SegmentLog.open({ dir, segmentBytes, afterSeq, warn: (m, d) => warnings.push({ m, ...d }) }, (e) =>
+  const wal = await SegmentLog.open({ dir, segmentBytes, afterSeq, log: (_level, m, d) => warnings.push({ m, ...d }) }, (e) =>
     entries.push({ seq: e.seq, payload: e.payload.slice() }),
   );
   return { wal, entries, texts: () => entries.map((e) => dec(e.payload)) };
