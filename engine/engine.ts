@@ -19,7 +19,7 @@ import { checkOrgQuota, contentOf, heldKbOf, kbOf, type EngineCore } from './met
 import * as contents from './methods/contents';
 import * as kbs from './methods/knowledge-bases';
 import * as reembedding from './methods/reembed';
-import { openNode, type Node, type Route } from './node/open';
+import { openNode, type Node } from './node/open';
 import { commitRecord } from './node/commit';
 import type { KnowledgeBaseConfig, KnowledgeBaseRecord, LogRecord } from './records';
 import { searchFullText } from './search/full-text';
@@ -61,7 +61,7 @@ export class Engine {
       onVectorsAdded: () => this.recovery && this.pacer.schedule(), // once open: not during replay
       holds: shards.holdsAll ? undefined : (kbId) => shards.holds(kbId),
     });
-    this.core = { state: this.state, originals, shards, quotas: options.quotas, commit: (r, a, check) => this.commit(r, a, check), enqueue: (kbId, id, version, configId) => this.enqueue(kbId, id, version, configId) };
+    this.core = { state: this.state, originals, shards, routeOf: (kbId) => this.node.routeOf(kbId), quotas: options.quotas, commit: (r, a, check) => this.commit(r, a, check), enqueue: (kbId, id, version, configId) => this.enqueue(kbId, id, version, configId) };
     this.compute = new Compute({ documentWorkers: 1, ...options.compute });
     this.ingestion = new IngestionQueue({
       knowledgeBases: this.state.kbs,
@@ -205,6 +205,9 @@ export class Engine {
   /** The configuration being built for the knowledge base, if any. */
   buildingConfiguration = (orgId: string, kbId: string): KnowledgeBaseConfig | undefined => heldKbOf(this.core, orgId, kbId).building;
 
+  /** The knowledge base, when its content is held here (what a write of content reads first: uploads, before their body). */
+  heldKnowledgeBase = (orgId: string, kbId: string): KnowledgeBaseRecord => heldKbOf(this.core, orgId, kbId).record;
+
   listContents(orgId: string, kbId: string, offset: number, limit: number): { items: ContentItem[]; total: number } {
     const kb = heldKbOf(this.core, orgId, kbId);
     return { items: kb.listContents(offset, limit), total: kb.contentCount };
@@ -257,8 +260,6 @@ export class Engine {
   /** Resolves true once the log is applied up to `seq` (another node's position), false after `timeoutMs`. */
   whenApplied = (seq: number, timeoutMs: number): Promise<boolean> => this.node.whenApplied(seq, timeoutMs);
 
-  /** Where requests about a knowledge base are answered: here, or by one of the live nodes listed. */
-  routeOf = (kbId: string): Route => this.node.routeOf(kbId);
 
   // --- reports ----------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 // enum): callers decide on `code`, never on classes or messages. `message` is written for the
 // person who made the request; `details` carries what a code needs (a quota's limit, a shard).
 // The server maps each code to an HTTP status in one table (src/errors.ts).
+import type { NodeEntry } from './cluster/live-nodes';
 import type { ExtractionErrorCode } from './extract/errors';
 
 export interface EngineErrorDetails {
@@ -17,8 +18,8 @@ export interface EngineErrorDetails {
   RECORD_TOO_LARGE: { bytes: number; limit: number };
   /** The embedding model failed (loading or running). */
   EMBEDDING_FAILED: Record<string, never>;
-  /** Cluster mode: the knowledge base's content is held by other nodes (see Engine.routeOf). */
-  SHARD_NOT_HELD: { kbId: string; shard: number };
+  /** Cluster mode: the knowledge base's content is held by other nodes: `nodes`, the live ones holding it, in the order to try them. */
+  SHARD_NOT_HELD: { kbId: string; shard: number; nodes: NodeEntry[] };
   /** The engine is closed, or its log failed and it takes no more writes. */
   ENGINE_CLOSED: Record<string, never>;
 }

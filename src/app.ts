@@ -1,6 +1,6 @@
 // The HTTP layer: authentication, the error envelope and the route modules, over the engine.
 import { Elysia } from 'elysia';
-import { EngineError } from '../engine';
+import { EngineError, isEngineError } from '../engine';
 import { ApiError, apiErrorOf, errorBody, STATUS_OF } from './errors';
 import type { KeyStore } from './auth/key-store';
 import type { ServerContext } from './http/context';
@@ -37,9 +37,12 @@ function apiErrorResponse(err: ApiError, requestId?: string): Response {
   return json(err.status, errorBody(err.code, err.message, err.details, err.status >= 500 ? requestId : undefined), err.headers);
 }
 
+/** File uploads: their body is streamed by their route, never parsed here. */
+const isUploadPath = (path: string) => path.endsWith('/contents/file');
+
 /** Which body limit applies to a path (file uploads have their own, larger one). */
 function bodyLimit(ctx: ServerContext, path: string): number {
-  return path.endsWith('/contents/file') ? ctx.config.limits.maxFileBytes + 1024 * 1024 : ctx.config.limits.maxJsonBodyBytes;
+  return isUploadPath(path) ? ctx.config.limits.maxFileBytes + 1024 * 1024 : ctx.config.limits.maxJsonBodyBytes;
 }
 
 /** The route types, for the typed client (src/client.ts). */
@@ -78,14 +81,30 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
     .onParse({ as: 'global' }, ({ request, path }) => {
       // Uploads are streamed by their route (src/http/multipart.ts): nothing is buffered here. Nor is
       // the body of a request nobody authenticated: its route answers 401 (src/http/auth.ts).
-      if (path.endsWith('/contents/file') || verifiedOrg(request) === undefined) return {};
+      if (isUploadPath(path) || verifiedOrg(request) === undefined) return {};
       // The body must arrive before the listener's idle timeout cuts the connection (then with no answer).
       return parseJsonBody(request, bodyLimit(ctx, path), Math.max(1000, ctx.config.idleTimeoutSeconds * 1000 - 2000));
     })
-    .onError(({ code, error, request }) => {
+    .onError(({ code, error, request, body, set }) => {
       // In 500 bodies and logs; the listener puts it in the header.
       const requestId = requestIdOf(request);
       if (error instanceof ApiError) return apiErrorResponse(error, requestId);
+      // Cluster mode with shards: the engine holds no content of this knowledge base here, so a node
+      // that does answers (src/http/forward.ts); an upload's body is still unread and goes on as a stream.
+      const cluster = ctx.config.cluster;
+      const engine = ctx.engine();
+      if (isEngineError(error, 'SHARD_NOT_HELD') && cluster && engine) {
+        const sent = isUploadPath(pathOf(request.url)) ? 'stream' : body;
+        const answered = forward(request, sent, { ...error.details, appliedSeq: engine.lastSequence }, cluster.nodeId, ctx.config.waitTimeoutMs + 60_000).catch((err: unknown) => {
+          if (err instanceof ApiError) return apiErrorResponse(err, requestId);
+          throw err;
+        });
+        // Elysia answers an error with the status in `set` (500 unless the error carries one): the holder's stands.
+        return answered.then((res) => {
+          set.status = res.status;
+          return res;
+        });
+      }
       if (error instanceof EngineError) {
         if (error.code === 'EMBEDDING_FAILED') ctx.logger.warn({ requestId, err: error.message }, 'embedding failed');
         const answer = apiErrorOf(error);
@@ -128,21 +147,12 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       set.headers = {};
       return new Response(bytes, init);
     })
-    // Cluster mode with shards: a route about a knowledge base whose shard another node holds is
-    // answered by that node (src/http/forward.ts), decided on the route the router matched.
-    // Not async: searches served here pass through without a promise.
-    .onBeforeHandle({ as: 'global' }, ({ route, params, request, body }) => {
-      const cluster = ctx.config.cluster;
+    // Cluster mode: a request forwarded here first waits until this node has applied the log as far
+    // as the sending node had (its client may have just made this knowledge base there). Not async:
+    // requests not forwarded pass through without a promise.
+    .onBeforeHandle({ as: 'global' }, ({ request }) => {
       const engine = ctx.engine();
-      if (!cluster || !engine || !route.startsWith(`${API_PREFIX}/knowledge-bases/:id`)) return;
-      const where = engine.routeOf((params as { id: string }).id);
-      if (where.here) {
-        // Forwarded here: first apply the log as far as the sending node had (its client may have
-        // just made this knowledge base there).
-        return catchUp(request, (seq, ms) => engine.whenApplied(seq, ms));
-      }
-      const sent = route.endsWith('/contents/file') ? 'stream' : body;
-      return forward(request, sent, { ...where, appliedSeq: engine.lastSequence }, cluster.nodeId, ctx.config.waitTimeoutMs + 60_000);
+      if (ctx.config.cluster && engine) return catchUp(request, (seq, ms) => engine.whenApplied(seq, ms));
     })
     // The root points at the API documentation.
     .get('/', ({ redirect }) => redirect('/docs', 302), { detail: { hide: true } })

@@ -41,7 +41,8 @@ export class UploadService {
   }
 
   async upload(engine: Engine, org: string, kbId: string, request: Request): Promise<ContentItem> {
-    const kb = engine.getKnowledgeBase(org, kbId);
+    // Where its content is held (in a cluster, elsewhere: SHARD_NOT_HELD, and the body goes on unread).
+    const kb = engine.heldKnowledgeBase(org, kbId);
     engine.checkQuota(org, 'contents'); // before reading and extracting the file
     const { file, fields } = await receiveUpload(request, this.tmpDir, {
       maxFileBytes: this.config.limits.maxFileBytes,

@@ -5,6 +5,7 @@ import type { OriginalsStore } from '../files/originals';
 import { contentNotFound, EngineError, knowledgeBaseNotFound } from '../errors';
 import type { ContentItem, KnowledgeBase } from '../kb/knowledge-base';
 import type { LogRecord } from '../records';
+import type { Route } from '../node/node';
 import type { ShardSet } from '../shards';
 import type { LiveState } from '../state/live-state';
 import { checkQuota, type Quotas } from '../state/quotas';
@@ -15,6 +16,8 @@ export interface EngineCore {
   readonly quotas?: Partial<Quotas>;
   /** The knowledge bases whose content this node holds (all on a single node). */
   readonly shards: ShardSet;
+  /** Where requests about a knowledge base are answered (the live nodes holding its shard). */
+  routeOf(kbId: string): Route;
   /**
    * Log a record and apply it; resolves with its log sequence number once it is durable and
    * applied. `check` (a quota) throws at its limit; near it, the append is conditional on the
@@ -45,7 +48,8 @@ export function kbOf(core: EngineCore, orgId: string, kbId: string): KnowledgeBa
  */
 export function heldKbOf(core: EngineCore, orgId: string, kbId: string): KnowledgeBase {
   const kb = kbOf(core, orgId, kbId);
-  if (!core.shards.holds(kbId)) throw new EngineError('SHARD_NOT_HELD', 'This node does not hold the knowledge base\'s content', { kbId, shard: core.shards.shardOf(kbId) });
+  const route = core.routeOf(kbId);
+  if (!route.here) throw new EngineError('SHARD_NOT_HELD', 'This node does not hold the knowledge base\'s content', { kbId, shard: route.shard, nodes: route.nodes });
   return kb;
 }
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ShardSet, type Engine, type KnowledgeBaseRecord } from '../../engine';
+import { ShardSet, type Engine, type EngineError, type KnowledgeBaseRecord } from '../../engine';
 import { openEngine } from '../../snapshots';
 import { eventually } from '../helpers/eventually';
 import { NO_EMBEDDING, textKbConfig } from '../helpers/kb-config';
@@ -87,8 +87,16 @@ describe('two engines as two nodes', () => {
       // The knowledge base itself (its record) answers on every node.
       expect(engine.getKnowledgeBase('org_shards', kb.id).id).toBe(kb.id);
     }
-    await eventually('A lists B among the live nodes', async () => a.routeOf(kb1!.id), (r) => !r.here && r.nodes.some((n) => n.nodeId === 'b'), 10_000);
-    expect(a.routeOf(kb0!.id)).toEqual({ here: true });
+    // The refusal names the live nodes that hold the shard (where the server sends the request).
+    const holders = async () => {
+      try {
+        a.listContents('org_shards', kb1!.id, 0, 1);
+        return [];
+      } catch (err) {
+        return (err as EngineError<'SHARD_NOT_HELD'>).details.nodes.map((n) => n.nodeId);
+      }
+    };
+    await eventually('A names B as the holder of shard 1', holders, (ids) => ids.includes('b'), 10_000);
     expect(b.listContents('org_shards', kb1!.id, 0, 10).total).toBe(0);
   }, 60_000);
 

@@ -149,7 +149,7 @@ describe('the server\'s one table of engine codes', () => {
   test('answers carry what a client can act on, and nothing internal', () => {
     const quota = apiErrorOf(new EngineError('QUOTA_EXCEEDED', 'the organization already holds its quota of 5 knowledge bases', { quota: 'knowledgeBases', limit: 5 }));
     expect({ code: quota.code, status: quota.status, details: quota.details }).toEqual({ code: 'QUOTA_EXCEEDED', status: 403, details: [{ path: '/', message: 'at most 5 knowledge bases per organization' }] });
-    const moved = apiErrorOf(new EngineError('SHARD_NOT_HELD', 'This node does not hold the knowledge base\'s content', { kbId: 'kb_x', shard: 1 }));
+    const moved = apiErrorOf(new EngineError('SHARD_NOT_HELD', 'This node does not hold the knowledge base\'s content', { kbId: 'kb_x', shard: 1, nodes: [] }));
     expect(moved.headers).toEqual({ 'retry-after': '1' });
     const internal = apiErrorOf(new EngineError('CONTENT_ID_TAKEN', 'The content id ct_x is malformed or already used', { kbId: 'kb_x', contentId: 'ct_x' }));
     expect(internal.message).toBe('Internal server error');
