@@ -3,13 +3,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Elysia } from 'elysia';
 import { orgContext } from '../../src/http/auth';
-import { createKb, OTHER_KEY, OTHER_ORG, TestServer } from '../helpers/server';
+import { createKb, OTHER_KEY, OTHER_ORG, InProcessServer } from '../helpers/server';
 import { API, expectError, expectValidation } from './util';
 
-let server: TestServer;
+let server: InProcessServer;
 
 beforeAll(async () => {
-  server = await TestServer.start({ env: { LIST_TEXT_CHARS: '50', MAX_KNOWLEDGE_BASES_PER_ORG: '3', MAX_CONTENTS_PER_ORG: '4' } });
+  server = await InProcessServer.start({ env: { LIST_TEXT_CHARS: '50', MAX_KNOWLEDGE_BASES_PER_ORG: '3', MAX_CONTENTS_PER_ORG: '4' } });
 });
 
 afterAll(async () => {
