@@ -90,3 +90,29 @@ describe('stop', () => {
     }
   });
 });
+
+describe('stop during indexing', () => {
+  test('a batch being embedded finishes before its worker is stopped (stopping it inside ONNX Runtime aborted the process); the items are indexed after a restart', async () => {
+    const first = await InProcessServer.start();
+    const kb = await createKb(first);
+    const texts = Array.from({ length: 40 }, (_, i) => `item ${i}: ${'the quick brown fox jumps over the lazy dog. '.repeat(40)} unique${i}`);
+    const added = await Promise.all(texts.map((text) => first.api('POST', `/api/v1/knowledge-bases/${kb}/contents`, { text })));
+    expect(added.map((r) => r.status)).toEqual(texts.map(() => 201));
+    const metrics = (await first.api('GET', '/metrics')).body as string;
+    expect(Number(/kb_ingestion_queue_depth (\d+)/.exec(metrics)?.[1])).toBeGreaterThan(0);
+    expect(await first.stop()).toBe(0);
+    const second = await InProcessServer.start({ dataDir: first.dataDir });
+    try {
+      let ready = 0;
+      for (let i = 0; i < 600 && ready < texts.length; i++) {
+        const res = await second.api('GET', `/api/v1/knowledge-bases/${kb}`);
+        ready = res.body.data.ingestion.contents.ready ?? 0;
+        if (ready < texts.length) await Bun.sleep(100);
+      }
+      expect(ready).toBe(texts.length);
+    } finally {
+      await second.stop();
+      second.cleanup();
+    }
+  }, 120_000);
+});
