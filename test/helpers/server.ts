@@ -187,7 +187,13 @@ export class InProcessServer extends RunningServer {
       throw new Error(`server did not start: ${err instanceof Error ? err.message : String(err)}\n${output.join('\n')}`);
     }
     const server = new InProcessServer(handle, dataDir, output);
-    if (options.waitReady !== false) await server.waitReady();
+    if (options.waitReady !== false) {
+      // A server that never gets ready would go on running in this process, under later tests.
+      await server.waitReady().catch(async (err) => {
+        await handle.stop('not ready');
+        throw err;
+      });
+    }
     return server;
   }
 
