@@ -33,7 +33,7 @@
 // the build here instead of the binary at run time (test/binary.test.ts runs the binary).
 
 import type { BunPlugin } from 'bun';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, realpathSync } from 'node:fs';
 import { cp, mkdir, rm, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -152,7 +152,10 @@ async function stageAssets(stage: string): Promise<string> {
 }
 
 function standalonePlugin(usearchNode: string): BunPlugin {
-  const exact = (p: string) => new RegExp(`^${p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+  const escape = (p: string) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  // The file as named, or where it really is: Bun loads a package by its real path, so a
+  // node_modules that is a symlink (a git worktree sharing another checkout's) matches too.
+  const exact = (p: string) => new RegExp(`^(?:${escape(p)}|${escape(realpathSync(p))})$`);
   const edits: Array<{ file: string; edit: (text: string, file: string) => string }> = [
     ...RELOCATED.map(({ script, pattern, count }) => ({
       file: join(NM, script),
@@ -168,9 +171,10 @@ function standalonePlugin(usearchNode: string): BunPlugin {
       edit: (t, f) => rewrite(f, t, 'const compiled = build(getBuildDir(getDirName()));', `const compiled = require(${JSON.stringify(usearchNode)});`, 1),
     },
     {
-      // tesseract.js starts its worker from node_modules → the entry point of the binary.
+      // tesseract.js starts its worker from node_modules → the entry point of the binary. Bun names it
+      // by its real path (under ../ when node_modules is a symlink out of the checkout).
       file: join(NM, 'tesseract.js/src/worker/node/defaultOptions.js'),
-      edit: (t, f) => rewrite(f, t, "path.join(__dirname, '..', '..', 'worker-script', 'node', 'index.js')", JSON.stringify(bunfsEntry(TESSERACT_WORKER)), 1),
+      edit: (t, f) => rewrite(f, t, "path.join(__dirname, '..', '..', 'worker-script', 'node', 'index.js')", JSON.stringify(bunfsEntry(realpathSync(TESSERACT_WORKER))), 1),
     },
     {
       // createRequire(import.meta.url) finds nothing in the binary → a static require (bundled).

@@ -146,10 +146,15 @@ export class SnapshotManager {
     return this.engine.truncateLog(Math.min(oldestKept, confirmed));
   }
 
-  /** Final snapshot on graceful shutdown (bounded by `timeoutMs`). */
-  async shutdown(timeoutMs: number): Promise<void> {
+  /** No more snapshots: the periodic check ends and one running finishes. */
+  async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.running;
+  }
+
+  /** Final snapshot on graceful shutdown (bounded by `timeoutMs`). */
+  async shutdown(timeoutMs: number): Promise<void> {
+    await this.stop();
     if (this.engine.lastSequence <= this.seqAtLastSnapshot && this.status.confirmedSeq === this.status.lastSeq) return;
     await Promise.race([this.run('shutdown'), Bun.sleep(timeoutMs)]);
   }

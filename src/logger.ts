@@ -1,8 +1,9 @@
 // Structured JSON logs. Never log API keys or content text.
 import pino from 'pino';
 
-export function createLogger(level: string) {
-  return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime });
+/** JSON lines on stdout, or to `destination` (a test keeps an in-process server's lines apart). */
+export function createLogger(level: string, destination?: pino.DestinationStream) {
+  return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, destination);
 }
 
 export type Logger = ReturnType<typeof createLogger>;

@@ -9,6 +9,6 @@ else if (command === 'models') await import('./models');
 else if (command !== undefined && CLI_COMMANDS.has(command)) {
   const { runCli } = await import('./cli/main');
   process.exit(await runCli(Bun.argv.slice(2)));
-} else await import('./server');
+} else await import('./start');
 
 export {};

@@ -2,11 +2,11 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { TestServer } from './helpers/server';
+import { InProcessServer } from './helpers/server';
 
-let server: TestServer;
+let server: InProcessServer;
 beforeAll(async () => {
-  server = await TestServer.start();
+  server = await InProcessServer.start();
 });
 afterAll(async () => {
   await server.stop();

@@ -1,11 +1,11 @@
 // A burst of writes far beyond what the workers embed at once: every create is acknowledged (the
 // log holds it), and indexing catches up by itself.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { createKb, TestServer } from './helpers/server';
+import { createKb, InProcessServer } from './helpers/server';
 
-let server: TestServer;
+let server: InProcessServer;
 beforeAll(async () => {
-  server = await TestServer.start({ env: { INGEST_WORKERS: '2' } });
+  server = await InProcessServer.start({ env: { INGEST_WORKERS: '2' } });
 });
 afterAll(async () => {
   await server.stop();

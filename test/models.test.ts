@@ -8,25 +8,19 @@ import { loadConfig } from '../src/config';
 import type { EmbeddingConfig } from '../engine';
 import { chunkingFor, resolveModel, typeEmbeddings } from '../src/kb-types';
 import { writeTinyModel } from './fixtures/tiny-model';
-import { addContent, createKb, TestServer } from './helpers/server';
+import { addContent, createKb, InProcessServer } from './helpers/server';
 
-const modelDir = TestServer.tempDir();
-let server: TestServer;
+const modelDir = InProcessServer.tempDir();
+let server: InProcessServer;
 
 function configWith(env: Record<string, string>) {
-  const saved = { ...process.env };
-  Object.assign(process.env, env);
-  try {
-    return loadConfig();
-  } finally {
-    process.env = saved;
-  }
+  return loadConfig({ ...process.env, ...env });
 }
 
 beforeAll(async () => {
   // Under the id of bge-small, so `auto` picks it up as the high-quality model.
   await writeTinyModel(modelDir, { modelId: 'Xenova/bge-small-en-v1.5', dimensions: 384 });
-  server = await TestServer.start({ env: { EMBEDDING_MODEL_DIR: modelDir } });
+  server = await InProcessServer.start({ env: { EMBEDDING_MODEL_DIR: modelDir } });
 });
 
 afterAll(async () => {
@@ -134,7 +128,7 @@ describe('a high-quality type served by USE-Lite (asked for) is said loudly', ()
     const hq = await createKb(server, 'Served by the model', 'TEXT_HIGH_QUALITY');
     expect((await server.api('GET', `/api/v1/knowledge-bases/${hq}/configuration`)).body.data.warning).toBeUndefined();
 
-    const bare = await TestServer.start({ env: { EMBEDDING_MODEL_DIR: join(tmpdir(), 'kb-no-models-here'), HIGH_QUALITY_MODEL: 'use-lite' } });
+    const bare = await InProcessServer.start({ env: { EMBEDDING_MODEL_DIR: join(tmpdir(), 'kb-no-models-here'), HIGH_QUALITY_MODEL: 'use-lite' } });
     try {
       const warnings: string[] = (await bare.api('GET', '/ready', undefined, null)).body.warnings;
       expect(warnings.map((w) => w.split(' ')[0])).toEqual(['TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY']);

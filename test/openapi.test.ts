@@ -5,15 +5,15 @@
 // that operation and status (ajv, a JSON Schema validator).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import Ajv, { type ValidateFunction } from 'ajv';
-import { addContent, TestServer } from './helpers/server';
+import { addContent, InProcessServer } from './helpers/server';
 
 type Operation = Record<string, any>;
-let server: TestServer;
+let server: InProcessServer;
 let spec: any;
 const ajv = new Ajv({ strict: false, validateFormats: false, allErrors: true });
 
 beforeAll(async () => {
-  server = await TestServer.start({ env: { MAX_JSON_BODY_BYTES: String(64 * 1024) } });
+  server = await InProcessServer.start({ env: { MAX_JSON_BODY_BYTES: String(64 * 1024) } });
   spec = await (await fetch(`${server.url}/openapi.json`)).json();
 }, 60_000);
 

@@ -1,10 +1,10 @@
 // Operations surface: metrics, API docs (offline), readiness and request ids.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { addContent, createKb, TestServer } from './helpers/server';
+import { addContent, createKb, InProcessServer } from './helpers/server';
 
-let server: TestServer;
+let server: InProcessServer;
 beforeAll(async () => {
-  server = await TestServer.start({ env: { RATE_LIMIT_RPS: '5', RATE_LIMIT_BURST: '40' } });
+  server = await InProcessServer.start({ env: { RATE_LIMIT_RPS: '5', RATE_LIMIT_BURST: '40' } });
 });
 afterAll(async () => {
   await server.stop();

@@ -8,13 +8,13 @@ import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { KEY, ORG, TestServer } from './helpers/server';
+import { KEY, ORG, InProcessServer } from './helpers/server';
 
 // Page functions run in the browser; the test's own types have no DOM.
 declare const document: any;
 
 const CHROMIUM = '/usr/bin/chromium';
-let server: TestServer;
+let server: InProcessServer;
 let browser: Browser;
 let page: Page;
 const files = mkdtempSync(join(tmpdir(), 'kb-playground-'));
@@ -22,7 +22,7 @@ const files = mkdtempSync(join(tmpdir(), 'kb-playground-'));
 beforeAll(async () => {
   // The README's test command installs it (scripts/test-deps.ts); without it this must fail, not skip.
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run "bun scripts/test-deps.ts" (apt-get install chromium)`);
-  server = await TestServer.start();
+  server = await InProcessServer.start();
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
   page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   page.on('pageerror', (err) => console.error('[playground page error]', err.message));

@@ -3,30 +3,32 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { TestServer } from './helpers/server';
+import { InProcessServer } from './helpers/server';
 
 const ROOT = resolve(import.meta.dir, '..');
-let server: TestServer;
+let server: InProcessServer;
 
 beforeAll(async () => {
   // The README's defaults: the model that ships with the server.
-  server = await TestServer.start({ env: { KB_API_KEYS: 'org-demo:change-me' } });
+  server = await InProcessServer.start({ env: { KB_API_KEYS: 'org-demo:change-me' } });
 });
 afterAll(async () => {
   await server.stop();
   server.cleanup();
 });
 
-test('"Try it" runs as pasted: a knowledge base, an item, three searches and the progress', () => {
+test('"Try it" runs as pasted: a knowledge base, an item, three searches and the progress', async () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
   const block = /<!-- try-it[^>]*-->\n```sh\n([\s\S]*?)```/.exec(readme)?.[1];
   if (!block) throw new Error('README has no try-it block');
   expect(block).toContain('URL=localhost:3000\n');
   const script = block.replace('URL=localhost:3000\n', `URL=${server.url}\n`);
-  const run = Bun.spawnSync(['sh', '-c', script], { cwd: ROOT });
-  expect(run.stderr.toString()).toBe('');
-  expect(run.exitCode).toBe(0);
-  const lines = run.stdout.toString().trim().split('\n').map((l) => JSON.parse(l));
+  // Asynchronously: the server runs in this process, and a blocking spawn would stop it answering.
+  const run = Bun.spawn(['sh', '-c', script], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' });
+  const [stdout, stderr, exitCode] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited]);
+  expect(stderr).toBe('');
+  expect(exitCode).toBe(0);
+  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
   expect(lines).toHaveLength(4);
   expect(lines[0]).toMatchObject({ success: true, data: { status: 'ready' } });
   expect(lines[1].data[0].contentChunk).toBe('Refunds are issued within 14 days.');

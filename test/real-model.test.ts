@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { analyze } from '../engine/index';
-import { addContent, createKb, TestServer } from './helpers/server';
+import { addContent, createKb, InProcessServer } from './helpers/server';
 
 const MODELS = resolve(import.meta.dir, '..', '..', 'shared', 'models');
 const MODEL = 'Xenova/all-MiniLM-L6-v2';
@@ -93,7 +93,7 @@ const HYBRID_CASES: HybridCase[] = [
 
 // --- the server and its data ---------------------------------------------------------------------
 
-let server: TestServer;
+let server: InProcessServer;
 let dataDir: string;
 let topicsKb: string;
 /** content id → topic name, for readable failures. */
@@ -101,7 +101,7 @@ const topicOf = new Map<string, Topic>();
 const idOf = {} as Record<Topic, string>;
 const hybridKbs: Array<{ kb: string; ids: Record<keyof HybridCase['docs'], string>; names: Map<string, string> }> = [];
 
-async function search(s: TestServer, kb: string, mode: Mode, query: string): Promise<any[]> {
+async function search(s: InProcessServer, kb: string, mode: Mode, query: string): Promise<any[]> {
   const res = await s.api('POST', `${API}/${kb}/search/${mode}`, { query });
   expect({ mode, query, status: res.status }).toEqual({ mode, query, status: 200 });
   return res.body.data;
@@ -110,7 +110,7 @@ async function search(s: TestServer, kb: string, mode: Mode, query: string): Pro
 beforeAll(async () => {
   expect(existsSync(join(MODELS, MODEL, 'onnx', 'model.onnx'))).toBe(true);
   // The first run never snapshots at shutdown, so the first restart replays the log.
-  server = await TestServer.start({ env: { ...ENV, SNAPSHOT_ON_SHUTDOWN: 'false' } });
+  server = await InProcessServer.start({ env: { ...ENV, SNAPSHOT_ON_SHUTDOWN: 'false' } });
   dataDir = server.dataDir;
 
   // ?wait=true (decisions.md): each create answers once the item is indexed (addContent checks
@@ -134,7 +134,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (server && server.proc.exitCode === null) await server.stop();
+  await server?.stop();
   server?.cleanup();
 });
 
@@ -205,7 +205,7 @@ describe('TEXT_HIGH_QUALITY with all-MiniLM-L6-v2 from the shared model folder',
 
   test('every answer is identical after a restart: from the log, then from the shutdown snapshot', async () => {
     /** Every search of this file on every knowledge base, and the configurations. */
-    const everything = async (s: TestServer) => {
+    const everything = async (s: InProcessServer) => {
       const out: unknown[] = [];
       for (const kb of [topicsKb, ...hybridKbs.map((h) => h.kb)]) {
         out.push({ kb, configuration: (await s.api('GET', `${API}/${kb}/configuration`)).body });
@@ -215,13 +215,13 @@ describe('TEXT_HIGH_QUALITY with all-MiniLM-L6-v2 from the shared model folder',
       }
       return out;
     };
-    const recovered = (s: TestServer) => JSON.parse(s.output.find((l) => l.includes('"msg":"state recovered"'))!).recovery;
+    const recovered = (s: InProcessServer) => JSON.parse(s.output.find((l) => l.includes('"msg":"state recovered"'))!).recovery;
     const before = await everything(server);
     expect(before.length).toBe(3 + (PARAPHRASES.length + HYBRID_CASES.length) * MODES.length);
 
     for (const from of ['log', 'snapshot'] as const) {
       expect(await server.stop()).toBe(0);
-      server = await TestServer.start({ dataDir, env: ENV });
+      server = await InProcessServer.start({ dataDir, env: ENV });
       const recovery = recovered(server);
       if (from === 'log') expect(recovery.snapshot).toBeUndefined();
       else expect(recovery.snapshot?.seq).toBeGreaterThan(0);

@@ -205,14 +205,9 @@ describe('USE-Lite when it is asked for', () => {
 
 describe('resolution', () => {
   function configWith(env: Record<string, string>) {
-    const saved = { ...process.env };
-    for (const key of ['EMBEDDING_MODEL_DIR', 'EMBEDDING_PRECISION', 'HIGH_QUALITY_MODEL', 'COST_EFFECTIVE_MODEL']) delete process.env[key];
-    Object.assign(process.env, env);
-    try {
-      return loadConfig();
-    } finally {
-      process.env = saved;
-    }
+    const others = { ...process.env };
+    for (const key of ['EMBEDDING_MODEL_DIR', 'EMBEDDING_PRECISION', 'HIGH_QUALITY_MODEL', 'COST_EFFECTIVE_MODEL']) delete others[key];
+    return loadConfig({ ...others, ...env });
   }
 
   test('whatever EMBEDDING_MODEL_DIR is, the shipped model serves, int8 (its only export)', () => {

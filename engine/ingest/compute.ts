@@ -39,9 +39,11 @@ export class Compute {
   constructor(options: ComputeOptions) {
     const url = options.workerUrl ?? workerUrl('ingest');
     const settings = options.settings ?? {};
+    // On close, a batch being embedded finishes first: stopping a thread inside ONNX Runtime aborts the process.
+    const closeGraceMs = 10_000;
     // Bulk work yields the CPU to requests and to the query lane (see workers/priority.ts).
-    this.documents = new WorkerPool({ size: options.documentWorkers, workerUrl: url, init: { ...settings, niceness: BACKGROUND_NICENESS } });
-    this.queries = new WorkerPool({ size: options.queryWorkers ?? 1, workerUrl: url, init: settings });
+    this.documents = new WorkerPool({ size: options.documentWorkers, workerUrl: url, init: { ...settings, niceness: BACKGROUND_NICENESS }, closeGraceMs });
+    this.queries = new WorkerPool({ size: options.queryWorkers ?? 1, workerUrl: url, init: settings, closeGraceMs });
     this.cache = new LRUCache({ max: options.queryCacheSize ?? 2048 });
     this.batch = { texts: options.batchSize ?? 16, chars: options.batchChars ?? 2048, tokens: options.batchTokens ?? 256 };
   }

@@ -39,6 +39,12 @@ export interface WorkerPoolOptions {
   memoryLimitBytes?: number;
   /** How often memory is sampled while requests run (default 25 ms). */
   memorySampleMs?: number;
+  /**
+   * On close, a busy worker may finish its request (the answer is dropped) for up to this long
+   * before it is stopped: stopping a thread inside a native call (ONNX Runtime) aborts the whole
+   * process. Default 0: stopped at once.
+   */
+  closeGraceMs?: number;
 }
 
 interface Job {
@@ -215,11 +221,26 @@ export class WorkerPool {
     this.closed = true;
     clearInterval(this.memoryTimer);
     for (const job of this.queue.splice(0)) job.reject(new WorkerFailure('closed', 'worker pool closed'));
+    const stopped: Promise<void>[] = [];
     for (const slot of this.slots) {
       if (slot.job?.timer) clearTimeout(slot.job.timer);
       slot.job?.reject(new WorkerFailure('closed', 'worker pool closed'));
+      stopped.push(stopWorker(slot.worker, slot.job ? (this.options.closeGraceMs ?? 0) : 0));
       slot.job = undefined;
-      slot.worker.terminate();
     }
+    await Promise.all(stopped);
   }
+}
+
+/** Stop a worker once it answers its request in flight, or after `graceMs` (at once when 0). */
+async function stopWorker(worker: Worker, graceMs: number): Promise<void> {
+  if (graceMs > 0) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, graceMs);
+      const done = () => (clearTimeout(timer), resolve());
+      worker.addEventListener('message', done, { once: true });
+      worker.addEventListener('close', done, { once: true });
+    });
+  }
+  worker.terminate();
 }

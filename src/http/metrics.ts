@@ -5,8 +5,22 @@ import client from 'prom-client';
 import type { Engine, ReplicationStatus } from '../../engine';
 import type { SnapshotStatus } from '../../snapshots';
 
+// The process defaults (CPU, memory, event loop lag, GC) are collected once per process: each
+// collection starts an event-loop monitor and a GC observer that are never stopped, and a test
+// process runs many servers. Every server's /metrics shows them.
+let processDefaults: client.Registry | undefined;
+function processRegistry(): client.Registry {
+  if (!processDefaults) {
+    processDefaults = new client.Registry();
+    client.collectDefaultMetrics({ register: processDefaults, prefix: 'kb_' });
+  }
+  return processDefaults;
+}
+
 export class Metrics {
   readonly registry = new client.Registry();
+  // Collected from the first server on, as from the start of a server process.
+  private readonly processDefaults = processRegistry();
   private readonly requests = new client.Counter({
     name: 'kb_http_requests_total',
     help: 'HTTP requests by method, route and status',
@@ -35,7 +49,6 @@ export class Metrics {
   });
 
   constructor(engine: () => Engine | undefined, snapshots: () => SnapshotStatus | undefined = () => undefined) {
-    client.collectDefaultMetrics({ register: this.registry, prefix: 'kb_' });
     const registry = this.registry;
     // One engine reading per scrape, shared by every gauge (each reading walks all content items).
     const reading = () => (this.reading ??= engine()?.metrics());
@@ -141,7 +154,7 @@ export class Metrics {
 
   async render(): Promise<{ body: string; contentType: string }> {
     try {
-      return { body: await this.registry.metrics(), contentType: this.registry.contentType };
+      return { body: await client.Registry.merge([this.registry, this.processDefaults]).metrics(), contentType: this.registry.contentType };
     } finally {
       this.reading = undefined;
     }

@@ -1,9 +1,9 @@
 // Authentication, organization isolation, operations routes and the error envelope, over real HTTP.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { addContent, createKb, KEY, ORG, OTHER_KEY, OTHER_ORG, TestServer } from '../helpers/server';
+import { addContent, createKb, KEY, ORG, OTHER_KEY, OTHER_ORG, InProcessServer } from '../helpers/server';
 import { API, expectError, expectNoLeak } from './util';
 
-let server: TestServer;
+let server: InProcessServer;
 let kb: string; // of ORG
 let content: string; // in kb
 let foreignKb: string; // of OTHER_ORG
@@ -11,7 +11,7 @@ let foreignContent: string; // in foreignKb
 const other = { org: OTHER_ORG, key: OTHER_KEY };
 
 beforeAll(async () => {
-  server = await TestServer.start();
+  server = await InProcessServer.start();
   kb = await createKb(server, 'Mine');
   content = await addContent(server, kb, 'confidential falcon notes', { owner: 'me' });
   const res = await server.api('POST', `${API}/knowledge-bases`, { name: 'Theirs', description: 'foreign', type: 'TEXT_COST_EFFECTIVE' }, other);

@@ -1,16 +1,16 @@
 // Content endpoints (text only) over real HTTP: create, get, list with pagination, update, delete,
 // validation, and the byte limits (a second server with small limits).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { addContent, createKb, TestServer } from '../helpers/server';
+import { addContent, createKb, InProcessServer } from '../helpers/server';
 import { API, expectError, expectIsoMs, expectNamesField, expectValidation, unknownId } from './util';
 
-let server: TestServer;
-let small: TestServer; // MAX_TEXT_BYTES=1000, MAX_JSON_BODY_BYTES=2048
+let server: InProcessServer;
+let small: InProcessServer; // MAX_TEXT_BYTES=1000, MAX_JSON_BODY_BYTES=2048
 
 beforeAll(async () => {
   [server, small] = await Promise.all([
-    TestServer.start(),
-    TestServer.start({ env: { MAX_TEXT_BYTES: '1000', MAX_JSON_BODY_BYTES: '2048' } }),
+    InProcessServer.start(),
+    InProcessServer.start({ env: { MAX_TEXT_BYTES: '1000', MAX_JSON_BODY_BYTES: '2048' } }),
   ]);
 });
 
@@ -22,20 +22,20 @@ afterAll(async () => {
 
 const contents = (kb: string) => `${API}/knowledge-bases/${kb}/contents`;
 
-async function getContent(s: TestServer, kb: string, id: string) {
+async function getContent(s: InProcessServer, kb: string, id: string) {
   const res = await s.api('GET', `${contents(kb)}/${id}`);
   expect(res.status).toBe(200);
   expect(res.body.success).toBe(true);
   return res.body.data;
 }
 
-async function search(s: TestServer, kb: string, query: string, extra: Record<string, unknown> = {}) {
+async function search(s: InProcessServer, kb: string, query: string, extra: Record<string, unknown> = {}) {
   const res = await s.api('POST', `${API}/knowledge-bases/${kb}/search/full-text`, { query, ...extra });
   expect(res.status).toBe(200);
   return res.body.data as any[];
 }
 
-async function total(s: TestServer, kb: string): Promise<number> {
+async function total(s: InProcessServer, kb: string): Promise<number> {
   const res = await s.api('GET', contents(kb));
   expect(res.status).toBe(200);
   return res.body.total;

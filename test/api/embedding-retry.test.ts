@@ -2,7 +2,7 @@
 // first error; items that did fail are found by full-text search and can be re-indexed once the
 // endpoint is back, and all of it survives a restart.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { createKb, TestServer } from '../helpers/server';
+import { createKb, InProcessServer } from '../helpers/server';
 import { API, expectError } from './util';
 
 const DIMS = 8;
@@ -46,13 +46,13 @@ const env = (url: string, attempts: number) => ({
   EMBEDDING_RETRY_MAX_MS: '300',
 });
 
-async function statusOf(server: TestServer, kb: string, id: string): Promise<any> {
+async function statusOf(server: InProcessServer, kb: string, id: string): Promise<any> {
   const res = await server.api('GET', `${API}/knowledge-bases/${kb}/contents/${id}`);
   expect(res.status).toBe(200);
   return res.body.data;
 }
 
-async function waitFor(server: TestServer, kb: string, id: string, status: string, timeoutMs = 30_000): Promise<any> {
+async function waitFor(server: InProcessServer, kb: string, id: string, status: string, timeoutMs = 30_000): Promise<any> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const item = await statusOf(server, kb, id);
@@ -62,7 +62,7 @@ async function waitFor(server: TestServer, kb: string, id: string, status: strin
   }
 }
 
-async function ids(server: TestServer, kb: string, mode: string, query: string): Promise<string[]> {
+async function ids(server: InProcessServer, kb: string, mode: string, query: string): Promise<string[]> {
   const res = await server.api('POST', `${API}/knowledge-bases/${kb}/search/${mode}`, { query });
   expect(res.status).toBe(200);
   return res.body.data.map((h: any) => h.contentId);
@@ -70,10 +70,10 @@ async function ids(server: TestServer, kb: string, mode: string, query: string):
 
 describe('embedding endpoint down for a while', () => {
   const endpoint = flakyEndpoint();
-  let server: TestServer;
+  let server: InProcessServer;
 
   beforeAll(async () => {
-    server = await TestServer.start({ env: env(endpoint.url, 50) });
+    server = await InProcessServer.start({ env: env(endpoint.url, 50) });
   });
 
   afterAll(async () => {
@@ -102,13 +102,13 @@ describe('embedding endpoint down for a while', () => {
 
 describe('re-indexing failed items', () => {
   const endpoint = flakyEndpoint();
-  let server: TestServer;
+  let server: InProcessServer;
   let kb: string;
   let first: string;
   let second: string;
 
   beforeAll(async () => {
-    server = await TestServer.start({ env: env(endpoint.url, 2) });
+    server = await InProcessServer.start({ env: env(endpoint.url, 2) });
   });
 
   afterAll(async () => {
@@ -128,7 +128,7 @@ describe('re-indexing failed items', () => {
     expect(await ids(server, kb, 'full-text', 'volcanoes')).toEqual([first]);
     // Still failed after a restart: the failure is in the log.
     await server.stop();
-    server = await TestServer.start({ dataDir: server.dataDir, env: env(endpoint.url, 2) });
+    server = await InProcessServer.start({ dataDir: server.dataDir, env: env(endpoint.url, 2) });
     expect((await statusOf(server, kb, first)).status).toBe('failed');
     expect(await ids(server, kb, 'full-text', 'volcanoes')).toEqual([first]);
   });
@@ -154,7 +154,7 @@ describe('re-indexing failed items', () => {
     expect(res.body).toEqual({ success: true, data: { queued: 1 } });
     await waitFor(server, kb, second, 'ready');
     await server.stop();
-    server = await TestServer.start({ dataDir: server.dataDir, env: env(endpoint.url, 2) });
+    server = await InProcessServer.start({ dataDir: server.dataDir, env: env(endpoint.url, 2) });
     for (const id of [first, second]) expect((await statusOf(server, kb, id)).status).toBe('ready');
     expect(await ids(server, kb, 'semantic', 'tides moon')).toContain(second);
   });

@@ -7,15 +7,15 @@
 // serves by default; either way TEXT_HIGH_QUALITY is served by MiniLM.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { join } from 'node:path';
-import { addContent, createKb, TestServer } from '../helpers/server';
+import { addContent, createKb, InProcessServer } from '../helpers/server';
 import { API, expectSearchAnswer } from './util';
 
 const MODELS = join(import.meta.dir, '..', '..', '..', 'shared', 'models');
 
-let server: TestServer;
+let server: InProcessServer;
 
 beforeAll(async () => {
-  server = await TestServer.start({ env: { EMBEDDING_MODEL_DIR: MODELS, HIGH_QUALITY_MODEL: 'auto' } });
+  server = await InProcessServer.start({ env: { EMBEDDING_MODEL_DIR: MODELS, HIGH_QUALITY_MODEL: 'auto' } });
 });
 
 afterAll(async () => {
@@ -81,7 +81,7 @@ describe('a lone weak keyword match is not lifted by being the only one', () => 
 
 describe('items of several chunks (item-aware full-text scores)', () => {
   let kb: string;
-  let small: TestServer;
+  let small: InProcessServer;
   // Paragraphs of about 150 characters; with 150-character chunks each item has several chunks.
   const ITEMS = [
     'Solar panels on the warehouse roof. The installation covers four thousand square metres and was finished last spring.\n\nOutput peaks at noon in June, when the panels deliver about eight hundred kilowatts to the grid.\n\nMaintenance crews clean the glass twice a year and replace damaged cells.',
@@ -91,7 +91,7 @@ describe('items of several chunks (item-aware full-text scores)', () => {
   ];
 
   beforeAll(async () => {
-    small = await TestServer.start({ env: { EMBEDDING_MODEL_DIR: MODELS, HIGH_QUALITY_MODEL: 'auto', CHUNK_SIZE: '150', CHUNK_OVERLAP: '15' } });
+    small = await InProcessServer.start({ env: { EMBEDDING_MODEL_DIR: MODELS, HIGH_QUALITY_MODEL: 'auto', CHUNK_SIZE: '150', CHUNK_OVERLAP: '15' } });
     const res = await small.api('POST', '/api/v1/knowledge-bases', { name: 'Facilities', type: 'TEXT_HIGH_QUALITY' });
     kb = res.body.data.id;
     for (const text of ITEMS) {

@@ -5,13 +5,13 @@
 // chunks' plain BM25 and cosine (item-aware scoring: test/api/hybrid-scoring.test.ts).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { analyze } from '../../engine';
-import { addContent, createKb, OTHER_KEY, OTHER_ORG, TestServer } from '../helpers/server';
+import { addContent, createKb, OTHER_KEY, OTHER_ORG, InProcessServer } from '../helpers/server';
 import { API, expectError, expectSearchAnswer, expectValidation, unknownId } from './util';
 
-let server: TestServer;
+let server: InProcessServer;
 
 beforeAll(async () => {
-  server = await TestServer.start();
+  server = await InProcessServer.start();
 });
 
 afterAll(async () => {

@@ -1,14 +1,14 @@
 // Knowledge-base endpoints over real HTTP: create, list, get, configuration, update, delete, and
 // the validation and not-found rows of decisions.md.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { addContent, createKb, KEY, ORG, OTHER_KEY, OTHER_ORG, TestServer } from '../helpers/server';
+import { addContent, createKb, KEY, ORG, OTHER_KEY, OTHER_ORG, InProcessServer } from '../helpers/server';
 import { API, expectError, expectIsoMs, expectNamesField, expectValidation, unknownId } from './util';
 
-let server: TestServer;
+let server: InProcessServer;
 const other = { org: OTHER_ORG, key: OTHER_KEY };
 
 beforeAll(async () => {
-  server = await TestServer.start();
+  server = await InProcessServer.start();
 });
 
 afterAll(async () => {

@@ -3,16 +3,16 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Elysia } from 'elysia';
 import { orgContext } from '../../src/http/auth';
-import { createKb, OTHER_KEY, OTHER_ORG, TestServer } from '../helpers/server';
+import { createKb, OTHER_KEY, OTHER_ORG, InProcessServer } from '../helpers/server';
 import { API, expectError, expectValidation } from './util';
 
-let server: TestServer;
+let server: InProcessServer;
 // Search bounds below the defaults (4096 characters, 100 hits).
 const QUERY_CHARS = 64;
 const SEARCH_LIMIT = 20;
 
 beforeAll(async () => {
-  server = await TestServer.start({ env: { MAX_QUERY_CHARS: String(QUERY_CHARS), MAX_SEARCH_LIMIT: String(SEARCH_LIMIT), LIST_TEXT_CHARS: '50', MAX_KNOWLEDGE_BASES_PER_ORG: '3', MAX_CONTENTS_PER_ORG: '4' } });
+  server = await InProcessServer.start({ env: { MAX_QUERY_CHARS: String(QUERY_CHARS), MAX_SEARCH_LIMIT: String(SEARCH_LIMIT), LIST_TEXT_CHARS: '50', MAX_KNOWLEDGE_BASES_PER_ORG: '3', MAX_CONTENTS_PER_ORG: '4' } });
 });
 
 afterAll(async () => {

@@ -1,13 +1,13 @@
 // POST /knowledge-bases/:id/search/full-text over real HTTP: ranking, hit shape, limits,
 // validation, metadata filters, determinism and text analysis.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { addContent, createKb, TestServer } from '../helpers/server';
+import { addContent, createKb, InProcessServer } from '../helpers/server';
 import { API, expectError, expectSearchAnswer, expectNamesField, expectValidation, unknownId } from './util';
 
-let server: TestServer;
+let server: InProcessServer;
 
 beforeAll(async () => {
-  server = await TestServer.start();
+  server = await InProcessServer.start();
 });
 
 afterAll(async () => {

@@ -3,13 +3,13 @@
 // deletes, vectors kept across restarts (graceful and kill -9), and the HTTP embedding provider
 // (a failing endpoint → 502 EMBEDDING_FAILED / failed content; a fake endpoint → end to end).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { addContent, createKb, OTHER_KEY, OTHER_ORG, TestServer } from '../helpers/server';
+import { addContent, createKb, OTHER_KEY, OTHER_ORG, InProcessServer, type RunningServer, TestServer } from '../helpers/server';
 import { API, expectError, expectNoLeak, expectSearchAnswer, expectValidation, unknownId } from './util';
 
-let server: TestServer;
+let server: RunningServer;
 
 beforeAll(async () => {
-  server = await TestServer.start();
+  server = await InProcessServer.start();
 });
 
 afterAll(async () => {
@@ -19,7 +19,7 @@ afterAll(async () => {
 
 const searchPath = (kb: string, mode = 'semantic') => `${API}/knowledge-bases/${kb}/search/${mode}`;
 
-async function search(kb: string, body: Record<string, unknown>, mode = 'semantic', on: TestServer = server): Promise<any[]> {
+async function search(kb: string, body: Record<string, unknown>, mode = 'semantic', on: RunningServer = server): Promise<any[]> {
   const res = await on.api('POST', searchPath(kb, mode), body);
   expect({ status: res.status, body: res.body }).toMatchObject({ status: 200, body: { success: true } });
   expect(Array.isArray(res.body.data)).toBe(true);
@@ -395,6 +395,7 @@ describe('restart keeps the vectors without re-embedding', () => {
     const before = await picture();
     const dataDir = server.dataDir;
     expect(await server.stop()).toBe(0);
+    // Back as a process: the next test crashes it (kill -9).
     server = await TestServer.start({ dataDir });
     await expectAllReadyNow();
     expect(await picture()).toEqual(before);
@@ -403,6 +404,7 @@ describe('restart keeps the vectors without re-embedding', () => {
   test('kill -9 and start on the same data directory: identical hits and scores', async () => {
     const before = await picture();
     const dataDir = server.dataDir;
+    if (!(server instanceof TestServer)) throw new Error('kill -9 takes the server process the previous test started');
     await server.kill9();
     server = await TestServer.start({ dataDir });
     await expectAllReadyNow();
@@ -462,10 +464,10 @@ const httpEnv = (url: string) => ({
 
 describe('HTTP embedding provider', () => {
   let port: number;
-  let failing: TestServer;
+  let failing: InProcessServer;
   let fake: ReturnType<typeof Bun.serve>;
   const requests: { method: string; path: string; body: any }[] = [];
-  let working: TestServer;
+  let working: InProcessServer;
 
   beforeAll(async () => {
     port = deadPort();
@@ -486,7 +488,7 @@ describe('HTTP embedding provider', () => {
     });
     // Embedding retries short, so an unreachable endpoint ends in `failed` within the test.
     const failingEnv = { ...httpEnv(`http://127.0.0.1:${port}`), EMBEDDING_RETRY_ATTEMPTS: '2', EMBEDDING_RETRY_BASE_MS: '100' };
-    [failing, working] = await Promise.all([TestServer.start({ env: failingEnv }), TestServer.start({ env: httpEnv(`http://127.0.0.1:${fake.port}`) })]);
+    [failing, working] = await Promise.all([InProcessServer.start({ env: failingEnv }), InProcessServer.start({ env: httpEnv(`http://127.0.0.1:${fake.port}`) })]);
   });
 
   afterAll(async () => {

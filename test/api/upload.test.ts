@@ -12,7 +12,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PDFDocument } from 'pdf-lib';
 import { enc, randomBytes, sampleDocx, textPdf, textPng, utf16 } from '../extract/fixtures';
-import { createKb, KEY, ORG, OTHER_KEY, OTHER_ORG, TestServer, type ApiResponse } from '../helpers/server';
+import { createKb, KEY, ORG, OTHER_KEY, OTHER_ORG, InProcessServer, type RunningServer, TestServer, type ApiResponse } from '../helpers/server';
 import { API, expectError, expectNamesField, expectValidation, unknownId } from './util';
 
 const MAIN_ENV = { CHUNK_SIZE: '300', CHUNK_OVERLAP: '0' };
@@ -20,11 +20,12 @@ const SMALL_ENV = { MAX_FILE_BYTES: '100000', MAX_TEXT_BYTES: '2000' };
 const DOCX_TYPE = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
 const CONTENT_ID = /^ct_[0-9a-f]{28}$/;
 
+// A process: the last test crashes it (kill -9).
 let server: TestServer;
-let small: TestServer;
+let small: InProcessServer;
 
 beforeAll(async () => {
-  [server, small] = await Promise.all([TestServer.start({ env: MAIN_ENV }), TestServer.start({ env: SMALL_ENV })]);
+  [server, small] = await Promise.all([TestServer.start({ env: MAIN_ENV }), InProcessServer.start({ env: SMALL_ENV })]);
 });
 
 afterAll(async () => {
@@ -36,7 +37,7 @@ afterAll(async () => {
 // --- helpers ----------------------------------------------------------------------------------
 
 const contents = (kb: string) => `${API}/knowledge-bases/${kb}/contents`;
-const fileUrl = (s: TestServer, kb: string, wait = true) => `${s.url}${contents(kb)}/file${wait ? '?wait=true' : ''}`;
+const fileUrl = (s: RunningServer, kb: string, wait = true) => `${s.url}${contents(kb)}/file${wait ? '?wait=true' : ''}`;
 const authHeaders = (org = ORG, key = KEY): Record<string, string> => ({ 'x-service-organization-id': org, 'x-service-api-key': key });
 
 async function toApi(res: Response): Promise<ApiResponse> {
@@ -56,7 +57,7 @@ interface UploadFile {
 
 /** A real multipart upload built by fetch from FormData (so fetch sets Content-Length). */
 async function upload(
-  s: TestServer,
+  s: RunningServer,
   kb: string,
   file: UploadFile | null,
   options: { metadata?: string; fields?: Record<string, string>; wait?: boolean; auth?: Record<string, string>; extraFiles?: UploadFile[] } = {},
@@ -71,7 +72,7 @@ async function upload(
 }
 
 /** Upload that must be accepted and become ready; returns the content id. */
-async function uploadReady(s: TestServer, kb: string, file: UploadFile, options: { metadata?: string } = {}): Promise<string> {
+async function uploadReady(s: RunningServer, kb: string, file: UploadFile, options: { metadata?: string } = {}): Promise<string> {
   const res = await upload(s, kb, file, options);
   if (res.status !== 201) throw new Error(`upload of ${file.name} failed: ${res.status} ${JSON.stringify(res.body)}`);
   expect(res.body.success).toBe(true);
@@ -111,25 +112,25 @@ function streamOf(bytes: Uint8Array, chunkSize = 16 * 1024): ReadableStream<Uint
   });
 }
 
-async function getContent(s: TestServer, kb: string, id: string): Promise<any> {
+async function getContent(s: RunningServer, kb: string, id: string): Promise<any> {
   const res = await s.api('GET', `${contents(kb)}/${id}`);
   expect(res.status).toBe(200);
   return res.body.data;
 }
 
-async function search(s: TestServer, kb: string, query: string, extra: Record<string, unknown> = {}): Promise<any[]> {
+async function search(s: RunningServer, kb: string, query: string, extra: Record<string, unknown> = {}): Promise<any[]> {
   const res = await s.api('POST', `${API}/knowledge-bases/${kb}/search/full-text`, { query, ...extra });
   expect(res.status).toBe(200);
   return res.body.data;
 }
 
-async function total(s: TestServer, kb: string): Promise<number> {
+async function total(s: RunningServer, kb: string): Promise<number> {
   const res = await s.api('GET', contents(kb));
   expect(res.status).toBe(200);
   return res.body.total;
 }
 
-const filesDir = (s: TestServer, kb: string) => join(s.dataDir, 'files', kb);
+const filesDir = (s: RunningServer, kb: string) => join(s.dataDir, 'files', kb);
 const listDir = (dir: string) => (existsSync(dir) ? readdirSync(dir) : []);
 
 /** Waits (the engine removes originals in the background) until `check` holds. */
@@ -143,7 +144,7 @@ async function eventually(check: () => boolean, timeoutMs = 3000): Promise<boole
 }
 
 /** A refused upload left nothing behind: no item, no original, no temporary file. */
-async function expectNothingStored(s: TestServer, kb: string): Promise<void> {
+async function expectNothingStored(s: RunningServer, kb: string): Promise<void> {
   expect(await total(s, kb)).toBe(0);
   expect(listDir(filesDir(s, kb))).toEqual([]);
   // Temporary files are removed before the answer; allow a moment for a stray write stream.
@@ -354,7 +355,7 @@ describe('size limits', () => {
   const big = () => enc('lorem ipsum dolor sit amet '.repeat(Math.ceil(200_000 / 27)).slice(0, 200_000));
 
   /** The server is still up (a refused upload must never take the process down). */
-  async function expectAlive(s: TestServer): Promise<void> {
+  async function expectAlive(s: RunningServer): Promise<void> {
     const res = await fetch(`${s.url}/health`).catch((err: Error) => err);
     expect(res instanceof Response ? res.status : `server gone (${String(res)}); last output:\n${s.output.slice(-6).join('\n')}`).toBe(200);
   }

@@ -186,15 +186,8 @@ describe('NATS over TLS', () => {
 describe('settings refused at start', () => {
   /** loadConfig() under these CLUSTER_NATS_* variables (and no others). */
   function configWith(env: Record<string, string>) {
-    const saved = { ...process.env };
-    for (const k of Object.keys(process.env)) if (k.startsWith('CLUSTER_NATS_')) delete process.env[k];
-    Object.assign(process.env, { CLUSTER_NATS_URLS: 'nats://127.0.0.1:1', ...env });
-    try {
-      return loadConfig().cluster!;
-    } finally {
-      for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
-      Object.assign(process.env, saved);
-    }
+    const others = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CLUSTER_NATS_')));
+    return loadConfig({ ...others, CLUSTER_NATS_URLS: 'nats://127.0.0.1:1', ...env }).cluster!;
   }
 
   test('a file not there, half a pair, two ways of authenticating, a malformed seed or URL: an error naming the variable', () => {

@@ -7,7 +7,7 @@
 //   short Host with a path prefix, absolute-form targets, malformed Host values, dot segments
 //   and trailing slashes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { KEY, ORG, OTHER_KEY, OTHER_ORG, TestServer } from '../helpers/server';
+import { KEY, ORG, OTHER_KEY, OTHER_ORG, InProcessServer } from '../helpers/server';
 import { API, call, expectEnvelope, expectErrorAnswer, expectRawEnvelope, expectSameState, fingerprint, printServerErrors, rawRequest, reportRequests, requestsSent, type Answer, type Auth, type RawAnswer } from './util';
 
 const startedAt = requestsSent();
@@ -16,14 +16,14 @@ const SECRET_TEXT = 'confidential falcon migration notes';
 const KB_NAME = 'Mine only';
 const KB_DESCRIPTION = 'private description';
 
-let server: TestServer;
+let server: InProcessServer;
 let kb: string; // of ORG
 let content: string; // in kb
 let foreignKb: string; // of OTHER_ORG
 
 beforeAll(async () => {
   // Hundreds of refused credentials from one address are the point here: no per-address limit.
-  server = await TestServer.start({ env: { AUTH_REFUSED_BURST: '1000000' } });
+  server = await InProcessServer.start({ env: { AUTH_REFUSED_BURST: '1000000' } });
   const created = await call(server, 'POST', `${API}/knowledge-bases`, { name: KB_NAME, description: KB_DESCRIPTION, type: 'TEXT_HIGH_QUALITY' });
   expect(created.status).toBe(201);
   kb = created.body.data.id;

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
 import { KB_TYPES } from '../../src/kb-types';
 import { expectNamesField } from '../api/util';
-import { TestServer } from '../helpers/server';
+import { InProcessServer } from '../helpers/server';
 import {
   arr,
   bodyFor,
@@ -38,14 +38,14 @@ const RUNS = 250;
 const BATCH = 20;
 const startedAt = requestsSent();
 
-let server: TestServer;
+let server: InProcessServer;
 let kb: string; // TEXT_HIGH_QUALITY, the target of every fuzzed request
 let target: string; // content item of kb the PUT requests aim at
 let other: string; // a second knowledge base, so the fingerprint covers more than one
 
 beforeAll(async () => {
   // No rate limit: the fuzzer sends requests back to back and a 429 would only hide answers.
-  server = await TestServer.start({ env: { RATE_LIMIT_RPS: '0' } });
+  server = await InProcessServer.start({ env: { RATE_LIMIT_RPS: '0' } });
   const mk = async (body: unknown) => {
     const res = await call(server, 'POST', `${API}/knowledge-bases`, body);
     if (res.status !== 201) throw new Error(`create KB: ${res.status} ${res.raw}`);

@@ -4,7 +4,7 @@
 // is indexed after at most the batches already sent to the document workers when it arrived, not
 // after B's whole backlog (before the fix: first come, first served, A ready after all of B's).
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { OTHER_KEY, OTHER_ORG, TestServer } from '../helpers/server';
+import { OTHER_KEY, OTHER_ORG, InProcessServer } from '../helpers/server';
 import { API, call, printServerErrors, reportRequests, requestsSent, type Auth } from './util';
 
 const startedAt = requestsSent();
@@ -15,7 +15,7 @@ const BACKLOG = 150;
 const BATCH_ITEMS = 16;
 const IN_FLIGHT = 2;
 
-let server: TestServer;
+let server: InProcessServer;
 let kbA: string;
 let kbB: string;
 
@@ -41,7 +41,7 @@ async function statuses(kb: string, auth?: Auth): Promise<{ pending: number; pro
 }
 
 beforeAll(async () => {
-  server = await TestServer.start();
+  server = await InProcessServer.start();
   kbA = await createKb('A small');
   kbB = await createKb('B backlog', B);
   // Warm up both (the model loads on first use), so the measurement is indexing alone.

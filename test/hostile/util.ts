@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { STATUS_OF } from '../../src/errors';
 import { expectNoLeak } from '../api/util';
-import { KEY, ORG, type TestServer } from '../helpers/server';
+import { KEY, ORG, type RunningServer } from '../helpers/server';
 
 export const API = '/api/v1';
 
@@ -59,7 +59,7 @@ function parse(raw: string): unknown {
  * anything else is JSON.stringify'd; FormData is sent as multipart.
  */
 export async function call(
-  server: TestServer,
+  server: RunningServer,
   method: string,
   path: string,
   body?: unknown,
@@ -93,7 +93,7 @@ export interface UploadOptions {
 }
 
 /** A multipart upload to POST …/contents/file (FormData, so fetch sets the length and boundary). */
-export function upload(server: TestServer, kb: string, options: UploadOptions = {}): Promise<Answer> {
+export function upload(server: RunningServer, kb: string, options: UploadOptions = {}): Promise<Answer> {
   const form = new FormData();
   form.append('file', new Blob([options.bytes ?? 'hostile upload about falcons'], { type: 'application/octet-stream' }), options.name ?? 'note.txt');
   if (options.metadata !== undefined) form.append('metadata', options.metadata);
@@ -147,7 +147,7 @@ export function expectErrorAnswer(res: Answer, status: number, codes: string | s
  * configuration), each KB's contents list with total, and a fixed full-text search in each KB.
  * Taken before and after rejected requests, it must not change.
  */
-export async function fingerprint(server: TestServer, auth: Auth = MINE, query = 'falcon'): Promise<string> {
+export async function fingerprint(server: RunningServer, auth: Auth = MINE, query = 'falcon'): Promise<string> {
   const kbs = await call(server, 'GET', `${API}/knowledge-bases?limit=100`, undefined, auth);
   if (kbs.status !== 200) throw new Error(`fingerprint: list KBs → ${kbs.status} ${kbs.raw}`);
   const parts: unknown[] = [{ kbs: kbs.body.data, total: kbs.body.total }];
@@ -185,7 +185,7 @@ export interface RawAnswer {
  * Writes `request` (the exact bytes of an HTTP/1.1 request) to the server and reads the answer
  * until the server closes the connection or the declared Content-Length arrived.
  */
-export function rawRequest(server: TestServer, request: string, timeoutMs = 10_000): Promise<RawAnswer> {
+export function rawRequest(server: RunningServer, request: string, timeoutMs = 10_000): Promise<RawAnswer> {
   const { hostname, port } = new URL(server.url);
   counter.total++;
   return new Promise((resolve, reject) => {
@@ -282,7 +282,7 @@ export class RssSampler {
  * Sends requests to `server` one after another until `stop` resolves: each must answer 200. Returns
  * how many were sent and the slowest one's time.
  */
-export async function heartbeat(server: TestServer, kb: string, stop: Promise<unknown>, everyMs = 50, onBeat?: (count: number) => void): Promise<{ count: number; maxMs: number; failures: string[] }> {
+export async function heartbeat(server: RunningServer, kb: string, stop: Promise<unknown>, everyMs = 50, onBeat?: (count: number) => void): Promise<{ count: number; maxMs: number; failures: string[] }> {
   let done = false;
   void stop.finally(() => (done = true));
   let count = 0;
@@ -306,7 +306,7 @@ export async function heartbeat(server: TestServer, kb: string, stop: Promise<un
 }
 
 /** Prints the server's "unhandled error" log lines (the stacks behind any 500), for the report. */
-export function printServerErrors(server: TestServer | undefined, label: string): void {
+export function printServerErrors(server: RunningServer | undefined, label: string): void {
   const lines = server?.output.filter((l) => l.includes('unhandled error') || l.includes('"level":50') || l.includes('"level":60')) ?? [];
   for (const line of lines.slice(0, 20)) console.log(`[hostile] ${label} server error log: ${line.slice(0, 1500)}`);
 }

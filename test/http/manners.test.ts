@@ -4,14 +4,14 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { parseCorsOrigins } from '../../src/http/cors';
 import { RouteTable } from '../../src/http/methods';
-import { createKb, KEY, ORG, TestServer } from '../helpers/server';
+import { createKb, KEY, ORG, InProcessServer } from '../helpers/server';
 
 const ORIGIN = 'https://app.example.com';
-let server: TestServer;
+let server: InProcessServer;
 const AUTH = { 'x-service-organization-id': ORG, 'x-service-api-key': KEY };
 
 beforeAll(async () => {
-  server = await TestServer.start({ env: { CORS_ORIGINS: `${ORIGIN}, http://localhost:5173` } });
+  server = await InProcessServer.start({ env: { CORS_ORIGINS: `${ORIGIN}, http://localhost:5173` } });
 });
 afterAll(async () => {
   await server.stop();
@@ -132,7 +132,7 @@ describe('CORS', () => {
 });
 
 test('without CORS_ORIGINS a preflight is an ordinary request: no CORS headers', async () => {
-  const plain = await TestServer.start();
+  const plain = await InProcessServer.start();
   try {
     const res = await fetch(`${plain.url}/api/v1/knowledge-bases`, { method: 'OPTIONS', headers: { origin: ORIGIN, 'access-control-request-method': 'GET' } });
     expect(res.status).toBe(401);

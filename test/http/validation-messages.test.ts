@@ -2,12 +2,12 @@
 // server, the exact `details` — one entry per problem, each naming the field, what it must be and
 // what was sent (cut short) — and a top-level message that leads with the first problem.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { createKb, TestServer } from '../helpers/server';
+import { createKb, InProcessServer } from '../helpers/server';
 
-let server: TestServer;
+let server: InProcessServer;
 let kb: string;
 beforeAll(async () => {
-  server = await TestServer.start();
+  server = await InProcessServer.start();
   kb = await createKb(server);
 });
 afterAll(async () => {
