@@ -55,11 +55,14 @@ async function load(nodes: TestServer[], op: (node: TestServer, i: number) => Pr
 }
 
 // Full-text only: the bench measures the log and replication, not embedding.
-const newKb = async (node: TestServer) => (await node.api('POST', '/api/v1/knowledge-bases', { name: 'bench', type: 'TEXT_COST_EFFECTIVE' })).body.data.id as string;
+const newKb = async (node: TestServer) =>
+  (await node.api('POST', '/api/v1/knowledge-bases', { name: 'bench', type: 'TEXT_COST_EFFECTIVE' })).body.data.id as string;
 const write = (kbId: string) => async (node: TestServer, i: number) =>
-  (await node.api('POST', `/api/v1/knowledge-bases/${kbId}/contents`, { text: `Bench note ${i}: the ferry leaves the harbour at ${i % 24} o'clock.` })).status === 201;
+  (await node.api('POST', `/api/v1/knowledge-bases/${kbId}/contents`, { text: `Bench note ${i}: the ferry leaves the harbour at ${i % 24} o'clock.` }))
+    .status === 201;
 const search = (kbId: string) => async (node: TestServer, i: number) =>
-  (await node.api('POST', `/api/v1/knowledge-bases/${kbId}/search/full-text`, { query: ['ferry harbour', 'bench note', 'clock leaves'][i % 3] })).status === 200;
+  (await node.api('POST', `/api/v1/knowledge-bases/${kbId}/search/full-text`, { query: ['ferry harbour', 'bench note', 'clock leaves'][i % 3] })).status ===
+  200;
 
 const rows: string[] = [];
 const report = (what: string, r: { perSecond: number; p50: string; p99: string; failures: number }) => {
@@ -69,61 +72,67 @@ const report = (what: string, r: { perSecond: number; p50: string; p99: string; 
 };
 
 async function throughput() {
-// 1. A single node, its log on local disk.
-{
-  const single = await TestServer.start({ env: quiet });
-  const kbId = await newKb(single);
-  report('writes, single node (local log)', await load([single], write(kbId)));
-  report('full-text search, single node', await load([single], search(kbId)));
-  await single.kill9();
-  single.cleanup();
-}
-
-// 2. One and three nodes on a three-server JetStream cluster (replicas 3).
-const nats = await NatsCluster.start(3);
-const clusterEnv = (i: number, stream: string) => ({ ...quiet, CLUSTER_NATS_URLS: nats.urls.join(','), CLUSTER_STREAM: stream, CLUSTER_REPLICAS: '3', NODE_ID: `bench-${i}` });
-try {
+  // 1. A single node, its log on local disk.
   {
-    const one = await TestServer.start({ env: clusterEnv(1, 'BENCH_ONE') });
-    const kbId = await newKb(one);
-    report('writes, one node on JetStream (R3)', await load([one], write(kbId)));
-    await one.kill9();
-    one.cleanup();
+    const single = await TestServer.start({ env: quiet });
+    const kbId = await newKb(single);
+    report('writes, single node (local log)', await load([single], write(kbId)));
+    report('full-text search, single node', await load([single], search(kbId)));
+    await single.kill9();
+    single.cleanup();
   }
-  const nodes = await Promise.all([1, 2, 3].map((i) => TestServer.start({ env: clusterEnv(i, 'BENCH_THREE') })));
-  const kbId = await newKb(nodes[0]!);
-  await Bun.sleep(500);
-  report('writes, three nodes on JetStream (spread)', await load(nodes, write(kbId)));
-  report('full-text search, one of three nodes', await load([nodes[0]!], search(kbId)));
-  report('full-text search, spread over three nodes', await load(nodes, search(kbId)));
 
-  // Replication lag under a write load on node 1: ack on node 1 → served by node 2.
-  const lags: number[] = [];
-  const deadline = performance.now() + seconds * 1000;
-  let i = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < deadline) {
-        const k = i++;
-        const res = await nodes[0]!.api('POST', `/api/v1/knowledge-bases/${kbId}/contents`, { text: `lag probe ${k}` });
-        if (res.status !== 201 || k % 10 !== 0) continue;
-        const acked = performance.now();
-        while ((await nodes[1]!.api('GET', `/api/v1/knowledge-bases/${kbId}/contents/${res.body.data.id}`)).status !== 200) await Bun.sleep(0);
-        lags.push(performance.now() - acked);
-      }
-    }),
-  );
-  lags.sort((a, b) => a - b);
-  const lagLine = `replication lag node 1 → node 2 under writes  p50 ${percentile(lags, 50).toFixed(2)} ms   p99 ${percentile(lags, 99).toFixed(2)} ms   (${lags.length} probes)`;
-  rows.push(lagLine);
-  console.log(lagLine);
-  for (const n of nodes) {
-    await n.kill9();
-    n.cleanup();
+  // 2. One and three nodes on a three-server JetStream cluster (replicas 3).
+  const nats = await NatsCluster.start(3);
+  const clusterEnv = (i: number, stream: string) => ({
+    ...quiet,
+    CLUSTER_NATS_URLS: nats.urls.join(','),
+    CLUSTER_STREAM: stream,
+    CLUSTER_REPLICAS: '3',
+    NODE_ID: `bench-${i}`,
+  });
+  try {
+    {
+      const one = await TestServer.start({ env: clusterEnv(1, 'BENCH_ONE') });
+      const kbId = await newKb(one);
+      report('writes, one node on JetStream (R3)', await load([one], write(kbId)));
+      await one.kill9();
+      one.cleanup();
+    }
+    const nodes = await Promise.all([1, 2, 3].map((i) => TestServer.start({ env: clusterEnv(i, 'BENCH_THREE') })));
+    const kbId = await newKb(nodes[0]!);
+    await Bun.sleep(500);
+    report('writes, three nodes on JetStream (spread)', await load(nodes, write(kbId)));
+    report('full-text search, one of three nodes', await load([nodes[0]!], search(kbId)));
+    report('full-text search, spread over three nodes', await load(nodes, search(kbId)));
+
+    // Replication lag under a write load on node 1: ack on node 1 → served by node 2.
+    const lags: number[] = [];
+    const deadline = performance.now() + seconds * 1000;
+    let i = 0;
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (performance.now() < deadline) {
+          const k = i++;
+          const res = await nodes[0]!.api('POST', `/api/v1/knowledge-bases/${kbId}/contents`, { text: `lag probe ${k}` });
+          if (res.status !== 201 || k % 10 !== 0) continue;
+          const acked = performance.now();
+          while ((await nodes[1]!.api('GET', `/api/v1/knowledge-bases/${kbId}/contents/${res.body.data.id}`)).status !== 200) await Bun.sleep(0);
+          lags.push(performance.now() - acked);
+        }
+      }),
+    );
+    lags.sort((a, b) => a - b);
+    const lagLine = `replication lag node 1 → node 2 under writes  p50 ${percentile(lags, 50).toFixed(2)} ms   p99 ${percentile(lags, 99).toFixed(2)} ms   (${lags.length} probes)`;
+    rows.push(lagLine);
+    console.log(lagLine);
+    for (const n of nodes) {
+      await n.kill9();
+      n.cleanup();
+    }
+  } finally {
+    await nats.stop();
   }
-} finally {
-  await nats.stop();
-}
 }
 
 /** Until `probe` holds, polling every 200 ms. */
@@ -207,7 +216,13 @@ async function join() {
     const joinStore = (performance.now() - t) / 1000;
     const recovery = (await fromStore.api('GET', '/ready')).body.recovery;
     const same = async (query: string) => {
-      const answers = await Promise.all([nodes[1]!, fromStore, fromStream].map(async (n) => JSON.stringify((await n.api('POST', `/api/v1/knowledge-bases/${kbId}/search/full-text`, { query, limit: 10 })).body.data.map((h: { id: string }) => h.id))));
+      const answers = await Promise.all(
+        [nodes[1]!, fromStore, fromStream].map(async (n) =>
+          JSON.stringify(
+            (await n.api('POST', `/api/v1/knowledge-bases/${kbId}/search/full-text`, { query, limit: 10 })).body.data.map((h: { id: string }) => h.id),
+          ),
+        ),
+      );
       return answers.every((a) => a === answers[0]);
     };
     const identical = (await Promise.all(['ferry 7h', 'log 42', 'left at 13h'].map(same))).every(Boolean);
@@ -233,7 +248,15 @@ async function join() {
 
 async function shards() {
   const nats = await NatsCluster.start(3);
-  const env = (i: number) => ({ ...quiet, CLUSTER_NATS_URLS: nats.urls.join(','), CLUSTER_STREAM: 'BENCH_SHARDS', CLUSTER_REPLICAS: '3', CLUSTER_SHARDS: '2', NODE_SHARDS: String(i), NODE_ID: `bench-shard-${i}` });
+  const env = (i: number) => ({
+    ...quiet,
+    CLUSTER_NATS_URLS: nats.urls.join(','),
+    CLUSTER_STREAM: 'BENCH_SHARDS',
+    CLUSTER_REPLICAS: '3',
+    CLUSTER_SHARDS: '2',
+    NODE_SHARDS: String(i),
+    NODE_ID: `bench-shard-${i}`,
+  });
   const nodes = await Promise.all([0, 1].map((i) => TestServer.start({ env: env(i) })));
   try {
     await until('both nodes live', async () => (await nodes[0]!.api('GET', '/ready')).body.cluster?.liveNodeCount === 2, 30_000);

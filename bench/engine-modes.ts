@@ -59,8 +59,18 @@ const NOISE_NORM = 0.2;
 const started = performance.now();
 const { data, generated } = await loadCorpus();
 const serverConfig = loadConfig();
-const embedding: EmbeddingConfig = { provider: 'http', model: HASH_MODEL, dimensions: HASH_DIMENSIONS, metric: 'cosine', quantization: 'f32' } as EmbeddingConfig;
-const kbConfig = configForType('TEXT_HIGH_QUALITY', serverConfig, { TEXT_COST_EFFECTIVE: embedding, TEXT_HIGH_QUALITY: embedding, TEXT_AND_MEDIA_HIGH_QUALITY: embedding });
+const embedding: EmbeddingConfig = {
+  provider: 'http',
+  model: HASH_MODEL,
+  dimensions: HASH_DIMENSIONS,
+  metric: 'cosine',
+  quantization: 'f32',
+} as EmbeddingConfig;
+const kbConfig = configForType('TEXT_HIGH_QUALITY', serverConfig, {
+  TEXT_COST_EFFECTIVE: embedding,
+  TEXT_HIGH_QUALITY: embedding,
+  TEXT_AND_MEDIA_HIGH_QUALITY: embedding,
+});
 // Quick: 150 judged queries over their relevant documents and an even spread of others (1,500 documents).
 const work = quick ? sampleWorkload(data, 150, { documents: 1500 }) : { corpus: data.corpus, queries: data.queries };
 const queries = work.queries;
@@ -112,7 +122,10 @@ const normal = gaussian(mulberry32(42));
 class BruteForce {
   private readonly rows: Float32Array;
   size = 0;
-  constructor(capacity: number, private readonly d: number) {
+  constructor(
+    capacity: number,
+    private readonly d: number,
+  ) {
     this.rows = new Float32Array(capacity * d);
   }
   add(v: Float32Array): void {
@@ -153,7 +166,8 @@ function quality(): Record<string, Quality> | undefined {
     kb.applyIndexed(item, p.chunks.map((c, j) => ({ ...c, id: `ch_${i}_${j}` })) as IndexedChunk[], p.vectors, kb.docSpace);
   });
   while (!kb.vectors!.buildStep(1000, 256));
-  const toIds = (hits: readonly { score: number; metadata: Record<string, unknown> }[]) => rankDocuments(hits, (h) => String(h.metadata.sciId)).map((d) => d.id);
+  const toIds = (hits: readonly { score: number; metadata: Record<string, unknown> }[]) =>
+    rankDocuments(hits, (h) => String(h.metadata.sciId)).map((d) => d.id);
   const index = new Map(queries.map((q, i) => [q.id, i]));
   const modes: Record<string, (i: number) => string[]> = {
     'full-text': (i) => toIds(searchFullText(kb, queryTerms[i]!, QUALITY_DEPTH)),
@@ -300,7 +314,14 @@ async function latencyCurve(): Promise<Point[]> {
   printTable(
     'Engine memory per chunk (growth since the empty knowledge base, after a full GC), bytes',
     ['chunks', 'JS heap', 'RSS', 'vectors (memoryBytes)', 'postings (memoryBytes)', 'HNSW recall@10'],
-    points.map((p) => [fmtInt(p.chunks), fmtInt(p.heapBytesPerChunk), fmtInt(p.rssBytesPerChunk), fmtInt(p.vectorBytesPerChunk), fmtInt(p.postingBytesPerChunk), f4(p.recall10)]),
+    points.map((p) => [
+      fmtInt(p.chunks),
+      fmtInt(p.heapBytesPerChunk),
+      fmtInt(p.rssBytesPerChunk),
+      fmtInt(p.vectorBytesPerChunk),
+      fmtInt(p.postingBytesPerChunk),
+      f4(p.recall10),
+    ]),
   );
   return points;
 }
@@ -313,10 +334,18 @@ const results = {
   date: new Date().toISOString(),
   machine: machine(),
   corpus: { source: generated ? 'generated' : 'scifact-train', documents: data.corpus.length, baseChunks, queries: queries.length },
-  settings: { chunking: kbConfig.chunking, bm25: kbConfig.bm25, hnsw: kbConfig.hnsw, embedding: `${HASH_MODEL} ${HASH_DIMENSIONS}-d (hashed, deterministic)`, k: K, passes, noiseNorm: NOISE_NORM },
+  settings: {
+    chunking: kbConfig.chunking,
+    bm25: kbConfig.bm25,
+    hnsw: kbConfig.hnsw,
+    embedding: `${HASH_MODEL} ${HASH_DIMENSIONS}-d (hashed, deterministic)`,
+    k: K,
+    passes,
+    noiseNorm: NOISE_NORM,
+  },
   quality: qualityResult,
   sizes: curve,
   millis: Math.round(performance.now() - started),
 };
 console.log(`\nEngine modes done in ${(results.millis / 1000).toFixed(1)} s`);
-if (args.json) await Bun.write(args.json, JSON.stringify(results, null, 2) + '\n');
+if (args.json) await Bun.write(args.json, `${JSON.stringify(results, null, 2)}\n`);

@@ -74,11 +74,7 @@ function sweep(data: SciFact) {
       }
       rows.push(row);
     }
-    printTable(
-      `nDCG@10 / Recall@100, chunk size ${options.size}, overlap ${options.overlap} (rows k1, columns b)`,
-      ['k1 \\ b', ...SWEEP_B.map(String)],
-      rows,
-    );
+    printTable(`nDCG@10 / Recall@100, chunk size ${options.size}, overlap ${options.overlap} (rows k1, columns b)`, ['k1 \\ b', ...SWEEP_B.map(String)], rows);
   }
   const best = [...results].sort((x, y) => y.quality.ndcg10 - x.quality.ndcg10 || y.quality.recall100 - x.quality.recall100);
   printTable(
@@ -87,14 +83,21 @@ function sweep(data: SciFact) {
     best.slice(0, 10).map((r) => [`${r.size}/${r.overlap}`, r.k1, r.b, f4(r.quality.ndcg10), f4(r.quality.recall100)]),
   );
   const current = results.find((r) => r.size === 2000 && r.k1 === DEFAULT_BM25.k1 && r.b === DEFAULT_BM25.b);
-  if (current) console.log(`\n  engine defaults (2000/200, k1 ${DEFAULT_BM25.k1}, b ${DEFAULT_BM25.b}): nDCG@10 ${f4(current.quality.ndcg10)}, Recall@100 ${f4(current.quality.recall100)}`);
+  if (current)
+    console.log(
+      `\n  engine defaults (2000/200, k1 ${DEFAULT_BM25.k1}, b ${DEFAULT_BM25.b}): nDCG@10 ${f4(current.quality.ndcg10)}, Recall@100 ${f4(current.quality.recall100)}`,
+    );
   return { grid: results, best: best[0] };
 }
 
 async function quality(data: SciFact) {
   const terms = analyzeQueries(data.queries);
   const t = performance.now();
-  const built = indexChunks(processItems(data.corpus, chunking), data.corpus.map((d) => d.text), bm25);
+  const built = indexChunks(
+    processItems(data.corpus, chunking),
+    data.corpus.map((d) => d.text),
+    bm25,
+  );
   const buildMs = performance.now() - t;
   const engine = engineQuality(data, built, terms, undefined, plain);
   console.log(
@@ -270,7 +273,7 @@ const results: Record<string, unknown> = {
 if (args.sweep) {
   results.sweep = await phase('quality sweep (k1 × b × chunk size)', () => sweep(data));
 } else {
-  results.settings = { bm25, chunking, replicas, passes, curveSizes, ranking: plain ? "plain chunk BM25" : "item-aware" };
+  results.settings = { bm25, chunking, replicas, passes, curveSizes, ranking: plain ? 'plain chunk BM25' : 'item-aware' };
   results.quality = await phase('quality', () => quality(data));
   results.latency = await phase(`latency and peers (${replicas}× corpus)`, () => latency(data));
   if (!args['no-curve']) results.sizes = await phase('size curve', () => sizeCurve(data));
@@ -279,6 +282,6 @@ results.phasesMs = phases;
 console.log(`\nTotal ${((performance.now() - started) / 1000).toFixed(1)} s`);
 
 if (args.json) {
-  await Bun.write(args.json, JSON.stringify(results, null, 2) + '\n');
+  await Bun.write(args.json, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`Results written to ${args.json}`);
 }

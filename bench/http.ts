@@ -53,7 +53,9 @@ console.log(
   `HTTP benchmark: ${fmtInt(items.length)} items (${generated ? 'generated' : 'SciFact train'} replicated, ≈${fmtInt(expected)} chunks at ${CHUNKING.size}/${CHUNKING.overlap}), ` +
     `${queries.length} queries; concurrency ${connectionsList.join(', ')}, ${durationS} s per run; load generator autocannon${wrkPath ? ' (+ wrk)' : ''}`,
 );
-console.log(`  embeddings: in-bench OpenAI-compatible stub (${HASH_MODEL}, hashed ${HASH_DIMENSIONS}-d) — semantic numbers measure engine + HTTP, not a neural model`);
+console.log(
+  `  embeddings: in-bench OpenAI-compatible stub (${HASH_MODEL}, hashed ${HASH_DIMENSIONS}-d) — semantic numbers measure engine + HTTP, not a neural model`,
+);
 
 // --- the run ----------------------------------------------------------------------------------
 
@@ -102,7 +104,9 @@ try {
   if (created.status !== 201) throw new Error(`create knowledge base: ${created.status} ${JSON.stringify(created.json)}`);
   const kbId = created.json.data.id as string;
   const configuration = (await call('GET', `/api/v1/knowledge-bases/${kbId}/configuration`)).json?.data;
-  console.log(`  knowledge base ${kbId}: ${JSON.stringify({ embedding: configuration?.embedding, chunking: configuration?.chunking, bm25: configuration?.bm25 })}`);
+  console.log(
+    `  knowledge base ${kbId}: ${JSON.stringify({ embedding: configuration?.embedding, chunking: configuration?.chunking, bm25: configuration?.bm25 })}`,
+  );
   results.configuration = configuration;
 
   results.ingestion = await phase(`ingestion: ${fmtInt(items.length)} items through POST …/contents`, () => ingestThroughHttp(s, kbId, items, stub, problems));
@@ -126,7 +130,9 @@ try {
       }
     }
     if (Object.keys(statuses).some((k) => !/(^| )200$/.test(k))) problems.push(`warm-up answers not all 200: ${JSON.stringify(statuses)}`);
-    console.log(`  statuses ${JSON.stringify(statuses)}; mean hits ${JSON.stringify(Object.fromEntries(Object.entries(hitCounts).map(([k, v]) => [k, +(v / (k === 'semantic' ? queries.length : 50)).toFixed(1)])))}`);
+    console.log(
+      `  statuses ${JSON.stringify(statuses)}; mean hits ${JSON.stringify(Object.fromEntries(Object.entries(hitCounts).map(([k, v]) => [k, +(v / (k === 'semantic' ? queries.length : 50)).toFixed(1)])))}`,
+    );
     return { statuses, hitCounts };
   });
   results.warmup = warm;
@@ -159,14 +165,17 @@ try {
           await wrk(s, target, c, 1);
           const run = await wrk(s, target, c);
           out.push(run);
-          console.log(`  wrk ${target.route.padEnd(16)} c=${String(c).padStart(2)}  ${fmtInt(run.requestsPerSecond).padStart(7)} req/s  p50 ${fmtMs(run.latency.p50)} ms  p99 ${fmtMs(run.latency.p99)} ms  server ${run.serverCores.toFixed(2)} cores`);
+          console.log(
+            `  wrk ${target.route.padEnd(16)} c=${String(c).padStart(2)}  ${fmtInt(run.requestsPerSecond).padStart(7)} req/s  p50 ${fmtMs(run.latency.p50)} ms  p99 ${fmtMs(run.latency.p99)} ms  server ${run.serverCores.toFixed(2)} cores`,
+          );
         }
       }
     }
     return out;
   });
   const snapshotAfter = (await call('GET', '/ready')).json?.snapshots;
-  if (snapshotAfter?.lastSuccessAt !== snapshotBefore?.lastSuccessAt) problems.push(`a snapshot ran during the throughput runs (${JSON.stringify(snapshotAfter)})`);
+  if (snapshotAfter?.lastSuccessAt !== snapshotBefore?.lastSuccessAt)
+    problems.push(`a snapshot ran during the throughput runs (${JSON.stringify(snapshotAfter)})`);
   results.runs = runs;
   results.snapshots = { before: snapshotBefore, after: snapshotAfter };
 
@@ -181,14 +190,22 @@ try {
     const readyMs = await waitFor(again, '/ready');
     const ready = (await (await fetch(`${again.base}/ready`)).json()) as { recovery?: unknown };
     const rssReady = rssOf(again.pid);
-    const check = await fetch(`${again.base}/api/v1/knowledge-bases/${kbId}/search/full-text`, { method: 'POST', headers, body: JSON.stringify({ query: queries[0], limit: 10 }) });
+    const check = await fetch(`${again.base}/api/v1/knowledge-bases/${kbId}/search/full-text`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ query: queries[0], limit: 10 }),
+    });
     const hits = ((await check.json()) as { data?: unknown[] }).data?.length ?? 0;
-    console.log(`  ready in ${fmtInt(readyMs)} ms after spawn (recovery ${JSON.stringify(ready.recovery)}); RSS ${(rssReady / 2 ** 20).toFixed(0)} MiB; a search answers ${check.status} with ${hits} hits`);
+    console.log(
+      `  ready in ${fmtInt(readyMs)} ms after spawn (recovery ${JSON.stringify(ready.recovery)}); RSS ${(rssReady / 2 ** 20).toFixed(0)} MiB; a search answers ${check.status} with ${hits} hits`,
+    );
     return { readyMs, recovery: ready.recovery, rssReady, searchStatus: check.status };
   });
 
   // The target: full-text at c=16 through HTTP vs the engine alone, in paired rounds (bench/http/target.ts).
-  const paired = await phase(`target: full-text c=16 through HTTP vs the engine alone, ${TARGET_ROUNDS} paired round(s)`, () => pairedRounds(server!, dataDir, stub, kbId, queries, targets[1]!, problems));
+  const paired = await phase(`target: full-text c=16 through HTTP vs the engine alone, ${TARGET_ROUNDS} paired round(s)`, () =>
+    pairedRounds(server!, dataDir, stub, kbId, queries, targets[1]!, problems),
+  );
   const engineAlone = paired.engineAlone;
   await server!.stop();
   server = undefined;
@@ -210,7 +227,18 @@ try {
   printTable(
     `Through HTTP, ${fmtInt(chunks)} chunks (${durationS} s per run after a warm-up; floor = best GET /health at the same concurrency, any tool)`,
     ['route', 'tool', 'c', 'req/s', 'p50 ms', 'p99 ms', '÷ floor', '÷ engine 1 thread', 'server cores', 'client cores'],
-    table.map((r) => [r.route, r.tool, r.connections, fmtInt(r.requestsPerSecond), fmtMs(r.latency.p50), fmtMs(r.latency.p99), pct(r.floorRatio), pct(r.engineRatio), r.serverCores.toFixed(2), Number.isFinite(r.clientCores) ? r.clientCores.toFixed(2) : '-']),
+    table.map((r) => [
+      r.route,
+      r.tool,
+      r.connections,
+      fmtInt(r.requestsPerSecond),
+      fmtMs(r.latency.p50),
+      fmtMs(r.latency.p99),
+      pct(r.floorRatio),
+      pct(r.engineRatio),
+      r.serverCores.toFixed(2),
+      Number.isFinite(r.clientCores) ? r.clientCores.toFixed(2) : '-',
+    ]),
   );
   const target = {
     connections: 16,
@@ -249,7 +277,9 @@ try {
   results.engineAlone = engineAlone;
   results.restart = { ...restart, shutdownMs };
   results.floor = Object.fromEntries(connectionsList.map((c) => [c, floorAt(c)]));
-  results.autocannonFloor = Object.fromEntries(connectionsList.map((c) => [c, autocannonRuns.find((r) => r.route.startsWith('GET /health') && r.connections === c)?.requestsPerSecond]));
+  results.autocannonFloor = Object.fromEntries(
+    connectionsList.map((c) => [c, autocannonRuns.find((r) => r.route.startsWith('GET /health') && r.connections === c)?.requestsPerSecond]),
+  );
   results.serverLogs = serverLogs.slice(0, 50);
   if (serverLogs.length) console.log(`  server warnings/errors (${serverLogs.length}): ${serverLogs.slice(0, 5).join(' | ')}`);
 } finally {
@@ -262,7 +292,7 @@ results.problems = problems;
 results.phasesMs = phases;
 results.millis = Math.round(performance.now() - started);
 for (const p of problems) console.log(`  problem: ${p}`);
-console.log(`\nHTTP benchmark done in ${(results.millis as number / 1000).toFixed(1)} s`);
-if (args.json) await Bun.write(args.json, JSON.stringify(results, null, 2) + '\n');
+console.log(`\nHTTP benchmark done in ${((results.millis as number) / 1000).toFixed(1)} s`);
+if (args.json) await Bun.write(args.json, `${JSON.stringify(results, null, 2)}\n`);
 // Leftover handles (autocannon's timers, keep-alive sockets) can keep the process alive for minutes.
 process.exit(0);

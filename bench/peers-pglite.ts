@@ -90,7 +90,7 @@ async function measure(r: number, withQuality: boolean): Promise<{ size: SizeRes
   const items = replicaTexts(corpus, corpus.length * r);
   const db = await PGlite.create({ extensions: { vector } });
   try {
-    postgresVersion ??= (await db.query<{ v: string }>("SELECT version() AS v")).rows[0]?.v;
+    postgresVersion ??= (await db.query<{ v: string }>('SELECT version() AS v')).rows[0]?.v;
     await db.exec(`CREATE EXTENSION IF NOT EXISTS vector;
       CREATE TABLE docs (id serial PRIMARY KEY, sci text NOT NULL, body text NOT NULL, tsv tsvector, emb vector(384));`);
     let t = performance.now();
@@ -106,7 +106,9 @@ async function measure(r: number, withQuality: boolean): Promise<{ size: SizeRes
     await db.exec('CREATE INDEX docs_tsv ON docs USING gin (tsv); ANALYZE docs;');
     const ginMs = performance.now() - t;
     const tableBytes = Number((await db.query<{ b: string }>(`SELECT pg_total_relation_size('docs')::text AS b`)).rows[0]?.b ?? NaN);
-    console.log(`  ${r}×: ${fmtInt(items.length)} rows inserted (to_tsvector + vector) in ${(loadMs / 1000).toFixed(1)} s, GIN index ${(ginMs / 1000).toFixed(1)} s, table + indexes ${(tableBytes / 2 ** 20).toFixed(0)} MiB`);
+    console.log(
+      `  ${r}×: ${fmtInt(items.length)} rows inserted (to_tsvector + vector) in ${(loadMs / 1000).toFixed(1)} s, GIN index ${(ginMs / 1000).toFixed(1)} s, table + indexes ${(tableBytes / 2 ** 20).toFixed(0)} MiB`,
+    );
 
     const text = (q: (typeof queries)[number]) => [q.text, K];
     const vec = (q: (typeof queries)[number]) => [queryVectors.get(q.id)!, K];
@@ -119,7 +121,11 @@ async function measure(r: number, withQuality: boolean): Promise<{ size: SizeRes
     let quality: Record<string, Quality> | undefined;
     const rankAll = async (sql: string, params: (q: (typeof queries)[number]) => unknown[]) => {
       const out = new Map<string, string[]>();
-      for (const q of queries) out.set(q.id, (await db.query<{ sci: string }>(sql, params(q))).rows.map((row) => row.sci));
+      for (const q of queries)
+        out.set(
+          q.id,
+          (await db.query<{ sci: string }>(sql, params(q))).rows.map((row) => row.sci),
+        );
       return out;
     };
     if (withQuality && !generated) {
@@ -142,10 +148,10 @@ async function measure(r: number, withQuality: boolean): Promise<{ size: SizeRes
       latency['pgvector HNSW'] = await timeQueries(db, SQL.vector, vec, all ? queries : spread(queries, SAMPLE.hnsw));
       if (quality) {
         // ef_search (default 40) caps how many rows an HNSW scan returns: 100 for the depth-100 ranking.
-        await db.exec("SET hnsw.ef_search = 100;");
+        await db.exec('SET hnsw.ef_search = 100;');
         const m = await rankAll(SQL.vector, (q) => [queryVectors.get(q.id)!, DEPTH]);
-        await db.exec("RESET hnsw.ef_search;");
-        quality["pgvector HNSW"] = evaluate(data, (q) => m.get(q.id) ?? [], queries);
+        await db.exec('RESET hnsw.ef_search;');
+        quality['pgvector HNSW'] = evaluate(data, (q) => m.get(q.id) ?? [], queries);
       }
     }
     return { size: { replicas: r, rows: items.length, loadMs, ginMs, hnswMs, tableBytes, latency }, quality };
@@ -199,7 +205,12 @@ printTable(
   `Latency, top ${K}, ms (1×: every query; ${replicas}×: a spread sample, count in brackets)`,
   ['system', ...sizes.flatMap((s) => [`${s.replicas}× p50`, `${s.replicas}× p99`])],
   [
-    ['engine BM25 (index.search incl. analysis)', fmtMs(engine1.latency.p50), fmtMs(engine1.latency.p99), ...(engineR ? [fmtMs(engineR.latency.p50), fmtMs(engineR.latency.p99)] : [])],
+    [
+      'engine BM25 (index.search incl. analysis)',
+      fmtMs(engine1.latency.p50),
+      fmtMs(engine1.latency.p99),
+      ...(engineR ? [fmtMs(engineR.latency.p50), fmtMs(engineR.latency.p99)] : []),
+    ],
     ...Object.keys(one.size.latency).map((k) => [
       `PGlite ${k}`,
       ...sizes.flatMap((s) => {
@@ -216,12 +227,21 @@ const results = {
   date: new Date().toISOString(),
   machine: machine(),
   postgres: postgresVersion,
-  settings: { documents: corpus.length, queries: queries.length, replicas, k: K, depth: DEPTH, samples: SAMPLE, vectors: 'hashed 384-d (bench/lib/hash-embed.ts hashEmbed)', sql: SQL },
+  settings: {
+    documents: corpus.length,
+    queries: queries.length,
+    replicas,
+    k: K,
+    depth: DEPTH,
+    samples: SAMPLE,
+    vectors: 'hashed 384-d (bench/lib/hash-embed.ts hashEmbed)',
+    sql: SQL,
+  },
   quality: one.quality ? { engine: engine1.quality, ...one.quality } : undefined,
   sizes,
   engine: [{ replicas: 1, ...engine1 }, ...(engineR ? [{ replicas, ...engineR }] : [])],
   millis: Math.round(performance.now() - started),
 };
 console.log(`\nPGlite peers done in ${(results.millis / 1000).toFixed(1)} s`);
-if (args.json) await Bun.write(args.json, JSON.stringify(results, null, 2) + '\n');
+if (args.json) await Bun.write(args.json, `${JSON.stringify(results, null, 2)}\n`);
 process.exit(0);

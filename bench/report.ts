@@ -39,20 +39,44 @@ export function summaryRows(r: Combined): SummaryRow[] {
   for (const p of r.engine?.sizes ?? []) {
     for (const mode of ['full-text', 'semantic', 'hybrid', 'exact brute force']) {
       const l = p.latency?.[mode];
-      if (l) add('engine latency', `${mode} @ ${kcount(p.chunks)} chunks, p50/p95/p99`, lat(l), `${fmtInt(p.queriesPerSecond?.[mode])} q/s${mode === 'semantic' ? `, recall@10 ${f3(p.recall10)}` : ''}`);
+      if (l)
+        add(
+          'engine latency',
+          `${mode} @ ${kcount(p.chunks)} chunks, p50/p95/p99`,
+          lat(l),
+          `${fmtInt(p.queriesPerSecond?.[mode])} q/s${mode === 'semantic' ? `, recall@10 ${f3(p.recall10)}` : ''}`,
+        );
     }
   }
-  for (const p of r.fulltext?.sizes ?? []) add('engine latency', `full-text (bench/fulltext.ts) @ ${kcount(p.chunks)} chunks, p50/p95/p99`, lat(p.latency), `${fmtInt(p.items)} items`);
+  for (const p of r.fulltext?.sizes ?? [])
+    add('engine latency', `full-text (bench/fulltext.ts) @ ${kcount(p.chunks)} chunks, p50/p95/p99`, lat(p.latency), `${fmtInt(p.items)} items`);
 
   const ftl = r.fulltext?.latency;
   if (ftl) {
-    add('peers', `engine full-text @ ${kcount(ftl.chunks)} chunks (${ftl.replicas}×), p50/p99`, `${fmtMs(ftl.engine?.total?.p50)} / ${fmtMs(ftl.engine?.total?.p99)} ms`);
-    for (const p of ftl.peers ?? []) add('peers', `${p.name} @ ${fmtInt(ftl.items)} items, p50/p99`, `${fmtMs(p.latency?.p50)} / ${fmtMs(p.latency?.p99)} ms`, `${p.timedQueries} queries; engine on the same: ${fmtMs(p.engine?.p50)} / ${fmtMs(p.engine?.p99)} ms`);
+    add(
+      'peers',
+      `engine full-text @ ${kcount(ftl.chunks)} chunks (${ftl.replicas}×), p50/p99`,
+      `${fmtMs(ftl.engine?.total?.p50)} / ${fmtMs(ftl.engine?.total?.p99)} ms`,
+    );
+    for (const p of ftl.peers ?? [])
+      add(
+        'peers',
+        `${p.name} @ ${fmtInt(ftl.items)} items, p50/p99`,
+        `${fmtMs(p.latency?.p50)} / ${fmtMs(p.latency?.p99)} ms`,
+        `${p.timedQueries} queries; engine on the same: ${fmtMs(p.engine?.p50)} / ${fmtMs(p.engine?.p99)} ms`,
+      );
   }
   for (const s of r.pglite?.sizes ?? []) {
-    for (const [name, l] of Object.entries<any>(s.latency ?? {})) add('peers', `PGlite ${name} @ ${fmtInt(s.rows)} docs (${s.replicas}×), p50/p99`, `${fmtMs(l.p50)} / ${fmtMs(l.p99)} ms`, `${l.queries} queries`);
+    for (const [name, l] of Object.entries<any>(s.latency ?? {}))
+      add('peers', `PGlite ${name} @ ${fmtInt(s.rows)} docs (${s.replicas}×), p50/p99`, `${fmtMs(l.p50)} / ${fmtMs(l.p99)} ms`, `${l.queries} queries`);
   }
-  for (const e of r.pglite?.engine ?? []) add('peers', `engine BM25 beside PGlite @ ${fmtInt(e.chunks)} chunks (${e.replicas}×), p50/p99`, `${fmtMs(e.latency?.p50)} / ${fmtMs(e.latency?.p99)} ms`, `${e.latency?.queries} queries`);
+  for (const e of r.pglite?.engine ?? [])
+    add(
+      'peers',
+      `engine BM25 beside PGlite @ ${fmtInt(e.chunks)} chunks (${e.replicas}×), p50/p99`,
+      `${fmtMs(e.latency?.p50)} / ${fmtMs(e.latency?.p99)} ms`,
+      `${e.latency?.queries} queries`,
+    );
 
   const h = r.http;
   if (h) {
@@ -61,11 +85,23 @@ export function summaryRows(r: Combined): SummaryRow[] {
         'http',
         `${t.route} c=${t.connections} (${t.tool})`,
         `${fmtInt(t.requestsPerSecond)} req/s, p50 ${fmtMs(t.latency?.p50)} ms, p99 ${fmtMs(t.latency?.p99)} ms`,
-        [fin(t.floorRatio) ? `${pct(t.floorRatio)} of floor` : '', fin(t.engineRatio) ? `${pct(t.engineRatio)} of engine 1 thread` : '', `server ${fin(t.serverCores) ? t.serverCores.toFixed(2) : '-'} cores`].filter(Boolean).join('; '),
+        [
+          fin(t.floorRatio) ? `${pct(t.floorRatio)} of floor` : '',
+          fin(t.engineRatio) ? `${pct(t.engineRatio)} of engine 1 thread` : '',
+          `server ${fin(t.serverCores) ? t.serverCores.toFixed(2) : '-'} cores`,
+        ]
+          .filter(Boolean)
+          .join('; '),
       );
     }
     const e = h.engineAlone;
-    if (e) add('http', `engine alone, same ${fmtInt(e.chunks)} chunks, full-text on one thread`, `${fmtInt(e.searchFullText?.queriesPerSecond)} q/s`, `index only ${fmtInt(e.indexSearch?.queriesPerSecond)} q/s`);
+    if (e)
+      add(
+        'http',
+        `engine alone, same ${fmtInt(e.chunks)} chunks, full-text on one thread`,
+        `${fmtInt(e.searchFullText?.queriesPerSecond)} q/s`,
+        `index only ${fmtInt(e.indexSearch?.queriesPerSecond)} q/s`,
+      );
     const t = h.target;
     if (t)
       add(
@@ -76,21 +112,79 @@ export function summaryRows(r: Combined): SummaryRow[] {
       );
     const i = h.ingestion;
     if (i) {
-      add('ingestion', `POST contents (no wait), c=${i.connections}`, `${fmtInt(i.acksPerSecond)} acks/s`, `p50 ${fmtMs(i.ackLatency?.p50)} ms, p99 ${fmtMs(i.ackLatency?.p99)} ms`);
-      add('ingestion', 'chunks indexed (HTTP, stub embedder)', `${fmtInt(i.chunksIndexedPerSecond)} chunks/s`, `${fmtInt(i.chunks)} chunks in ${sec(i.indexedSeconds)}; HNSW graph ${sec(i.graphSeconds)} more`);
+      add(
+        'ingestion',
+        `POST contents (no wait), c=${i.connections}`,
+        `${fmtInt(i.acksPerSecond)} acks/s`,
+        `p50 ${fmtMs(i.ackLatency?.p50)} ms, p99 ${fmtMs(i.ackLatency?.p99)} ms`,
+      );
+      add(
+        'ingestion',
+        'chunks indexed (HTTP, stub embedder)',
+        `${fmtInt(i.chunksIndexedPerSecond)} chunks/s`,
+        `${fmtInt(i.chunks)} chunks in ${sec(i.indexedSeconds)}; HNSW graph ${sec(i.graphSeconds)} more`,
+      );
     }
-    if (h.restart) add('restart', `server on ${fmtInt(h.ingestion?.chunks)} chunks with vectors (snapshot at shutdown + log)`, `${fmtInt(h.restart.readyMs)} ms to /ready`, `shutdown ${fmtInt(h.restart.shutdownMs)} ms; recovery ${fmtInt(h.restart.recovery?.millis)} ms`);
-    if (h.memory) add('memory', 'server RSS per chunk (loaded / after restart)', `${fmtInt(h.memory.bytesPerChunkLoaded)} / ${fmtInt(h.memory.bytesPerChunkAfterRestart)} B`, 'includes 1,536 B of 384-d f32 vector');
+    if (h.restart)
+      add(
+        'restart',
+        `server on ${fmtInt(h.ingestion?.chunks)} chunks with vectors (snapshot at shutdown + log)`,
+        `${fmtInt(h.restart.readyMs)} ms to /ready`,
+        `shutdown ${fmtInt(h.restart.shutdownMs)} ms; recovery ${fmtInt(h.restart.recovery?.millis)} ms`,
+      );
+    if (h.memory)
+      add(
+        'memory',
+        'server RSS per chunk (loaded / after restart)',
+        `${fmtInt(h.memory.bytesPerChunkLoaded)} / ${fmtInt(h.memory.bytesPerChunkAfterRestart)} B`,
+        'includes 1,536 B of 384-d f32 vector',
+      );
   }
   const rs = r.restart;
-  if (rs) add('restart', `server on ${fmtInt(rs.items)} items / ${fmtInt(rs.chunks)} chunks, full-text only (log replay, bench/restart.ts)`, `${fmtInt(rs.restartReadyMs)} ms to /ready`, `replay ${fmtInt(rs.replayMs)} ms, log ${rs.walMiB} MiB; engine ingest ${fmtInt(rs.items / rs.ingestIndexedSeconds)} items/s`);
-  for (const p of (r.engine?.sizes ?? []).slice(-1)) add('memory', `engine per chunk @ ${kcount(p.chunks)} (JS heap)`, `${fmtInt(p.heapBytesPerChunk)} B`, `vectors ${fmtInt(p.vectorBytesPerChunk)} B, postings ${fmtInt(p.postingBytesPerChunk)} B`);
+  if (rs)
+    add(
+      'restart',
+      `server on ${fmtInt(rs.items)} items / ${fmtInt(rs.chunks)} chunks, full-text only (log replay, bench/restart.ts)`,
+      `${fmtInt(rs.restartReadyMs)} ms to /ready`,
+      `replay ${fmtInt(rs.replayMs)} ms, log ${rs.walMiB} MiB; engine ingest ${fmtInt(rs.items / rs.ingestIndexedSeconds)} items/s`,
+    );
+  for (const p of (r.engine?.sizes ?? []).slice(-1))
+    add(
+      'memory',
+      `engine per chunk @ ${kcount(p.chunks)} (JS heap)`,
+      `${fmtInt(p.heapBytesPerChunk)} B`,
+      `vectors ${fmtInt(p.vectorBytesPerChunk)} B, postings ${fmtInt(p.postingBytesPerChunk)} B`,
+    );
 
-  for (const q of r.fulltext?.quality?.comparison ?? []) add('quality', `${q.name === 'engine' ? 'engine full-text' : q.name}`, `nDCG@10 ${f3(q.quality?.ndcg10)}`, `Recall@100 ${f3(q.quality?.recall100)}, ${q.quality?.queries} queries`);
-  for (const [mode, q] of Object.entries<any>(r.engine?.quality ?? {})) add('quality', `engine ${mode}${mode === 'full-text' ? ' (bench/engine-modes.ts)' : ' (hashed embedder)'}`, `nDCG@10 ${f3(q.ndcg10)}`, `Recall@100 ${f3(q.recall100)}, ${q.queries} queries`);
-  for (const [name, q] of Object.entries<any>(r.pglite?.quality ?? {})) add('quality', name === 'engine' ? 'engine BM25 (beside PGlite)' : `PGlite ${name}`, `nDCG@10 ${f3(q.ndcg10)}`, `Recall@100 ${f3(q.recall100)}, ${q.queries} queries`);
+  for (const q of r.fulltext?.quality?.comparison ?? [])
+    add(
+      'quality',
+      `${q.name === 'engine' ? 'engine full-text' : q.name}`,
+      `nDCG@10 ${f3(q.quality?.ndcg10)}`,
+      `Recall@100 ${f3(q.quality?.recall100)}, ${q.quality?.queries} queries`,
+    );
+  for (const [mode, q] of Object.entries<any>(r.engine?.quality ?? {}))
+    add(
+      'quality',
+      `engine ${mode}${mode === 'full-text' ? ' (bench/engine-modes.ts)' : ' (hashed embedder)'}`,
+      `nDCG@10 ${f3(q.ndcg10)}`,
+      `Recall@100 ${f3(q.recall100)}, ${q.queries} queries`,
+    );
+  for (const [name, q] of Object.entries<any>(r.pglite?.quality ?? {}))
+    add(
+      'quality',
+      name === 'engine' ? 'engine BM25 (beside PGlite)' : `PGlite ${name}`,
+      `nDCG@10 ${f3(q.ndcg10)}`,
+      `Recall@100 ${f3(q.recall100)}, ${q.queries} queries`,
+    );
   for (const m of r.semantic?.quality ?? []) {
-    for (const row of m.rows ?? []) add('quality', `${m.model?.model}: ${row.name}`, `nDCG@10 ${f3(row.quality?.ndcg10)}`, `Recall@100 ${f3(row.quality?.recall100)}, ${row.quality?.queries} queries`);
+    for (const row of m.rows ?? [])
+      add(
+        'quality',
+        `${m.model?.model}: ${row.name}`,
+        `nDCG@10 ${f3(row.quality?.ndcg10)}`,
+        `Recall@100 ${f3(row.quality?.recall100)}, ${row.quality?.queries} queries`,
+      );
   }
   for (const [name, p] of Object.entries<any>(r.parts ?? {})) add('run', `part ${name}`, p.status === 'ok' ? sec(p.seconds) : p.status, p.note);
   return rows;
@@ -101,13 +195,21 @@ export function printSummary(r: Combined): void {
   const header = ['area', 'measure', 'value', 'note'];
   const cells = [header, ...rows.map((x) => [x.area, x.measure, x.value, x.note ?? ''])];
   const widths = header.map((_, c) => Math.min(c === 3 ? 90 : 80, Math.max(...cells.map((row) => row[c]!.length))));
-  console.log(`\nSummary (${r.mode}, ${r.date}; ${r.machine?.cores}× ${r.machine?.cpu}, Bun ${r.machine?.bun}, load average at start ${r.machine?.loadAverage?.join(' ')})`);
+  console.log(
+    `\nSummary (${r.mode}, ${r.date}; ${r.machine?.cores}× ${r.machine?.cpu}, Bun ${r.machine?.bun}, load average at start ${r.machine?.loadAverage?.join(' ')})`,
+  );
   let last = '';
   cells.forEach((row, i) => {
     if (i > 1 && row[0] !== last) console.log('');
     last = row[0]!;
-    console.log('  ' + row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd());
-    if (i === 0) console.log('  ' + widths.map((w) => '-'.repeat(w)).join('  '));
+    console.log(
+      '  ' +
+        row
+          .map((cell, c) => cell.padEnd(widths[c]!))
+          .join('  ')
+          .trimEnd(),
+    );
+    if (i === 0) console.log(`  ${widths.map((w) => '-'.repeat(w)).join('  ')}`);
   });
 }
 
@@ -145,9 +247,16 @@ function niceLinearTicks(max: number): number[] {
 const tickLabel = (v: number) => (v >= 1000 ? kcount(v) : v >= 1 ? String(+v.toPrecision(3)) : String(+v.toPrecision(2)));
 
 export function lineChart(opts: { title: string; series: Series[]; xLabel: string; yLabel: string; xLog?: boolean; yLog?: boolean }): string {
-  const series = opts.series.map((s) => ({ ...s, points: s.points.filter(([x, y]) => fin(x) && fin(y) && (!opts.yLog || y > 0) && (!opts.xLog || x > 0)) })).filter((s) => s.points.length > 0);
+  const series = opts.series
+    .map((s) => ({ ...s, points: s.points.filter(([x, y]) => fin(x) && fin(y) && (!opts.yLog || y > 0) && (!opts.xLog || x > 0)) }))
+    .filter((s) => s.points.length > 0);
   if (series.length === 0) return `<p class="empty">${esc(opts.title)}: no data in this run.</p>`;
-  const W = 640, H = 360, L = 64, R = 200, T = 34, B = 48;
+  const W = 640,
+    H = 360,
+    L = 64,
+    R = 200,
+    T = 34,
+    B = 48;
   const xs = series.flatMap((s) => s.points.map((p) => p[0]));
   const ys = series.flatMap((s) => s.points.map((p) => p[1]));
   let [x0, x1] = [Math.min(...xs), Math.max(...xs)];
@@ -156,8 +265,8 @@ export function lineChart(opts: { title: string; series: Series[]; xLabel: strin
   else if (x0 === x1) [x0, x1] = [x0 * 0.9, x1 * 1.1 + 1];
   if (opts.yLog) [y0, y1] = [10 ** Math.floor(Math.log10(y0)), 10 ** Math.ceil(Math.log10(y1))];
   else [y0, y1] = [0, y1 * 1.1 || 1];
-  const sx = (x: number) => L + ((opts.xLog ? Math.log(x / x0) / Math.log(x1 / x0) : (x - x0) / (x1 - x0)) * (W - L - R));
-  const sy = (y: number) => H - B - ((opts.yLog ? Math.log(y / y0) / Math.log(y1 / y0) : (y - y0) / (y1 - y0)) * (H - T - B));
+  const sx = (x: number) => L + (opts.xLog ? Math.log(x / x0) / Math.log(x1 / x0) : (x - x0) / (x1 - x0)) * (W - L - R);
+  const sy = (y: number) => H - B - (opts.yLog ? Math.log(y / y0) / Math.log(y1 / y0) : (y - y0) / (y1 - y0)) * (H - T - B);
   const yTicks = opts.yLog ? niceLogTicks(y0, y1) : niceLinearTicks(y1);
   // Measured x values as ticks, dropping any closer than 40 px to the previous one.
   const xTicks: number[] = [];
@@ -166,29 +275,54 @@ export function lineChart(opts: { title: string; series: Series[]; xLabel: strin
   } else xTicks.push(...niceLinearTicks(x1));
   const parts: string[] = [];
   parts.push(`<text x="${W / 2 - R / 2 + L / 2}" y="20" class="title">${esc(opts.title)}</text>`);
-  for (const t of yTicks) parts.push(`<line x1="${L}" x2="${W - R}" y1="${sy(t)}" y2="${sy(t)}" class="grid"/><text x="${L - 6}" y="${sy(t) + 4}" class="tick" text-anchor="end">${tickLabel(t)}</text>`);
-  for (const t of xTicks) parts.push(`<line x1="${sx(t)}" x2="${sx(t)}" y1="${T}" y2="${H - B}" class="grid"/><text x="${sx(t)}" y="${H - B + 16}" class="tick" text-anchor="middle">${tickLabel(t)}</text>`);
+  for (const t of yTicks)
+    parts.push(
+      `<line x1="${L}" x2="${W - R}" y1="${sy(t)}" y2="${sy(t)}" class="grid"/><text x="${L - 6}" y="${sy(t) + 4}" class="tick" text-anchor="end">${tickLabel(t)}</text>`,
+    );
+  for (const t of xTicks)
+    parts.push(
+      `<line x1="${sx(t)}" x2="${sx(t)}" y1="${T}" y2="${H - B}" class="grid"/><text x="${sx(t)}" y="${H - B + 16}" class="tick" text-anchor="middle">${tickLabel(t)}</text>`,
+    );
   parts.push(`<line x1="${L}" x2="${W - R}" y1="${H - B}" y2="${H - B}" class="axis"/><line x1="${L}" x2="${L}" y1="${T}" y2="${H - B}" class="axis"/>`);
   parts.push(`<text x="${(L + W - R) / 2}" y="${H - 8}" class="label" text-anchor="middle">${esc(opts.xLabel)}</text>`);
   parts.push(`<text x="14" y="${(T + H - B) / 2}" class="label" text-anchor="middle" transform="rotate(-90 14 ${(T + H - B) / 2})">${esc(opts.yLabel)}</text>`);
   series.forEach((s, i) => {
     const color = PALETTE[(s.color ?? i) % PALETTE.length];
     const pts = [...s.points].sort((a, b) => a[0] - b[0]);
-    parts.push(`<polyline fill="none" stroke="${color}" stroke-width="2" ${s.dashed ? 'stroke-dasharray="5 4"' : ''} points="${pts.map(([x, y]) => `${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(' ')}"/>`);
-    for (const [x, y] of pts) parts.push(`<circle cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="3" fill="${color}"><title>${esc(s.name)}: ${tickLabel(x)} → ${fmtMs(y)}</title></circle>`);
+    parts.push(
+      `<polyline fill="none" stroke="${color}" stroke-width="2" ${s.dashed ? 'stroke-dasharray="5 4"' : ''} points="${pts.map(([x, y]) => `${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(' ')}"/>`,
+    );
+    for (const [x, y] of pts)
+      parts.push(
+        `<circle cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="3" fill="${color}"><title>${esc(s.name)}: ${tickLabel(x)} → ${fmtMs(y)}</title></circle>`,
+      );
     const ly = T + 8 + i * 18;
-    parts.push(`<line x1="${W - R + 12}" x2="${W - R + 32}" y1="${ly}" y2="${ly}" stroke="${color}" stroke-width="2" ${s.dashed ? 'stroke-dasharray="5 4"' : ''}/><text x="${W - R + 38}" y="${ly + 4}" class="legend">${esc(s.name)}</text>`);
+    parts.push(
+      `<line x1="${W - R + 12}" x2="${W - R + 32}" y1="${ly}" y2="${ly}" stroke="${color}" stroke-width="2" ${s.dashed ? 'stroke-dasharray="5 4"' : ''}/><text x="${W - R + 38}" y="${ly + 4}" class="legend">${esc(s.name)}</text>`,
+    );
   });
   return `<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(opts.title)}">${parts.join('')}</svg>`;
 }
 
 /** Horizontal bars, one group per label, one bar per series; log or linear x. */
-export function barChart(opts: { title: string; labels: string[]; series: { name: string; values: (number | undefined)[] }[]; xLabel: string; xLog?: boolean; reference?: { value: number; name: string } }): string {
+export function barChart(opts: {
+  title: string;
+  labels: string[];
+  series: { name: string; values: (number | undefined)[] }[];
+  xLabel: string;
+  xLog?: boolean;
+  reference?: { value: number; name: string };
+}): string {
   const vals = opts.series.flatMap((s) => s.values).filter((v): v is number => fin(v) && (!opts.xLog || v > 0));
   if (vals.length === 0) return `<p class="empty">${esc(opts.title)}: no data in this run.</p>`;
-  const barH = 12, gap = 8;
+  const barH = 12,
+    gap = 8;
   const groupH = opts.series.length * barH + gap;
-  const L = Math.max(160, Math.min(330, 12 + 6.3 * Math.max(...opts.labels.map((l) => l.length)))), R = 90, T = 34, B = 44, W = 800;
+  const L = Math.max(160, Math.min(330, 12 + 6.3 * Math.max(...opts.labels.map((l) => l.length)))),
+    R = 90,
+    T = 34,
+    B = 44,
+    W = 800;
   const H = T + B + opts.labels.length * groupH + (opts.series.length > 1 ? 20 : 0);
   let x0 = opts.xLog ? 10 ** Math.floor(Math.log10(Math.min(...vals))) : 0;
   let x1 = opts.xLog ? 10 ** Math.ceil(Math.log10(Math.max(...vals, opts.reference?.value ?? 0))) : Math.max(...vals, opts.reference?.value ?? 0) * 1.08;
@@ -197,7 +331,10 @@ export function barChart(opts: { title: string; labels: string[]; series: { name
   const parts: string[] = [`<text x="${W / 2}" y="20" class="title" text-anchor="middle">${esc(opts.title)}</text>`];
   const ticks = opts.xLog ? niceLogTicks(x0, x1).filter((t) => Math.log10(t) % 1 === 0 || niceLogTicks(x0, x1).length < 8) : niceLinearTicks(x1);
   const plotBottom = T + opts.labels.length * groupH;
-  for (const t of ticks) parts.push(`<line x1="${sx(t)}" x2="${sx(t)}" y1="${T}" y2="${plotBottom}" class="grid"/><text x="${sx(t)}" y="${plotBottom + 14}" class="tick" text-anchor="middle">${tickLabel(t)}</text>`);
+  for (const t of ticks)
+    parts.push(
+      `<line x1="${sx(t)}" x2="${sx(t)}" y1="${T}" y2="${plotBottom}" class="grid"/><text x="${sx(t)}" y="${plotBottom + 14}" class="tick" text-anchor="middle">${tickLabel(t)}</text>`,
+    );
   parts.push(`<text x="${(L + W - R) / 2}" y="${plotBottom + 32}" class="label" text-anchor="middle">${esc(opts.xLabel)}</text>`);
   opts.labels.forEach((label, g) => {
     const gy = T + g * groupH;
@@ -207,18 +344,24 @@ export function barChart(opts: { title: string; labels: string[]; series: { name
       if (!fin(v) || (opts.xLog && v <= 0)) return;
       const color = PALETTE[i % PALETTE.length];
       const y = gy + i * barH;
-      parts.push(`<rect x="${L}" y="${y}" width="${Math.max(1, sx(v) - L).toFixed(1)}" height="${barH - 2}" fill="${color}"><title>${esc(label)} · ${esc(s.name)}: ${fmtMs(v)}</title></rect>`);
+      parts.push(
+        `<rect x="${L}" y="${y}" width="${Math.max(1, sx(v) - L).toFixed(1)}" height="${barH - 2}" fill="${color}"><title>${esc(label)} · ${esc(s.name)}: ${fmtMs(v)}</title></rect>`,
+      );
       parts.push(`<text x="${(sx(v) + 4).toFixed(1)}" y="${y + barH - 3}" class="value">${v >= 100 ? fmtInt(v) : fmtMs(v)}</text>`);
     });
   });
   if (opts.reference && fin(opts.reference.value)) {
     const x = sx(opts.reference.value);
-    parts.push(`<line x1="${x}" x2="${x}" y1="${T - 4}" y2="${plotBottom}" stroke="#444" stroke-dasharray="4 3"/><text x="${x + 3}" y="${plotBottom - 4}" class="tick">${esc(opts.reference.name)}</text>`);
+    parts.push(
+      `<line x1="${x}" x2="${x}" y1="${T - 4}" y2="${plotBottom}" stroke="#444" stroke-dasharray="4 3"/><text x="${x + 3}" y="${plotBottom - 4}" class="tick">${esc(opts.reference.name)}</text>`,
+    );
   }
   if (opts.series.length > 1) {
     let lx = L;
     for (const [i, s] of opts.series.entries()) {
-      parts.push(`<rect x="${lx}" y="${H - 16}" width="12" height="10" fill="${PALETTE[i % PALETTE.length]}"/><text x="${lx + 16}" y="${H - 7}" class="legend">${esc(s.name)}</text>`);
+      parts.push(
+        `<rect x="${lx}" y="${H - 16}" width="12" height="10" fill="${PALETTE[i % PALETTE.length]}"/><text x="${lx + 16}" y="${H - 7}" class="legend">${esc(s.name)}</text>`,
+      );
       lx += 28 + s.name.length * 7.5;
     }
   }
@@ -229,7 +372,7 @@ export function barChart(opts: { title: string; labels: string[]; series: { name
 
 function table(header: string[], rows: (string | number)[][], numeric = (i: number) => i > 0): string {
   return `<table><thead><tr>${header.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows
-    .map((r) => `<tr>${r.map((c, i) => `<td${numeric(i) ? " class=\"num\"" : ""}>${esc(c)}</td>`).join('')}</tr>`)
+    .map((r) => `<tr>${r.map((c, i) => `<td${numeric(i) ? ' class="num"' : ''}>${esc(c)}</td>`).join('')}</tr>`)
     .join('')}</tbody></table>`;
 }
 
@@ -246,9 +389,9 @@ export function renderHtml(r: Combined): string {
     const ft = (r.fulltext?.sizes ?? []) as any[];
     const ftSeries: Series[] = [
       { name: 'engine (modes) p50', points: sizes.map((p) => [p.chunks, p.latency?.['full-text']?.p50]) },
-      { name: "engine (modes) p99", points: sizes.map((p) => [p.chunks, p.latency?.['full-text']?.p99]), dashed: true, color: 0 },
-      { name: "fulltext.ts p50", points: ft.map((p) => [p.chunks, p.latency?.p50]), color: 1 },
-      { name: "fulltext.ts p99", points: ft.map((p) => [p.chunks, p.latency?.p99]), dashed: true, color: 1 },
+      { name: 'engine (modes) p99', points: sizes.map((p) => [p.chunks, p.latency?.['full-text']?.p99]), dashed: true, color: 0 },
+      { name: 'fulltext.ts p50', points: ft.map((p) => [p.chunks, p.latency?.p50]), color: 1 },
+      { name: 'fulltext.ts p99', points: ft.map((p) => [p.chunks, p.latency?.p99]), dashed: true, color: 1 },
     ];
     sections.push(`<h2 id="latency">Engine latency against corpus size</h2>
       <p>In process, no HTTP: each mode through <code>KnowledgeBase</code> with hits materialized, top 10, SciFact train queries; vectors from the hashed 384-d embedder (the query vector is precomputed, so semantic times are the engine's, not a model's). Semantic search goes through HNSW from ${fmtInt(5000)} vectors on (exact below), re-scored exactly. Solid: p50, dashed: p99.</p>
@@ -256,7 +399,17 @@ export function renderHtml(r: Combined): string {
       ${lineChart({ title: 'Full-text latency, both engine benchmarks', series: ftSeries, xLabel: 'chunks (log)', yLabel: 'ms (log)', xLog: true, yLog: true })}
       ${table(
         ['chunks', 'mode', 'p50 ms', 'p95 ms', 'p99 ms', 'queries/s', 'notes'],
-        sizes.flatMap((p) => modes.map((m) => [fmtInt(p.chunks), m, fmtMs(p.latency?.[m]?.p50), fmtMs(p.latency?.[m]?.p95), fmtMs(p.latency?.[m]?.p99), fmtInt(p.queriesPerSecond?.[m]), m === 'semantic' ? `recall@10 vs brute force ${f3(p.recall10)}` : m === 'exact brute force' ? `${p.bruteQueries} queries` : ''])),
+        sizes.flatMap((p) =>
+          modes.map((m) => [
+            fmtInt(p.chunks),
+            m,
+            fmtMs(p.latency?.[m]?.p50),
+            fmtMs(p.latency?.[m]?.p95),
+            fmtMs(p.latency?.[m]?.p99),
+            fmtInt(p.queriesPerSecond?.[m]),
+            m === 'semantic' ? `recall@10 vs brute force ${f3(p.recall10)}` : m === 'exact brute force' ? `${p.bruteQueries} queries` : '',
+          ]),
+        ),
       )}`);
   }
 
@@ -288,7 +441,16 @@ export function renderHtml(r: Combined): string {
   if (peerLabels.length) {
     sections.push(`<h2 id="peers">Engine and peers, same data, same run</h2>
       <p>Full-text peers (Orama, MiniSearch) from <code>bench/fulltext.ts</code>, in the same process on the same documents; PostgreSQL full-text search and pgvector through PGlite (WASM, one thread) from <code>bench/peers-pglite.ts</code>; exact brute force over a flat Float32Array from <code>bench/engine-modes.ts</code>. Log scale.</p>
-      ${barChart({ title: 'Search latency, top 10 (ms, log scale)', labels: peerLabels, series: [{ name: 'p50', values: p50 }, { name: 'p99', values: p99 }], xLabel: 'ms (log)', xLog: true })}`);
+      ${barChart({
+        title: 'Search latency, top 10 (ms, log scale)',
+        labels: peerLabels,
+        series: [
+          { name: 'p50', values: p50 },
+          { name: 'p99', values: p99 },
+        ],
+        xLabel: 'ms (log)',
+        xLog: true,
+      })}`);
   }
   if (r.pglite?.sizes?.length) {
     const pg = r.pglite;
@@ -298,10 +460,23 @@ export function renderHtml(r: Combined): string {
         ['system', ...pg.sizes.flatMap((s: any) => [`${s.replicas}× p50 ms`, `${s.replicas}× p99 ms`, `${s.replicas}× queries`])],
         [
           ['engine BM25', ...(pg.engine ?? []).flatMap((e: any) => [fmtMs(e.latency?.p50), fmtMs(e.latency?.p99), e.latency?.queries])],
-          ...names.map((n) => [`PGlite ${n}`, ...pg.sizes.flatMap((s: any) => [fmtMs(s.latency?.[n]?.p50), fmtMs(s.latency?.[n]?.p99), s.latency?.[n]?.queries ?? '-'])]),
+          ...names.map((n) => [
+            `PGlite ${n}`,
+            ...pg.sizes.flatMap((s: any) => [fmtMs(s.latency?.[n]?.p50), fmtMs(s.latency?.[n]?.p99), s.latency?.[n]?.queries ?? '-']),
+          ]),
         ],
       )}
-      ${table(['size', 'rows', 'load s', 'GIN s', 'HNSW s', 'table + indexes MiB'], pg.sizes.map((s: any) => [`${s.replicas}×`, fmtInt(s.rows), sec(s.loadMs / 1000), sec(s.ginMs / 1000), fin(s.hnswMs) ? sec(s.hnswMs / 1000) : '-', fmtInt(s.tableBytes / 2 ** 20)]))}`);
+      ${table(
+        ['size', 'rows', 'load s', 'GIN s', 'HNSW s', 'table + indexes MiB'],
+        pg.sizes.map((s: any) => [
+          `${s.replicas}×`,
+          fmtInt(s.rows),
+          sec(s.loadMs / 1000),
+          sec(s.ginMs / 1000),
+          fin(s.hnswMs) ? sec(s.hnswMs / 1000) : '-',
+          fmtInt(s.tableBytes / 2 ** 20),
+        ]),
+      )}`);
   }
 
   // 3. HTTP.
@@ -321,13 +496,33 @@ export function renderHtml(r: Combined): string {
       ${barChart({ title: 'p99 latency (ms, log scale)', labels: routes, series: conns.map((c) => ({ name: `c=${c}`, values: routes.map((rt) => value(rt, c, 'p99')) })), xLabel: 'ms (log)', xLog: true, reference: { value: 10, name: '10 ms' } })}
       ${table(
         ['route', 'tool', 'c', 'req/s', 'p50 ms', 'p99 ms', '÷ floor', '÷ engine 1 thread', 'server cores', 'client cores', 'non-2xx + errors'],
-        h.table.map((t: any) => [t.route, t.tool, t.connections, fmtInt(t.requestsPerSecond), fmtMs(t.latency?.p50), fmtMs(t.latency?.p99), pct(t.floorRatio), pct(t.engineRatio), fin(t.serverCores) ? t.serverCores.toFixed(2) : '-', fin(t.clientCores) ? t.clientCores.toFixed(2) : '-', (t.non2xx ?? 0) + (t.errors ?? 0)]),
+        h.table.map((t: any) => [
+          t.route,
+          t.tool,
+          t.connections,
+          fmtInt(t.requestsPerSecond),
+          fmtMs(t.latency?.p50),
+          fmtMs(t.latency?.p99),
+          pct(t.floorRatio),
+          pct(t.engineRatio),
+          fin(t.serverCores) ? t.serverCores.toFixed(2) : '-',
+          fin(t.clientCores) ? t.clientCores.toFixed(2) : '-',
+          (t.non2xx ?? 0) + (t.errors ?? 0),
+        ]),
       )}`);
     const prog: any[] = h.ingestion?.progress ?? [];
     if (prog.length) {
       sections.push(`<h3>Ingestion</h3>
         <p>${fmtInt(h.ingestion.items)} items posted without <code>wait</code> at concurrency ${h.ingestion.connections}: <b>${fmtInt(h.ingestion.acksPerSecond)} acknowledgements/s</b>; <b>${fmtInt(h.ingestion.chunksIndexedPerSecond)} chunks indexed/s</b> (${fmtInt(h.ingestion.chunks)} chunks in ${sec(h.ingestion.indexedSeconds)}, stub embedder); HNSW graph finished ${sec(h.ingestion.graphSeconds)} later. Restart on this directory: ${fmtInt(h.restart?.readyMs)} ms to <code>/ready</code>.</p>
-        ${lineChart({ title: 'Chunks searchable during the load', series: [{ name: 'chunks', points: prog.map((p) => [p.t, p.chunks]) }, { name: 'queue depth', points: prog.map((p) => [p.t, p.queue]) }], xLabel: 'seconds since the first POST', yLabel: 'count' })}`);
+        ${lineChart({
+          title: 'Chunks searchable during the load',
+          series: [
+            { name: 'chunks', points: prog.map((p) => [p.t, p.chunks]) },
+            { name: 'queue depth', points: prog.map((p) => [p.t, p.queue]) },
+          ],
+          xLabel: 'seconds since the first POST',
+          yLabel: 'count',
+        })}`);
     }
   }
 
@@ -344,16 +539,32 @@ export function renderHtml(r: Combined): string {
   for (const q of r.fulltext?.quality?.comparison ?? []) addQ(q.name === 'engine' ? 'engine full-text' : q.name, q.quality);
   for (const [mode, q] of Object.entries<any>(r.engine?.quality ?? {})) if (mode !== 'full-text') addQ(`engine ${mode} (hashed vectors)`, q);
   for (const [name, q] of Object.entries<any>(r.pglite?.quality ?? {})) if (name !== 'engine') addQ(`PGlite ${name}`, q);
-  for (const m of r.semantic?.quality ?? []) for (const row of m.rows ?? []) if (/^(semantic \(engine|hybrid weighted w=0\.5|hybrid rrf)/.test(row.name)) addQ(`${m.model?.model}: ${row.name}`, row.quality);
+  for (const m of r.semantic?.quality ?? [])
+    for (const row of m.rows ?? [])
+      if (/^(semantic \(engine|hybrid weighted w=0\.5|hybrid rrf)/.test(row.name)) addQ(`${m.model?.model}: ${row.name}`, row.quality);
   if (qLabels.length) {
     sections.push(`<h2 id="quality">Quality on SciFact train</h2>
       <p>nDCG@10 and Recall@100 over the judged training queries (chunk hits folded into documents by their best chunk). Semantic and hybrid rows marked “hashed vectors” use the benchmark's lexical hash embedder, not a neural model${r.semantic ? '; rows named after a model come from <code>bench/semantic.ts</code>' : ''}.</p>
-      ${barChart({ title: 'Quality (higher is better)', labels: qLabels, series: [{ name: 'nDCG@10', values: ndcg }, { name: 'Recall@100', values: recall }], xLabel: 'score' })}`);
+      ${barChart({
+        title: 'Quality (higher is better)',
+        labels: qLabels,
+        series: [
+          { name: 'nDCG@10', values: ndcg },
+          { name: 'Recall@100', values: recall },
+        ],
+        xLabel: 'score',
+      })}`);
   }
 
   // 5. Everything as rows, and the run.
   const rows = summaryRows(r);
-  sections.push(`<h2 id="summary">All numbers</h2>${table(['area', 'measure', 'value', 'note'], rows.map((x) => [x.area, x.measure, x.value, x.note ?? '']), (i) => i === 2)}`);
+  sections.push(
+    `<h2 id="summary">All numbers</h2>${table(
+      ['area', 'measure', 'value', 'note'],
+      rows.map((x) => [x.area, x.measure, x.value, x.note ?? '']),
+      (i) => i === 2,
+    )}`,
+  );
   if (r.problems?.length) sections.push(`<h2 id="problems">Problems noticed</h2><ul>${r.problems.map((p: string) => `<li>${esc(p)}</li>`).join('')}</ul>`);
 
   return `<!doctype html>
@@ -369,7 +580,9 @@ svg .legend{font-size:11.5px;fill:#222}svg .value{font-size:10px;fill:#333}svg .
 </style></head><body>
 <h1>kb-search benchmark</h1>
 <p class="meta">${esc(r.mode)} run, ${esc(r.date)} · ${esc(r.machine?.cores)}× ${esc(r.machine?.cpu)}, Bun ${esc(r.machine?.bun)} · load average at start ${esc(r.machine?.loadAverage?.join(' ') ?? '-')} · total ${sec(r.seconds)} · <code>${esc(r.command ?? '')}</code></p>
-<p>Parts: ${Object.entries<any>(r.parts ?? {}).map(([k, p]) => `${esc(k)} ${p.status === 'ok' ? sec(p.seconds) : esc(p.status)}`).join(' · ')}</p>
+<p>Parts: ${Object.entries<any>(r.parts ?? {})
+    .map(([k, p]) => `${esc(k)} ${p.status === 'ok' ? sec(p.seconds) : esc(p.status)}`)
+    .join(' · ')}</p>
 ${sections.join('\n')}
 </body></html>
 `;
@@ -383,7 +596,7 @@ if (import.meta.main) {
   }
   const r = (await Bun.file(input).json()) as Combined;
   printSummary(r);
-  const out = output ?? input.replace(/\.json$/, '') + '.html';
+  const out = output ?? `${input.replace(/\.json$/, '')}.html`;
   await Bun.write(out, renderHtml(r));
   console.log(`\nHTML report: ${out}`);
 }

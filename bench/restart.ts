@@ -19,7 +19,9 @@ const dataDir = mkdtempSync(join(tmpdir(), 'kb-restart-'));
 const ORG = 'org_bench';
 
 const scifact = await loadSciFact();
-const texts = scifact ? scifact.corpus.map((d) => d.text) : Array.from({ length: 1000 }, (_, i) => `Generated item ${i}. ${'lorem ipsum dolor sit amet '.repeat(40)}`);
+const texts = scifact
+  ? scifact.corpus.map((d) => d.text)
+  : Array.from({ length: 1000 }, (_, i) => `Generated item ${i}. ${'lorem ipsum dolor sit amet '.repeat(40)}`);
 
 const engine = await Engine.open({ dataDir, compute: { documentWorkers: 2 }, log: () => {} });
 const kb = await engine.createKnowledgeBase(ORG, {

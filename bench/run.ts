@@ -44,7 +44,13 @@ const { values: args } = parseArgs({
   strict: true,
 });
 if (args.help) {
-  console.log(readFileSync(import.meta.path, 'utf8').split('\n').filter((l) => l.startsWith('//')).map((l) => l.slice(3)).join('\n'));
+  console.log(
+    readFileSync(import.meta.path, 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('//'))
+      .map((l) => l.slice(3))
+      .join('\n'),
+  );
   process.exit(0);
 }
 const quick = args.quick;
@@ -61,7 +67,12 @@ function semanticRunning(): boolean {
     for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
       if (Number(pid) === process.pid) continue;
       try {
-        if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').some((a) => a.endsWith('bench/semantic.ts'))) return true;
+        if (
+          readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+            .split('\0')
+            .some((a) => a.endsWith('bench/semantic.ts'))
+        )
+          return true;
       } catch {}
     }
   } catch {}
@@ -71,14 +82,19 @@ function semanticRunning(): boolean {
 const notes: Record<string, string> = {};
 let parts: Part[];
 if (args.parts) {
-  parts = args.parts.split(',').map((p) => p.trim()).filter(Boolean).map((p) => {
-    if (!(ALL_PARTS as readonly string[]).includes(p)) throw new Error(`unknown part "${p}" (use ${ALL_PARTS.join(', ')})`);
-    return p as Part;
-  });
+  parts = args.parts
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)
+    .map((p) => {
+      if (!(ALL_PARTS as readonly string[]).includes(p)) throw new Error(`unknown part "${p}" (use ${ALL_PARTS.join(', ')})`);
+      return p as Part;
+    });
 } else {
   parts = ALL_PARTS.filter((p) => p !== 'semantic');
   if (quick) notes.semantic = 'not in --quick (loads USE-Lite; ask with --parts semantic)';
-  else if (!existsSync(semanticCache)) notes.semantic = `skipped: no cached USE-Lite corpus in ${semanticCache} (run with --parts semantic once to build it, several minutes)`;
+  else if (!existsSync(semanticCache))
+    notes.semantic = `skipped: no cached USE-Lite corpus in ${semanticCache} (run with --parts semantic once to build it, several minutes)`;
   else if (semanticRunning()) notes.semantic = 'skipped: another bench/semantic.ts is running and may hold its cached data directory';
   else parts.push('semantic');
 }
@@ -88,8 +104,22 @@ const flag = (name: string, value: string | undefined) => (value ? [`--${name}`,
 const commands: Record<Part, string[]> = {
   engine: ['bench/engine-modes.ts', ...(quick ? ['--quick'] : []), ...flag('sizes', args.sizes), '--json', json('engine')],
   // The engine part measures every size, so fulltext skips its own size curve.
-  fulltext: ['bench/fulltext.ts', ...(quick ? ['--quick', '--replicas', '1'] : []), ...(!quick ? flag('replicas', args.replicas) : []), '--no-curve', '--json', json('fulltext')],
-  http: ['bench/http.ts', ...(quick ? ['--quick', '--wrk', 'off'] : []), ...flag('chunks', args['http-chunks']), ...flag('duration', args.duration), '--json', json('http')],
+  fulltext: [
+    'bench/fulltext.ts',
+    ...(quick ? ['--quick', '--replicas', '1'] : []),
+    ...(!quick ? flag('replicas', args.replicas) : []),
+    '--no-curve',
+    '--json',
+    json('fulltext'),
+  ],
+  http: [
+    'bench/http.ts',
+    ...(quick ? ['--quick', '--wrk', 'off'] : []),
+    ...flag('chunks', args['http-chunks']),
+    ...flag('duration', args.duration),
+    '--json',
+    json('http'),
+  ],
   restart: ['bench/restart.ts', '--items', String(args['restart-items'] ? parseCount(args['restart-items']) : quick ? 1000 : 50_000)],
   pglite: ['bench/peers-pglite.ts', ...(quick ? ['--quick'] : []), ...flag('replicas', args.replicas), '--json', json('pglite')],
   semantic: ['bench/semantic.ts', '--parts', 'quality', '--models', 'use-lite', ...(quick ? ['--quick'] : []), '--json', json('semantic')],
@@ -136,12 +166,12 @@ async function runPart(name: Part): Promise<{ code: number; stdout: string; seco
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
         console.log(`  [${name}] ${line}`);
-        log.write(line + '\n');
+        log.write(`${line}\n`);
       }
     }
     if (buf) {
       console.log(`  [${name}] ${buf}`);
-      log.write(buf + '\n');
+      log.write(`${buf}\n`);
     }
   };
   await Promise.all([pump(proc.stdout, true), pump(proc.stderr, false)]);
@@ -153,7 +183,13 @@ async function runPart(name: Part): Promise<{ code: number; stdout: string; seco
 
 for (const name of parts) {
   const { code, stdout, seconds } = await runPart(name);
-  const entry: Record<string, unknown> = { status: code === 0 ? 'ok' : 'failed', exitCode: code, seconds: +seconds.toFixed(1), command: `bun ${commands[name].join(' ')}`, log: join(partsDir, `${name}.log`) };
+  const entry: Record<string, unknown> = {
+    status: code === 0 ? 'ok' : 'failed',
+    exitCode: code,
+    seconds: +seconds.toFixed(1),
+    command: `bun ${commands[name].join(' ')}`,
+    log: join(partsDir, `${name}.log`),
+  };
   let result: unknown;
   try {
     if (name === 'restart') {
@@ -173,13 +209,13 @@ for (const name of parts) {
   }
   if (code !== 0) combined.problems.push(`part ${name} exited with code ${code} (log: ${entry.log})`);
   if (result !== undefined) combined[name] = result;
-  for (const p of ((result as { problems?: string[] } | undefined)?.problems ?? [])) combined.problems.push(`${name}: ${p}`);
+  for (const p of (result as { problems?: string[] } | undefined)?.problems ?? []) combined.problems.push(`${name}: ${p}`);
   combined.parts[name] = entry;
 }
 
 combined.seconds = +((performance.now() - started) / 1000).toFixed(1);
 combined.summary = summaryRows(combined);
-await Bun.write(`${out}.json`, JSON.stringify(combined, null, 2) + '\n');
+await Bun.write(`${out}.json`, `${JSON.stringify(combined, null, 2)}\n`);
 await Bun.write(`${out}.html`, renderHtml(combined));
 printSummary(combined);
 for (const p of combined.problems) console.log(`  problem: ${p}`);

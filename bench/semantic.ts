@@ -52,7 +52,9 @@ const work = workload(data);
 const { models, notes } = chooseModels();
 console.log(
   `Semantic benchmark (${quick ? 'quick' : 'full'}): ${work.corpus.length} documents, ${work.queries.length} queries; parts ${[...parts].join(', ')}; ` +
-    `Bun ${Bun.version}, ${CORES}× ${cpus()[0]?.model ?? 'unknown CPU'}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`,
+    `Bun ${Bun.version}, ${CORES}× ${cpus()[0]?.model ?? 'unknown CPU'}, load average ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
 );
 console.log(`  models: ${models.map((m) => m.spec.model).join(', ')}`);
 for (const n of notes) console.log(`  note: ${n}`);
@@ -75,14 +77,22 @@ if (parts.has('quality')) {
 if (parts.has('vectors')) results.vectors = await phase(`2. semantic leg at ${fmtInt(SIZES.vectorTarget)} vectors`, () => vectorPart(work));
 if (parts.has('http')) results.http = await phase('3. search latency during a bulk load (HTTP)', () => httpPart(data));
 if (parts.has('memory')) results.memory = await phase('4. memory per chunk', () => memoryPart(work));
-if (parts.has('throughput')) results.throughput = await phase('5. ingestion throughput by precision, workers × threads, batch', () => throughputPart(work.corpus, models));
+if (parts.has('throughput'))
+  results.throughput = await phase('5. ingestion throughput by precision, workers × threads, batch', () => throughputPart(work.corpus, models));
 if (parts.has('ingest')) results.ingest = await phase('6. the whole corpus through HTTP on the defaults', () => ingestPart(data.corpus));
-if (parts.has('limit')) results.limit = await phase('7. where the document workers spend their time; onnxruntime alone', () => limitPart(data.corpus, results.ingest as { chunksPerSecond: number; seconds: number } | undefined));
+if (parts.has('limit'))
+  results.limit = await phase('7. where the document workers spend their time; onnxruntime alone', () =>
+    limitPart(data.corpus, results.ingest as { chunksPerSecond: number; seconds: number } | undefined),
+  );
 results.engineMessages = engineMessages;
 results.phasesMs = phases;
-console.log(`\nPhases: ${Object.entries(phases).map(([k, v]) => `${k} ${secs(v)}`).join('; ')}`);
+console.log(
+  `\nPhases: ${Object.entries(phases)
+    .map(([k, v]) => `${k} ${secs(v)}`)
+    .join('; ')}`,
+);
 console.log(`Total ${secs(performance.now() - started)}`);
 if (args.json) {
-  await Bun.write(args.json, JSON.stringify(results, null, 2) + '\n');
+  await Bun.write(args.json, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`Results written to ${args.json}`);
 }

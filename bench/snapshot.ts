@@ -51,7 +51,9 @@ async function main(): Promise<void> {
   try {
     const ctx = await createContext(stub.url, t0);
     const { say, elapsed } = ctx;
-    say(`snapshot bench (${quick ? 'quick' : 'full'}): target ${targetChunks} chunks, ${cpus().length} cores, ${mib(totalmem())} MiB RAM, bun ${Bun.version}, load average ${loadavg().map(round2).join(' ')}`);
+    say(
+      `snapshot bench (${quick ? 'quick' : 'full'}): target ${targetChunks} chunks, ${cpus().length} cores, ${mib(totalmem())} MiB RAM, bun ${Bun.version}, load average ${loadavg().map(round2).join(' ')}`,
+    );
     say(`VECTORS: ${HASH_DIMENSIONS}-d from a HASHING STUB (feature hashing of words), NOT a neural model; embeddings server at ${stub.url}`);
 
     const { baseDir, meta } = await baseDirectory(ctx);

@@ -203,7 +203,9 @@ async function run(variant: string, file: string, env: Record<string, string>): 
       const elapsed = performance.now() - t1;
       if (elapsed - lastReport > 15_000) {
         lastReport = elapsed;
-        console.error(`  [${variant}] ${(elapsed / 1000).toFixed(0)} s after the acks: ${JSON.stringify(states ?? 'server gone')}, ${await embeddedChunks(server.url)} chunks embedded, RSS ${mb(rssBytes(pid))}`);
+        console.error(
+          `  [${variant}] ${(elapsed / 1000).toFixed(0)} s after the acks: ${JSON.stringify(states ?? 'server gone')}, ${await embeddedChunks(server.url)} chunks embedded, RSS ${mb(rssBytes(pid))}`,
+        );
       }
       if (done || elapsed > SETTLE_MS) {
         for (const [s, n] of Object.entries(states ?? { 'server gone': accepted })) if (n > 0) ended[s] = n;
@@ -214,7 +216,10 @@ async function run(variant: string, file: string, env: Record<string, string>): 
     }
     await Bun.sleep(2000);
     sampler.stop();
-    const serverAlive = await fetch(`${server.url}/health`).then((r) => r.status === 200, () => false);
+    const serverAlive = await fetch(`${server.url}/health`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     return {
       variant,
       env,
@@ -252,7 +257,8 @@ const embedEnv: Record<string, string> = {
 
 const variants: Array<[string, Record<string, string>]> = [];
 if (args.variant === 'capped' || args.variant === 'both') variants.push(['capped (MAX_TEXT_BYTES 10 MiB default)', { ...embedEnv }]);
-if (args.variant === 'accepted' || args.variant === 'both') variants.push(['accepted (MAX_TEXT_BYTES=64MiB)', { ...embedEnv, MAX_TEXT_BYTES: String(64 * MiB) }]);
+if (args.variant === 'accepted' || args.variant === 'both')
+  variants.push(['accepted (MAX_TEXT_BYTES=64MiB)', { ...embedEnv, MAX_TEXT_BYTES: String(64 * MiB) }]);
 
 const results: RunResult[] = [];
 try {
@@ -267,7 +273,10 @@ try {
   rmSync(work, { recursive: true, force: true });
 }
 
-console.log(`\n${FILES} concurrent uploads of a ${(SIZE / 1e6).toFixed(0)} MB .txt (Bun.file, multipart), server RSS sampled every 50 ms` + (fake ? ' (stub embeddings, 8 dims)' : ' (default embedding model)'));
+console.log(
+  `\n${FILES} concurrent uploads of a ${(SIZE / 1e6).toFixed(0)} MB .txt (Bun.file, multipart), server RSS sampled every 50 ms` +
+    (fake ? ' (stub embeddings, 8 dims)' : ' (default embedding model)'),
+);
 const rows = [
   ['variant', 'RSS before', 'peak (uploads)', 'peak (after)', 'RSS end', 'all acked', 'responses', 'ended', 'settled'],
   ...results.map((r) => [
@@ -277,8 +286,14 @@ const rows = [
     mb(r.peakAfter),
     mb(r.rssEnd),
     `${r.ackSeconds.toFixed(2)} s`,
-    Object.entries(r.statuses).map(([k, v]) => `${v}× ${k}`).join(', '),
-    Object.keys(r.ended).length ? Object.entries(r.ended).map(([k, v]) => `${v} ${k}`).join(', ') : '-',
+    Object.entries(r.statuses)
+      .map(([k, v]) => `${v}× ${k}`)
+      .join(', '),
+    Object.keys(r.ended).length
+      ? Object.entries(r.ended)
+          .map(([k, v]) => `${v} ${k}`)
+          .join(', ')
+      : '-',
     r.settleSeconds !== undefined ? `${r.settleSeconds.toFixed(1)} s` : Object.keys(r.ended).length ? `not within ${SETTLE_MS / 1000} s` : '-',
   ]),
 ];

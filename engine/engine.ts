@@ -61,7 +61,15 @@ export class Engine {
       onVectorsAdded: () => this.recovery && this.pacer.schedule(), // once open: not during replay
       holds: shards.holdsAll ? undefined : (kbId) => shards.holds(kbId),
     });
-    this.core = { state: this.state, originals, shards, routeOf: (kbId) => this.node.routeOf(kbId), quotas: options.quotas, commit: (r, a, check) => this.commit(r, a, check), enqueue: (kbId, id, version, configId) => this.enqueue(kbId, id, version, configId) };
+    this.core = {
+      state: this.state,
+      originals,
+      shards,
+      routeOf: (kbId) => this.node.routeOf(kbId),
+      quotas: options.quotas,
+      commit: (r, a, check) => this.commit(r, a, check),
+      enqueue: (kbId, id, version, configId) => this.enqueue(kbId, id, version, configId),
+    };
     this.compute = new Compute({ documentWorkers: 1, ...options.compute });
     this.ingestion = new IngestionQueue({
       knowledgeBases: this.state.kbs,
@@ -86,15 +94,20 @@ export class Engine {
     for (const g of start?.graphs ?? []) if (engine.shards.holds(g.kbId)) engine.state.kbs.get(g.kbId)?.attachGraph(g.path);
     const fromSnapshotMs = Math.round(performance.now() - started);
     const room = () => engine.compute.documents.size * (options.batchItems ?? 16) * 2 - engine.ingestion.depth;
-    engine.node = await openNode(options, room, {
-      state: engine.state,
-      ingestion: engine.ingestion,
-      shards: engine.shards,
-      apply: (record, attachment) => engine.state.apply(record, attachment),
-      settled: (record) => engine.settled(record),
-      say: engine.say,
-      fatal: (message, err) => engine.fatal(message, err),
-    }, start?.seq).catch(async (err) => {
+    engine.node = await openNode(
+      options,
+      room,
+      {
+        state: engine.state,
+        ingestion: engine.ingestion,
+        shards: engine.shards,
+        apply: (record, attachment) => engine.state.apply(record, attachment),
+        settled: (record) => engine.settled(record),
+        say: engine.say,
+        fatal: (message, err) => engine.fatal(message, err),
+      },
+      start?.seq,
+    ).catch(async (err) => {
       // Nothing of a failed start stays behind (the server may try again from another snapshot).
       await engine.compute.close();
       throw err;
@@ -143,7 +156,12 @@ export class Engine {
   /** A build may be complete: activate it (errors are logged; the next result or start-up tries again). */
   private activateIfBuilt(kbId: string): void {
     void reembedding.activateIfBuilt(this.core, kbId).then(
-      (activated) => activated && this.say('info', 're-embedding complete: the new configuration answers searches', { kbId, configurationId: this.state.kbs.get(kbId)?.record.config.id }),
+      (activated) =>
+        activated &&
+        this.say('info', 're-embedding complete: the new configuration answers searches', {
+          kbId,
+          configurationId: this.state.kbs.get(kbId)?.record.config.id,
+        }),
       (err) => this.say('warn', 'could not activate a re-embedded configuration', { kbId, error: String(err) }),
     );
   }
@@ -179,7 +197,8 @@ export class Engine {
   listKnowledgeBases = (orgId: string): KnowledgeBaseRecord[] => kbs.listKnowledgeBases(this.core, orgId);
   getKnowledgeBase = (orgId: string, kbId: string): KnowledgeBaseRecord => kbOf(this.core, orgId, kbId).record;
   createKnowledgeBase = (orgId: string, input: Parameters<typeof kbs.createKnowledgeBase>[2]) => kbs.createKnowledgeBase(this.core, orgId, input);
-  updateKnowledgeBase = (orgId: string, kbId: string, change: { name: string; description?: string }) => kbs.updateKnowledgeBase(this.core, orgId, kbId, change);
+  updateKnowledgeBase = (orgId: string, kbId: string, change: { name: string; description?: string }) =>
+    kbs.updateKnowledgeBase(this.core, orgId, kbId, change);
   deleteKnowledgeBase = (orgId: string, kbId: string): Promise<void> => kbs.deleteKnowledgeBase(this.core, orgId, kbId);
 
   // --- everything about a knowledge base's content: on the nodes holding its shard (SHARD_NOT_HELD elsewhere) ---
@@ -216,9 +235,11 @@ export class Engine {
   getContent = (orgId: string, kbId: string, contentId: string): ContentItem => contentOf(this.core, orgId, kbId, contentId);
   addContent = (orgId: string, kbId: string, input: NewContent) => contents.addContent(this.core, orgId, kbId, input);
   /** The text extracted from an uploaded file; the file (moved from `filePath`) is kept as the item's original. */
-  addFileContent = (orgId: string, kbId: string, filePath: string, input: Parameters<typeof contents.addFileContent>[4]) => contents.addFileContent(this.core, orgId, kbId, filePath, input);
+  addFileContent = (orgId: string, kbId: string, filePath: string, input: Parameters<typeof contents.addFileContent>[4]) =>
+    contents.addFileContent(this.core, orgId, kbId, filePath, input);
   /** Replace the text (and the metadata, when given). */
-  updateContent = (orgId: string, kbId: string, contentId: string, input: Parameters<typeof contents.updateContent>[4]) => contents.updateContent(this.core, orgId, kbId, contentId, input);
+  updateContent = (orgId: string, kbId: string, contentId: string, input: Parameters<typeof contents.updateContent>[4]) =>
+    contents.updateContent(this.core, orgId, kbId, contentId, input);
   deleteContent = (orgId: string, kbId: string, contentId: string): Promise<void> => contents.deleteContent(this.core, orgId, kbId, contentId);
   /** Index a failed item again (its newest version). */
   reindexContent = (orgId: string, kbId: string, contentId: string) => contents.reindexContent(this.core, orgId, kbId, contentId);
@@ -228,7 +249,8 @@ export class Engine {
   waitForContent = (item: ContentItem, timeoutMs: number): Promise<void> => this.waiters.wait(item, timeoutMs);
 
   /** Items by status, chunks waiting, pace over the last minute and time left. */
-  ingestionProgress = (orgId: string, kbId: string): IngestionProgress => progressOf([heldKbOf(this.core, orgId, kbId)], this.ingestion.throughput.perSecond(kbId));
+  ingestionProgress = (orgId: string, kbId: string): IngestionProgress =>
+    progressOf([heldKbOf(this.core, orgId, kbId)], this.ingestion.throughput.perSecond(kbId));
 
   searchFullText(orgId: string, kbId: string, req: SearchRequest): ChunkHit[] {
     return searchFullText(heldKbOf(this.core, orgId, kbId), analyze(req.query), req.limit, req.filter);
@@ -259,7 +281,6 @@ export class Engine {
 
   /** Resolves true once the log is applied up to `seq` (another node's position), false after `timeoutMs`. */
   whenApplied = (seq: number, timeoutMs: number): Promise<boolean> => this.node.whenApplied(seq, timeoutMs);
-
 
   // --- reports ----------------------------------------------------------------------------------
 

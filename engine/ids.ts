@@ -55,5 +55,5 @@ export function observeId(id: string): void {
 const ID_SHAPE = /^[a-z]{2,4}_[0-9a-f]{28}$/;
 
 export function isIdOf(prefix: string, id: string): boolean {
-  return id.length === prefix.length + 29 && id.startsWith(prefix + '_') && ID_SHAPE.test(id);
+  return id.length === prefix.length + 29 && id.startsWith(`${prefix}_`) && ID_SHAPE.test(id);
 }

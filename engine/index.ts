@@ -15,7 +15,17 @@ export type { NodeEntry } from './cluster/live-nodes';
 // The data it holds and answers with.
 export type { ChunkHit, ContentItem, KnowledgeBase } from './kb/knowledge-base';
 export type { HybridHit, HybridOptions } from './search/hybrid';
-export { analyzerOf, indexesAlike, type ContentSource, type ContentStatus, type EmbeddingConfig, type IndexedChunk, type KnowledgeBaseConfig, type KnowledgeBaseRecord, type LogRecord } from './records';
+export {
+  analyzerOf,
+  indexesAlike,
+  type ContentSource,
+  type ContentStatus,
+  type EmbeddingConfig,
+  type IndexedChunk,
+  type KnowledgeBaseConfig,
+  type KnowledgeBaseRecord,
+  type LogRecord,
+} from './records';
 export type { ReembedProgress, ReembedStart } from './methods/reembed';
 export type { Metadata, MetadataFilter, MetadataValue } from './filter/metadata';
 export { newId, isIdOf } from './ids';
@@ -48,4 +58,15 @@ export { searchHybrid, needsQueryVector } from './search/hybrid';
 export { analyze, ANALYZER_VERSION } from './analysis/analyzer';
 
 // Models on demand (the `models` command).
-export { DEFAULT_HUB_URL, listModels, locateModel, missingModelFiles, ModelPullError, modelPath, pullModel, type InstalledModel, type ModelDtype, type PullProgress } from './embedding/hub';
+export {
+  DEFAULT_HUB_URL,
+  listModels,
+  locateModel,
+  missingModelFiles,
+  ModelPullError,
+  modelPath,
+  pullModel,
+  type InstalledModel,
+  type ModelDtype,
+  type PullProgress,
+} from './embedding/hub';

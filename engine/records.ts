@@ -14,9 +14,7 @@ export type EmbeddingConfig = (EmbeddingSpec | { provider: 'none'; model: 'none'
 export type ContentStatus = 'pending' | 'processing' | 'ready' | 'failed';
 
 /** Where a content item came from: typed text, or an uploaded file. */
-export type ContentSource =
-  | { kind: 'text' }
-  | { kind: 'file'; fileName: string; mediaType: string; size: number; pages?: number };
+export type ContentSource = { kind: 'text' } | { kind: 'file'; fileName: string; mediaType: string; size: number; pages?: number };
 
 /** Made from the knowledge base type: at creation, and again when the model serving the type changes (re-embedding). */
 export interface KnowledgeBaseConfig {
@@ -112,10 +110,22 @@ export type LogRecord =
  * Whether two configurations index alike: the same embedding (model, export, dimensions, vector
  * storage), chunking and analysis. Re-embedding is needed exactly when they do not.
  */
-export function indexesAlike(a: Pick<KnowledgeBaseConfig, 'embedding' | 'chunking' | 'analyzer'>, b: Pick<KnowledgeBaseConfig, 'embedding' | 'chunking' | 'analyzer'>): boolean {
-  return canonical(a.embedding) === canonical(b.embedding) && a.chunking.size === b.chunking.size && a.chunking.overlap === b.chunking.overlap && analyzerOf(a) === analyzerOf(b);
+export function indexesAlike(
+  a: Pick<KnowledgeBaseConfig, 'embedding' | 'chunking' | 'analyzer'>,
+  b: Pick<KnowledgeBaseConfig, 'embedding' | 'chunking' | 'analyzer'>,
+): boolean {
+  return (
+    canonical(a.embedding) === canonical(b.embedding) &&
+    a.chunking.size === b.chunking.size &&
+    a.chunking.overlap === b.chunking.overlap &&
+    analyzerOf(a) === analyzerOf(b)
+  );
 }
 
 function canonical(value: object): string {
-  return JSON.stringify(Object.entries(value).filter(([, v]) => v !== undefined).sort(([x], [y]) => (x < y ? -1 : 1)));
+  return JSON.stringify(
+    Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([x], [y]) => (x < y ? -1 : 1)),
+  );
 }

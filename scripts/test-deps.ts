@@ -26,7 +26,9 @@ const missing = NEEDED.filter((p) => !existsSync(p.binary));
 if (missing.length > 0) {
   const asRoot = process.getuid?.() === 0 ? [] : Bun.which('sudo') ? ['sudo'] : undefined;
   if (!asRoot || !Bun.which('apt-get')) {
-    console.error(`[test-deps] missing ${missing.map((p) => `${p.binary} (Debian package ${p.pkg}, for ${p.usedBy})`).join(', ')}; install them with apt-get as root`);
+    console.error(
+      `[test-deps] missing ${missing.map((p) => `${p.binary} (Debian package ${p.pkg}, for ${p.usedBy})`).join(', ')}; install them with apt-get as root`,
+    );
     process.exit(1);
   }
   try {

@@ -5,7 +5,22 @@ import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { rmSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { copyFilePaced, decodePayload, PRIVATE_FILE, ShardSet, encodeFrame, fsyncPath as fsyncFile, PacedFileWriter, readLogRange, scanFrames, VectorIndex, type KnowledgeBaseRecord, type LogEntry, type LogRange, type LogRecord } from '../engine';
+import {
+  copyFilePaced,
+  decodePayload,
+  PRIVATE_FILE,
+  ShardSet,
+  encodeFrame,
+  fsyncPath as fsyncFile,
+  PacedFileWriter,
+  readLogRange,
+  scanFrames,
+  VectorIndex,
+  type KnowledgeBaseRecord,
+  type LogEntry,
+  type LogRange,
+  type LogRecord,
+} from '../engine';
 import { Compactor, type KeptRecord } from './compactor';
 import { graphFileName, MANIFEST_FILE, RECORDS_FILE, SNAPSHOT_FORMAT, type SnapshotManifest } from './format';
 

@@ -7,7 +7,18 @@
 // disappear. Which records apply is decided
 // by the engine's state machine (applyRecord), the same that builds the state in memory; indexed
 // records carry their document numbers, so replaying the result numbers documents identically.
-import { applyRecord, decodePayload, encodePayload, statusAfterIndexed, type ContentStatus, type KnowledgeBaseConfig, type KnowledgeBaseRecord, type LogRecord, type RecordOf, type StateTarget } from '../engine';
+import {
+  applyRecord,
+  decodePayload,
+  encodePayload,
+  statusAfterIndexed,
+  type ContentStatus,
+  type KnowledgeBaseConfig,
+  type KnowledgeBaseRecord,
+  type LogRecord,
+  type RecordOf,
+  type StateTarget,
+} from '../engine';
 
 export interface KeptRecord {
   seq: number;
@@ -189,7 +200,13 @@ export class Compactor implements StateTarget {
       entry.next = { status: 'pending', live: entry.next.live };
       entry.retry = undefined;
     } else {
-      this.contents.set(key(record.kbId, record.id), { kbId: record.kbId, version: record.version, latestPut: this.current, active: { status: 'pending' }, next: { status: 'pending' } });
+      this.contents.set(key(record.kbId, record.id), {
+        kbId: record.kbId,
+        version: record.version,
+        latestPut: this.current,
+        active: { status: 'pending' },
+        next: { status: 'pending' },
+      });
     }
   }
 

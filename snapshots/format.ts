@@ -24,7 +24,12 @@ export interface SnapshotManifest {
   createdAt: string;
   files: SnapshotFile[];
   /** HNSW graphs: the file and the document numbers it holds (for re-attaching). */
-  graphs: { kbId: string; file: string; vectors: number; /** Where the graph came from: the engine's memory, the previous snapshot, or built anew. */ from?: 'memory' | 'previous' | 'new' }[];
+  graphs: {
+    kbId: string;
+    file: string;
+    vectors: number /** Where the graph came from: the engine's memory, the previous snapshot, or built anew. */;
+    from?: 'memory' | 'previous' | 'new';
+  }[];
   stats: { knowledgeBases: number; contents: number; chunks: number; records: number };
   /** Cluster mode with shards: the only shards whose content the snapshot holds (absent: all). */
   shards?: { count: number; held: number[] };

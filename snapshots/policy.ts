@@ -118,7 +118,10 @@ export class SnapshotManager {
       this.status.nextRetryAt = undefined;
       this.retryAt = 0;
       const truncated = await this.prune();
-      this.logger.info({ reason, seq: snap.seq, store: this.store.name, ms: this.status.lastDurationMs, stats: snap.manifest.stats, logSegmentsRemoved: truncated }, 'snapshot written');
+      this.logger.info(
+        { reason, seq: snap.seq, store: this.store.name, ms: this.status.lastDurationMs, stats: snap.manifest.stats, logSegmentsRemoved: truncated },
+        'snapshot written',
+      );
     } catch (err) {
       this.status.failures++;
       this.status.consecutiveFailures++;
@@ -127,7 +130,10 @@ export class SnapshotManager {
       const backoff = backoffDelay(this.status.consecutiveFailures, { baseMs: 1000, maxMs: Math.min(this.policy.maxBackoffMs, 1000 * 2 ** 16) });
       this.retryAt = Date.now() + backoff;
       this.status.nextRetryAt = new Date(this.retryAt).toISOString();
-      this.logger.error({ reason, store: this.store.name, err: this.status.lastError, retryInMs: backoff, failures: this.status.consecutiveFailures }, 'snapshot failed; the log is kept and the snapshot retried');
+      this.logger.error(
+        { reason, store: this.store.name, err: this.status.lastError, retryInMs: backoff, failures: this.status.consecutiveFailures },
+        'snapshot failed; the log is kept and the snapshot retried',
+      );
     }
   }
 

@@ -157,7 +157,13 @@ export class S3ClusterSnapshots implements SnapshotStore {
    */
   async purgeFloor(): Promise<number | undefined> {
     const stored = await this.stored();
-    const shards = await Promise.all(stored.map((s) => S3ClusterSnapshots.ofNode(this.options, s.node).manifest(s.seq).then((m) => m.shards)));
+    const shards = await Promise.all(
+      stored.map((s) =>
+        S3ClusterSnapshots.ofNode(this.options, s.node)
+          .manifest(s.seq)
+          .then((m) => m.shards),
+      ),
+    );
     const snapshots = stored.map((s, i) => ({ ...s, shards: shards[i] }));
     const newestOf = new Map<string, (typeof snapshots)[number]>();
     for (const s of snapshots) if ((newestOf.get(s.node)?.seq ?? -1) < s.seq) newestOf.set(s.node, s);

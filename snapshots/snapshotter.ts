@@ -4,7 +4,18 @@
 // (seal the log, read a range of it in a worker, save its graphs, truncate the log).
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { decodePayload, Engine, fsyncPathAsync, PRIVATE_DIR, scanFrames, WorkerPool, workerUrl, type EngineOptions, type LogRecord, type StartingPoint } from '../engine';
+import {
+  decodePayload,
+  Engine,
+  fsyncPathAsync,
+  PRIVATE_DIR,
+  scanFrames,
+  WorkerPool,
+  workerUrl,
+  type EngineOptions,
+  type LogRecord,
+  type StartingPoint,
+} from '../engine';
 import type { BuildRequest } from './build';
 import { coversShards, listSnapshotDirs, RECORDS_FILE, removeUnfinishedSnapshots, snapshotDirName, verifySnapshot, type SnapshotManifest } from './format';
 
@@ -35,7 +46,10 @@ export async function newestSnapshot(
     // records.log: its size was checked; every frame's CRC32 is checked before anything is applied.
     const scan = check.ok ? scanFrames(new Uint8Array(await Bun.file(join(candidate.dir, RECORDS_FILE)).arrayBuffer())) : undefined;
     if (!check.ok || !scan?.ok) {
-      warn('snapshot skipped', { snapshot: candidate.name, reason: check.ok ? `${RECORDS_FILE} fails its frame checksums (${scan?.ok === false ? scan.reason : 'unreadable'})` : check.reason });
+      warn('snapshot skipped', {
+        snapshot: candidate.name,
+        reason: check.ok ? `${RECORDS_FILE} fails its frame checksums (${scan?.ok === false ? scan.reason : 'unreadable'})` : check.reason,
+      });
       continue;
     }
     const { manifest } = check;

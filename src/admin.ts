@@ -31,7 +31,13 @@ function parse() {
     return parseArgs({
       // `kb-search admin …` (binary) passes the word admin first; `bun run admin …` does not.
       args: Bun.argv.slice(Bun.argv[2] === 'admin' ? 3 : 2),
-      options: { name: { type: 'string' }, org: { type: 'string' }, label: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        name: { type: 'string' },
+        org: { type: 'string' },
+        label: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
       allowPositionals: true,
     });
   } catch (err) {

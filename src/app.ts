@@ -62,7 +62,7 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
     // The listener (src/http/serve.ts) puts the request id on every answer, these included.
     .onRequest(({ request }) => {
       const path = pathOf(request.url);
-      if (!path.startsWith(API_PREFIX + '/') && path !== API_PREFIX) return;
+      if (!path.startsWith(`${API_PREFIX}/`) && path !== API_PREFIX) return;
       const org = authenticate(request, keys);
       if (org instanceof ApiError) {
         // Refused credentials are limited per client address, so keys cannot be guessed at line rate.
@@ -95,10 +95,12 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       const engine = ctx.engine();
       if (isEngineError(error, 'SHARD_NOT_HELD') && cluster && engine) {
         const sent = isUploadPath(pathOf(request.url)) ? 'stream' : body;
-        const answered = forward(request, sent, { ...error.details, appliedSeq: engine.lastSequence }, cluster.nodeId, ctx.config.waitTimeoutMs + 60_000).catch((err: unknown) => {
-          if (err instanceof ApiError) return apiErrorResponse(err, requestId);
-          throw err;
-        });
+        const answered = forward(request, sent, { ...error.details, appliedSeq: engine.lastSequence }, cluster.nodeId, ctx.config.waitTimeoutMs + 60_000).catch(
+          (err: unknown) => {
+            if (err instanceof ApiError) return apiErrorResponse(err, requestId);
+            throw err;
+          },
+        );
         // Elysia answers an error with the status in `set` (500 unless the error carries one): the holder's stands.
         return answered.then((res) => {
           set.status = res.status;
@@ -159,7 +161,9 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
     .use(operationRoutes(ctx))
     .use(docsRoutes(ctx.version))
     .use(playgroundRoutes())
-    .group(API_PREFIX, (api) => api.use(knowledgeBaseRoutes(ctx)).use(reembedRoutes(ctx)).use(uploadRoutes(ctx, uploads)).use(contentRoutes(ctx)).use(searchRoutes(ctx)))
+    .group(API_PREFIX, (api) =>
+      api.use(knowledgeBaseRoutes(ctx)).use(reembedRoutes(ctx)).use(uploadRoutes(ctx, uploads)).use(contentRoutes(ctx)).use(searchRoutes(ctx)),
+    );
   registered = () => app.routes;
   return app;
 }

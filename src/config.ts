@@ -68,7 +68,8 @@ function existingFile(env: Env, name: string): string | undefined {
 function clusterNatsAuth(env: Env, urls: string[]): NatsAuth {
   for (const url of urls) {
     const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1]?.toLowerCase();
-    if (scheme !== undefined && scheme !== 'nats' && scheme !== 'tls') throw new Error(`CLUSTER_NATS_URLS: "${url}" is neither nats://host:port nor tls://host:port`);
+    if (scheme !== undefined && scheme !== 'nats' && scheme !== 'tls')
+      throw new Error(`CLUSTER_NATS_URLS: "${url}" is neither nats://host:port nor tls://host:port`);
   }
   const credsFile = existingFile(env, 'CLUSTER_NATS_CREDS');
   if (credsFile && !/BEGIN NATS USER JWT[\s\S]*BEGIN USER NKEY SEED/.test(readFileSync(credsFile, 'utf8'))) {
@@ -80,10 +81,15 @@ function clusterNatsAuth(env: Env, urls: string[]): NatsAuth {
   if (password !== undefined && user === undefined) throw new Error('CLUSTER_NATS_PASSWORD is set without CLUSTER_NATS_USER');
   const token = env.CLUSTER_NATS_TOKEN || undefined;
   const nkeySeed = env.CLUSTER_NATS_NKEY_SEED?.trim() || undefined;
-  if (nkeySeed !== undefined && !/^SU[A-Z2-7]{56}$/.test(nkeySeed)) throw new Error('CLUSTER_NATS_NKEY_SEED must be an nkey user seed (SU followed by 56 characters)');
-  const ways = [credsFile && 'CLUSTER_NATS_CREDS', user && 'CLUSTER_NATS_USER', token && 'CLUSTER_NATS_TOKEN', nkeySeed && 'CLUSTER_NATS_NKEY_SEED'].filter(Boolean);
+  if (nkeySeed !== undefined && !/^SU[A-Z2-7]{56}$/.test(nkeySeed))
+    throw new Error('CLUSTER_NATS_NKEY_SEED must be an nkey user seed (SU followed by 56 characters)');
+  const ways = [credsFile && 'CLUSTER_NATS_CREDS', user && 'CLUSTER_NATS_USER', token && 'CLUSTER_NATS_TOKEN', nkeySeed && 'CLUSTER_NATS_NKEY_SEED'].filter(
+    Boolean,
+  );
   if (ways.length > 1) {
-    throw new Error(`${ways.join(' and ')} are set: NATS takes one way of authenticating (CLUSTER_NATS_CREDS, CLUSTER_NATS_USER with CLUSTER_NATS_PASSWORD, CLUSTER_NATS_TOKEN or CLUSTER_NATS_NKEY_SEED)`);
+    throw new Error(
+      `${ways.join(' and ')} are set: NATS takes one way of authenticating (CLUSTER_NATS_CREDS, CLUSTER_NATS_USER with CLUSTER_NATS_PASSWORD, CLUSTER_NATS_TOKEN or CLUSTER_NATS_NKEY_SEED)`,
+    );
   }
   const caFile = existingFile(env, 'CLUSTER_NATS_TLS_CA');
   const certFile = existingFile(env, 'CLUSTER_NATS_TLS_CERT');
@@ -97,7 +103,10 @@ function clusterNatsAuth(env: Env, urls: string[]): NatsAuth {
 
 /** Cluster mode when CLUSTER_NATS_URLS is set (see README, "Running a cluster"). */
 function clusterConfig(env: Env) {
-  const urls = (env.CLUSTER_NATS_URLS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const urls = (env.CLUSTER_NATS_URLS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (urls.length === 0) return undefined;
   const stream = env.CLUSTER_STREAM || 'KB_LOG';
   if (!/^[A-Za-z0-9_-]+$/.test(stream)) throw new Error(`CLUSTER_STREAM may hold letters, digits, _ and - only (got "${stream}")`);
@@ -146,7 +155,11 @@ export function loadConfig(env: Env = process.env) {
     /** What one organization may hold; 0 = unbounded. */
     quotas: { knowledgeBases: int(env, 'MAX_KNOWLEDGE_BASES_PER_ORG', 1000, 0), contents: int(env, 'MAX_CONTENTS_PER_ORG', 1_000_000, 0) },
     /** Embedding failures are retried this many times in all, backing off from the base to the cap. */
-    embeddingRetry: { attempts: int(env, 'EMBEDDING_RETRY_ATTEMPTS', 8, 1), baseMs: int(env, 'EMBEDDING_RETRY_BASE_MS', 2000, 1), maxMs: int(env, 'EMBEDDING_RETRY_MAX_MS', 60_000, 1) },
+    embeddingRetry: {
+      attempts: int(env, 'EMBEDDING_RETRY_ATTEMPTS', 8, 1),
+      baseMs: int(env, 'EMBEDDING_RETRY_BASE_MS', 2000, 1),
+      maxMs: int(env, 'EMBEDDING_RETRY_MAX_MS', 60_000, 1),
+    },
     /** Per-organization token bucket; RATE_LIMIT_RPS=0 turns it off. */
     rateLimit: { rate: num(env, 'RATE_LIMIT_RPS', 1000), burst: int(env, 'RATE_LIMIT_BURST', 2000, 1) },
     /** Per client address: requests whose credentials are refused (401); past it they get 429. */

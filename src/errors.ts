@@ -60,9 +60,7 @@ export class ApiError extends Error {
   }
 }
 
-
-export const invalid = (path: string, message: string) =>
-  new ApiError('VALIDATION_ERROR', `${path.slice(1) || 'request'}: ${message}`, [{ path, message }]);
+export const invalid = (path: string, message: string) => new ApiError('VALIDATION_ERROR', `${path.slice(1) || 'request'}: ${message}`, [{ path, message }]);
 
 export function errorBody(code: ErrorCode, message: string, details?: ErrorDetail[], requestId?: string) {
   return {
@@ -99,7 +97,9 @@ export function apiErrorOf(err: EngineError): ApiError {
   const code = API_CODE_OF_ENGINE[err.code];
   if (isEngineError(err, 'QUOTA_EXCEEDED')) {
     const { quota, limit } = err.details;
-    return new ApiError(code, `Quota reached: ${err.message}`, [{ path: '/', message: `at most ${limit} ${quota === 'knowledgeBases' ? 'knowledge bases' : 'content items'} per organization` }]);
+    return new ApiError(code, `Quota reached: ${err.message}`, [
+      { path: '/', message: `at most ${limit} ${quota === 'knowledgeBases' ? 'knowledge bases' : 'content items'} per organization` },
+    ]);
   }
   if (err.code === 'RECORD_TOO_LARGE') return new ApiError(code, `Too large for the cluster's log: ${err.message}`);
   if (err.code === 'EMBEDDING_FAILED') return new ApiError(code, `The embedding model failed: ${err.message}`);

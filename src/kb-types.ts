@@ -121,7 +121,10 @@ export function useLiteFallback(type: string, embedding: Pick<EmbeddingConfig, '
 export function modelWarnings(embeddings: Record<KbType, EmbeddingConfig>): string[] {
   return KB_TYPES.map((type) => useLiteFallback(type, embeddings[type]))
     .filter((w): w is string => w !== undefined)
-    .map((w) => `${w}; HIGH_QUALITY_MODEL=use-lite asks for it (unset it to serve the shipped model, or pull a better one: bun run models pull Xenova/bge-small-en-v1.5)`);
+    .map(
+      (w) =>
+        `${w}; HIGH_QUALITY_MODEL=use-lite asks for it (unset it to serve the shipped model, or pull a better one: bun run models pull Xenova/bge-small-en-v1.5)`,
+    );
 }
 
 /**

@@ -15,7 +15,7 @@ export type Logger = ReturnType<typeof createLogger>;
 export function exitFatal(logger: Logger, details: Record<string, unknown>, message: string): never {
   logger.fatal(details, message);
   try {
-    ((logger as unknown as Record<symbol, { flushSync?: () => void } | undefined>)[pino.symbols.streamSym])?.flushSync?.();
+    (logger as unknown as Record<symbol, { flushSync?: () => void } | undefined>)[pino.symbols.streamSym]?.flushSync?.();
   } catch {
     // Nothing buffered, or the output is gone: exit all the same.
   }

@@ -29,11 +29,17 @@ export async function pullConfiguredModels(config: Config, logger: Logger): Prom
       const done = total !== undefined && received >= total;
       if (!done && Date.now() - logged < 5000) return;
       logged = Date.now();
-      logger.info({ model: id, file, receivedMB: +(received / 2 ** 20).toFixed(1), totalMB: total === undefined ? undefined : +(total / 2 ** 20).toFixed(1) }, done ? 'model file downloaded' : 'downloading model file');
+      logger.info(
+        { model: id, file, receivedMB: +(received / 2 ** 20).toFixed(1), totalMB: total === undefined ? undefined : +(total / 2 ** 20).toFixed(1) },
+        done ? 'model file downloaded' : 'downloading model file',
+      );
     };
     const started = performance.now();
     const { dir, files } = await pullModel(id, { modelDir, hubUrl, dtypes: [precision], onProgress });
     const bytes = files.reduce((sum, f) => sum + f.bytes, 0);
-    logger.info({ model: id, dir, files: files.length, megabytes: +(bytes / 2 ** 20).toFixed(1), seconds: +((performance.now() - started) / 1000).toFixed(1) }, 'embedding model pulled');
+    logger.info(
+      { model: id, dir, files: files.length, megabytes: +(bytes / 2 ** 20).toFixed(1), seconds: +((performance.now() - started) / 1000).toFixed(1) },
+      'embedding model pulled',
+    );
   }
 }

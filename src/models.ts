@@ -82,7 +82,9 @@ if (positionals[0] === 'pull') {
     const started = performance.now();
     const { dir, files } = await pullModel(id, { modelDir, hubUrl, revision: String(values.revision), dtypes, onProgress: progressPrinter() });
     const fetched = files.filter((f) => !f.present);
-    console.log(`${id} → ${dir}: ${files.length} files, ${MB(files.reduce((n, f) => n + f.bytes, 0))} (${fetched.length} downloaded in ${((performance.now() - started) / 1000).toFixed(1)} s, ${files.length - fetched.length} already present)`);
+    console.log(
+      `${id} → ${dir}: ${files.length} files, ${MB(files.reduce((n, f) => n + f.bytes, 0))} (${fetched.length} downloaded in ${((performance.now() - started) / 1000).toFixed(1)} s, ${files.length - fetched.length} already present)`,
+    );
   } catch (err) {
     fail(err instanceof ModelPullError ? err.message : `pull failed: ${err instanceof Error ? err.message : String(err)}`, 1);
   }
@@ -106,14 +108,19 @@ if (positionals[0] === 'pull') {
   } catch (err) {
     console.error(`(cannot tell which types use the models: ${err instanceof Error ? err.message : String(err)})`);
   }
-  if (!listModels(modelDir).length) console.log(`no models in ${modelDir} (EMBEDDING_MODEL_DIR); a better one than the shipped model: bun run models pull Xenova/bge-small-en-v1.5`);
+  if (!listModels(modelDir).length)
+    console.log(`no models in ${modelDir} (EMBEDDING_MODEL_DIR); a better one than the shipped model: bun run models pull Xenova/bge-small-en-v1.5`);
   for (const m of models) {
     // "used by" names the export (fp32 or int8) where a folder holds both.
     const users = m.dtypes.flatMap((d) => (usedBy.get(`${resolve(m.dir)}@${d}`) ?? []).map((t) => (m.dtypes.length > 1 ? `${t} (${d})` : t)));
     const note = shippedRoot(m) ? '  (shipped with the server)' : '';
-    console.log(`${m.id.padEnd(36)} ${MB(m.bytes).padStart(9)}  ${m.dtypes.join('+') || 'no weights'}  used by: ${users.join(', ') || 'no type'}${note}${m.missing.length ? `  (incomplete: missing ${m.missing.join(', ')})` : ''}`);
+    console.log(
+      `${m.id.padEnd(36)} ${MB(m.bytes).padStart(9)}  ${m.dtypes.join('+') || 'no weights'}  used by: ${users.join(', ') || 'no type'}${note}${m.missing.length ? `  (incomplete: missing ${m.missing.join(', ')})` : ''}`,
+    );
   }
-  console.log(`${'universal-sentence-encoder-lite'.padEnd(36)} ${'built in'.padStart(9)}  used by: ${usedBy.get('universal-sentence-encoder-lite')?.join(', ') || 'no type (HIGH_QUALITY_MODEL or COST_EFFECTIVE_MODEL=use-lite)'}`);
+  console.log(
+    `${'universal-sentence-encoder-lite'.padEnd(36)} ${'built in'.padStart(9)}  used by: ${usedBy.get('universal-sentence-encoder-lite')?.join(', ') || 'no type (HIGH_QUALITY_MODEL or COST_EFFECTIVE_MODEL=use-lite)'}`,
+  );
   // Configured but not found (the server would fail to load it), and models behind EMBEDDING_HTTP_URL.
   for (const [key, types] of usedBy) {
     if (key === 'universal-sentence-encoder-lite' || key.startsWith('/')) continue;

@@ -16,7 +16,16 @@ import type { Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { configForType, fallbackModelDirs, KB_TYPES, modelWarnings, typeEmbeddings, type KbType } from './kb-types';
 import { pullConfiguredModels } from './models-at-start';
-import { coversShards, LocalSnapshotStore, openEngine, restoreFromStore, S3ClusterSnapshots, S3SnapshotStore, SnapshotManager, type SnapshotStore } from '../snapshots';
+import {
+  coversShards,
+  LocalSnapshotStore,
+  openEngine,
+  restoreFromStore,
+  S3ClusterSnapshots,
+  S3SnapshotStore,
+  SnapshotManager,
+  type SnapshotStore,
+} from '../snapshots';
 import { join } from 'node:path';
 
 /** Why the server cannot go on (port taken, recovery failed, write-ahead log failed): one line to log. */
@@ -102,7 +111,10 @@ export async function createServer(config: Config, options: CreateServerOptions 
   });
   const uploads = new UploadService(config, extraction);
   let snapshots: SnapshotManager | undefined;
-  const metrics = new Metrics(() => engine, () => snapshots?.status);
+  const metrics = new Metrics(
+    () => engine,
+    () => snapshots?.status,
+  );
   const app = createApp(
     {
       config,
@@ -154,7 +166,8 @@ export async function createServer(config: Config, options: CreateServerOptions 
       });
     } catch (err) {
       const code = (err as { code?: string }).code;
-      const why = code === 'EADDRINUSE' ? `port ${config.port} on ${config.host} is already in use (is another server running?); stop it or set PORT` : messageOf(err);
+      const why =
+        code === 'EADDRINUSE' ? `port ${config.port} on ${config.host} is already in use (is another server running?); stop it or set PORT` : messageOf(err);
       throw fatal(`cannot listen: ${why}`, { port: config.port, host: config.host, code });
     }
   }
@@ -164,7 +177,11 @@ export async function createServer(config: Config, options: CreateServerOptions 
     const snapshotsDir = join(config.dataDir, 'snapshots');
     // Cluster mode: each node uploads to its own folder of the bucket; a new node starts from the
     // newest snapshot of any node (then follows the shared log after it).
-    const store: SnapshotStore = !config.s3 ? new LocalSnapshotStore(snapshotsDir) : config.cluster ? S3ClusterSnapshots.ofNode(config.s3, config.cluster.nodeId) : new S3SnapshotStore(config.s3);
+    const store: SnapshotStore = !config.s3
+      ? new LocalSnapshotStore(snapshotsDir)
+      : config.cluster
+        ? S3ClusterSnapshots.ofNode(config.s3, config.cluster.nodeId)
+        : new S3SnapshotStore(config.s3);
     const clusterSnapshots = config.s3 && config.cluster ? new S3ClusterSnapshots(config.s3) : undefined;
     const restoreSource: SnapshotStore = clusterSnapshots ?? store;
     // Cluster mode with shards: only a snapshot holding this node's shards is a place to start from.
@@ -173,7 +190,9 @@ export async function createServer(config: Config, options: CreateServerOptions 
       if (store instanceof S3SnapshotStore) {
         // A new machine starts from the newest snapshot in the bucket (then its own, empty, log).
         await store.ensureBucket().catch((err) => logger.warn({ store: store.name, err: String(err) }, 'snapshot store unreachable'));
-        await restoreFromStore(restoreSource, snapshotsDir, logger, { covers }).catch((err) => logger.error({ store: store.name, err: String(err) }, 'could not restore from the snapshot store'));
+        await restoreFromStore(restoreSource, snapshotsDir, logger, { covers }).catch((err) =>
+          logger.error({ store: store.name, err: String(err) }, 'could not restore from the snapshot store'),
+        );
       }
       const engineOptions: Parameters<typeof openEngine>[0] = {
         dataDir: config.dataDir,
@@ -217,14 +236,14 @@ export async function createServer(config: Config, options: CreateServerOptions 
           ...(config.quotas.contents > 0 ? { contents: config.quotas.contents } : {}),
         },
       };
-      let opened;
+      let opened: Awaited<ReturnType<typeof openEngine>>;
       try {
         opened = await openEngine(engineOptions);
       } catch (err) {
         // Cluster mode: the stream was purged past this node's own snapshot (it was down a long time):
         // start from the newest snapshot any node put in the store instead.
         if (!(err instanceof LogGapError) || !config.s3) throw err;
-        logger.warn({ err: err.message }, 'the log no longer holds what follows this node\'s snapshot; starting from the newest snapshot in the store');
+        logger.warn({ err: err.message }, "the log no longer holds what follows this node's snapshot; starting from the newest snapshot in the store");
         if ((await restoreFromStore(restoreSource, snapshotsDir, logger, { evenOverLocal: true, covers })) === undefined) throw err;
         opened = await openEngine(engineOptions);
       }
@@ -246,7 +265,17 @@ export async function createServer(config: Config, options: CreateServerOptions 
         const reason = modelReason(spec.model);
         try {
           const millis = await recovered.preloadModel(spec);
-          logger.info({ model: spec.model, provider: spec.provider, dimensions: spec.dimensions, types, quantization: types.map((t) => embeddings[t as keyof typeof embeddings].quantization), loadMillis: millis }, 'embedding model serves types');
+          logger.info(
+            {
+              model: spec.model,
+              provider: spec.provider,
+              dimensions: spec.dimensions,
+              types,
+              quantization: types.map((t) => embeddings[t as keyof typeof embeddings].quantization),
+              loadMillis: millis,
+            },
+            'embedding model serves types',
+          );
         } catch (err) {
           // The server still serves full-text search; semantic requests answer 502 until the model loads.
           logger.error({ model: spec.model, types, err: messageOf(err) }, 'embedding model failed to load');

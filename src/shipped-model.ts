@@ -52,7 +52,9 @@ function unpackEmbedded(): string {
   // Only a folder of our own that nobody else may write into is trusted with what ONNX Runtime runs.
   const own = statSync(dir);
   if (own.uid !== uid || (own.mode & 0o022) !== 0) {
-    throw new Error(`${dir} (the shipped embedding model's copy) belongs to another user or is writable by others; remove it or set TMPDIR to a folder of your own`);
+    throw new Error(
+      `${dir} (the shipped embedding model's copy) belongs to another user or is writable by others; remove it or set TMPDIR to a folder of your own`,
+    );
   }
   for (const file of manifest.files) {
     const target = join(dir, ...manifest.id.split('/'), file.name);

@@ -5,7 +5,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Engine, type ExtractionLanes, type ContentItem, type Metadata, newId } from '../engine';
+import type { Engine, ExtractionLanes, ContentItem, Metadata } from '../engine';
 import { ApiError, invalid } from './errors';
 import { receiveUpload } from './http/multipart';
 import { parseJsonText } from './http/body';
@@ -23,7 +23,8 @@ function parseMetadata(raw: string | undefined): Metadata | undefined {
   }
   if (!Value.Check(MetadataSchema, value)) {
     const first = [...Value.Errors(MetadataSchema, value)][0];
-    const message = first?.message === 'Expected union value' ? 'must be a string (up to 1,024 characters), a number, a boolean or an array of strings' : first?.message;
+    const message =
+      first?.message === 'Expected union value' ? 'must be a string (up to 1,024 characters), a number, a boolean or an array of strings' : first?.message;
     throw invalid(`/metadata${first?.path ?? ''}`, message ?? 'invalid metadata');
   }
   checkMetadata(value as Metadata);
@@ -54,13 +55,12 @@ export class UploadService {
       const metadata = parseMetadata(fields.metadata);
       if (file.size === 0) throw new ApiError('EMPTY_FILE', 'The file is empty');
       // The file is read only once its lane has a worker for this organization.
-      const extracted = await this.extraction
-        .extractFile(org, file.path, file.fileName, {
-          allowImages: kb.config.modalities.includes('image'),
-          maxPages: this.config.limits.maxFilePages,
-          maxChars: this.config.limits.maxTextBytes,
-          maxDocxXmlBytes: this.config.extraction.maxDocxXmlBytes,
-        });
+      const extracted = await this.extraction.extractFile(org, file.path, file.fileName, {
+        allowImages: kb.config.modalities.includes('image'),
+        maxPages: this.config.limits.maxFilePages,
+        maxChars: this.config.limits.maxTextBytes,
+        maxDocxXmlBytes: this.config.extraction.maxDocxXmlBytes,
+      });
       // The same byte limit as the text route (extraction counted characters).
       if (Buffer.byteLength(extracted.text, 'utf8') > this.config.limits.maxTextBytes) {
         throw new ApiError('PAYLOAD_TOO_LARGE', `The text extracted from the file is larger than the limit of ${this.config.limits.maxTextBytes} bytes`);
@@ -69,7 +69,13 @@ export class UploadService {
       const item = await engine.addFileContent(org, kbId, file.path, {
         text: extracted.text,
         metadata,
-        source: { kind: 'file', fileName: file.fileName, mediaType: extracted.mediaType, size: file.size, ...(extracted.pageCount ? { pages: extracted.pageCount } : {}) },
+        source: {
+          kind: 'file',
+          fileName: file.fileName,
+          mediaType: extracted.mediaType,
+          size: file.size,
+          ...(extracted.pageCount ? { pages: extracted.pageCount } : {}),
+        },
         pages: extracted.pages,
       });
       return item;

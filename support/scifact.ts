@@ -45,9 +45,7 @@ export async function loadSciFact(dir = scifactDir()): Promise<SciFact | undefin
   const corpus = (await readJsonl<{ _id: string; title: string; text: string }>(join(dir, 'corpus.jsonl'))).map(
     (d): CorpusDoc => ({ id: String(d._id), text: `${d.title}\n\n${d.text}` }),
   );
-  const queries = (await readJsonl<{ _id: string; text: string }>(join(dir, 'queries.jsonl'))).map(
-    (q): Query => ({ id: String(q._id), text: q.text }),
-  );
+  const queries = (await readJsonl<{ _id: string; text: string }>(join(dir, 'queries.jsonl'))).map((q): Query => ({ id: String(q._id), text: q.text }));
 
   const relevant = new Map<string, Set<string>>();
   for (const line of (await Bun.file(qrelsPath).text()).split('\n')) {

@@ -37,7 +37,9 @@ test('create an organization, issue a key, use it, revoke it', async () => {
 
   // Only the hash is stored.
   const keyLog = join(server.dataDir, 'auth', 'keys');
-  const stored = readdirSync(keyLog).map((name) => readFileSync(join(keyLog, name), 'latin1')).join('');
+  const stored = readdirSync(keyLog)
+    .map((name) => readFileSync(join(keyLog, name), 'latin1'))
+    .join('');
   expect(stored).toContain(issued.keyId);
   expect(stored).not.toContain(issued.key);
 

@@ -26,9 +26,7 @@ test('300 concurrent creates are all acknowledged, then all become searchable', 
 
   let ready = 0;
   for (let attempt = 0; attempt < 600 && ready < 300; attempt++) {
-    const statuses = await Promise.all(
-      [1, 2, 3].map((page) => server.api('GET', `/api/v1/knowledge-bases/${kb}/contents?limit=100&page=${page}`)),
-    );
+    const statuses = await Promise.all([1, 2, 3].map((page) => server.api('GET', `/api/v1/knowledge-bases/${kb}/contents?limit=100&page=${page}`)));
     ready = statuses.flatMap((s) => s.body.data).filter((c: { status: string }) => c.status === 'ready').length;
     if (ready < 300) await Bun.sleep(100);
   }

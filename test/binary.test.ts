@@ -64,7 +64,17 @@ class BinaryServer {
     const proc = Bun.spawn(cmd, {
       cwd,
       // Only what the test sets (nothing of the test run's own configuration leaks in).
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work, TMPDIR: tmpdir(), PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, KB_API_KEYS: `${ORG}:${KEY}`, LOG_LEVEL: 'info', ...env },
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: work,
+        TMPDIR: tmpdir(),
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        KB_API_KEYS: `${ORG}:${KEY}`,
+        LOG_LEVEL: 'info',
+        ...env,
+      },
       stdin: 'ignore',
       stdout: 'pipe',
       stderr: 'pipe',
@@ -153,7 +163,12 @@ describe('the compiled binary, without node_modules', () => {
     expect(server.readyMillis).toBeGreaterThan(0);
     expect(server.readyMillis).toBeLessThan(READY_LIMIT_MS);
     expect(server.logged('embedding model serves types')).toEqual([
-      expect.objectContaining({ model: 'Xenova/all-MiniLM-L6-v2', provider: 'transformers', dimensions: 384, types: ['TEXT_COST_EFFECTIVE', 'TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY'] }),
+      expect.objectContaining({
+        model: 'Xenova/all-MiniLM-L6-v2',
+        provider: 'transformers',
+        dimensions: 384,
+        types: ['TEXT_COST_EFFECTIVE', 'TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY'],
+      }),
     ]);
     expect(server.output.join('\n')).not.toContain('universal-sentence-encoder-lite');
     expect(server.output.join('\n')).not.toContain('failed to load');
@@ -240,7 +255,12 @@ describe('transformers.js models', () => {
     const real = await BinaryServer.start(binary, appDir, { EMBEDDING_MODEL_DIR: realModels, HIGH_QUALITY_MODEL: 'auto', INGEST_WORKERS: '1' });
     try {
       expect(real.logged('embedding model serves types')).toContainEqual(
-        expect.objectContaining({ model: REAL_MODEL, provider: 'transformers', dimensions: 384, types: ['TEXT_COST_EFFECTIVE', 'TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY'] }),
+        expect.objectContaining({
+          model: REAL_MODEL,
+          provider: 'transformers',
+          dimensions: 384,
+          types: ['TEXT_COST_EFFECTIVE', 'TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY'],
+        }),
       );
       expect(real.output.join('\n')).not.toContain('failed to load');
       const kb = await real.createKb('TEXT_HIGH_QUALITY');
@@ -286,12 +306,20 @@ describe('transformers.js models', () => {
     });
     const pulledDir = join(work, 'pulled');
     const models = async (args: string[], env: Record<string, string>) => {
-      const proc = Bun.spawn([binary, 'models', ...args], { cwd: appDir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work, TMPDIR: tmpdir(), ...env }, stdout: 'pipe', stderr: 'pipe' });
+      const proc = Bun.spawn([binary, 'models', ...args], {
+        cwd: appDir,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work, TMPDIR: tmpdir(), ...env },
+        stdout: 'pipe',
+        stderr: 'pipe',
+      });
       const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
       return { out, err, code };
     };
     try {
-      const pulled = await models(['pull', 'Xenova/bge-small-en-v1.5', '--dtype', 'fp32'], { EMBEDDING_MODEL_DIR: pulledDir, EMBEDDING_HUB_URL: `http://127.0.0.1:${hub.port}` });
+      const pulled = await models(['pull', 'Xenova/bge-small-en-v1.5', '--dtype', 'fp32'], {
+        EMBEDDING_MODEL_DIR: pulledDir,
+        EMBEDDING_HUB_URL: `http://127.0.0.1:${hub.port}`,
+      });
       expect({ code: pulled.code, err: pulled.err.slice(-400) }).toMatchObject({ code: 0 });
       expect(existsSync(join(pulledDir, 'Xenova', 'bge-small-en-v1.5', 'onnx', 'model.onnx'))).toBe(true);
       const listed = await models(['list'], { EMBEDDING_MODEL_DIR: pulledDir });
@@ -313,7 +341,12 @@ describe('transformers.js models', () => {
     } catch {
       cpSync(binary, join(alone, 'kb-search'));
     }
-    const lone = await BinaryServer.start(join(alone, 'kb-search'), alone, { EMBEDDING_MODEL_DIR: realModels, HIGH_QUALITY_MODEL: 'auto', COST_EFFECTIVE_MODEL: 'use-lite', INGEST_WORKERS: '1' });
+    const lone = await BinaryServer.start(join(alone, 'kb-search'), alone, {
+      EMBEDDING_MODEL_DIR: realModels,
+      HIGH_QUALITY_MODEL: 'auto',
+      COST_EFFECTIVE_MODEL: 'use-lite',
+      INGEST_WORKERS: '1',
+    });
     try {
       const failed = lone.output.filter((l) => l.includes('embedding model failed to load')).join('\n');
       expect(failed).toContain(REAL_MODEL);
@@ -364,7 +397,11 @@ describe('snapshots from the binary (the snapshot worker), with S3', () => {
   test('interval and shutdown snapshots are written and uploaded; restarts from disk and from S3 answer identically', async () => {
     const dataDir = mkdtempSync(join(work, 'data-snap-'));
     const base = { ...s3.env, DATA_DIR: dataDir, INGEST_WORKERS: '1' };
-    const texts = ['The lighthouse keeper trims the wick at dusk.', 'Glacier melt feeds the valley river in spring.', 'The orchard harvest begins with the early apples.'];
+    const texts = [
+      'The lighthouse keeper trims the wick at dusk.',
+      'Glacier melt feeds the valley river in spring.',
+      'The orchard harvest begins with the early apples.',
+    ];
 
     // 1. Interval snapshots: due 0.6 s after a write, checked every 100 ms.
     const first = await BinaryServer.start(binary, appDir, { ...base, SNAPSHOT_INTERVAL_MIN: '0.01', SNAPSHOT_CHECK_MS: '100' });
@@ -374,7 +411,9 @@ describe('snapshots from the binary (the snapshot worker), with S3', () => {
       kb = await first.createKb('TEXT_COST_EFFECTIVE');
       for (const text of texts) expect((await first.api('POST', `/knowledge-bases/${kb}/contents?wait=true`, { text })).body.data.status).toBe('ready');
       const logSeq: number = ((await (await fetch(`${first.url}/ready`)).json()) as any).snapshots.logSeq;
-      const interval = await until('an interval snapshot covering the writes', first, () => first.logged('snapshot written').find((r) => r.reason === 'interval' && r.seq >= logSeq));
+      const interval = await until('an interval snapshot covering the writes', first, () =>
+        first.logged('snapshot written').find((r) => r.reason === 'interval' && r.seq >= logSeq),
+      );
       expect(interval.store).toStartWith('s3://');
       intervalSeq = interval.seq;
     } finally {
@@ -388,7 +427,9 @@ describe('snapshots from the binary (the snapshot worker), with S3', () => {
     let before: unknown[];
     try {
       expect(second.logged('state recovered')[0]?.recovery?.snapshot?.seq).toBeGreaterThanOrEqual(intervalSeq);
-      expect((await second.api('POST', `/knowledge-bases/${kb}/contents?wait=true`, { text: 'A second lighthouse stands on the northern cape.' })).body.data.status).toBe('ready');
+      expect(
+        (await second.api('POST', `/knowledge-bases/${kb}/contents?wait=true`, { text: 'A second lighthouse stands on the northern cape.' })).body.data.status,
+      ).toBe('ready');
       before = await everySearch(second, kb);
     } finally {
       await second.stop();
@@ -397,7 +438,10 @@ describe('snapshots from the binary (the snapshot worker), with S3', () => {
     const shutdown = second.logged('snapshot written').find((r) => r.reason === 'shutdown');
     expect(shutdown).toBeDefined();
     expect(shutdown.store).toStartWith('s3://');
-    const newest = readdirSync(join(dataDir, 'snapshots')).filter((n) => n.startsWith('snap-')).sort().at(-1)!;
+    const newest = readdirSync(join(dataDir, 'snapshots'))
+      .filter((n) => n.startsWith('snap-'))
+      .sort()
+      .at(-1)!;
     const manifest = JSON.parse(readFileSync(join(dataDir, 'snapshots', newest, 'manifest.json'), 'utf8'));
     expect(manifest.seq).toBe(shutdown.seq);
     expect(manifest.stats.contents).toBe(4);

@@ -91,7 +91,10 @@ describe('a folder from nothing to searchable', () => {
     const run = cli(['export', '--kb', kb, '--out', out]);
     expect(run.code).toBe(0);
     expect(run.stderr).toContain('3 items written');
-    const items = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const items = readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(items.map((i) => i.metadata.path).sort()).toEqual(['docs/policies/refunds-copy.md', 'docs/policies/shipping.txt', 'docs/policies/warranty.pdf']); // the first of two equal files (walk order) is kept
     for (const item of items) expect(item.metadata.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(cli(['export', '--kb', kb]).stdout.trim().split('\n')).toHaveLength(3);

@@ -22,7 +22,10 @@ beforeAll(async () => {
   server = await InProcessServer.start();
   writeFileSync(join(dir, 'example.ts'), readmeExample());
   // The project's compiler settings and its ambient declarations, for the example alone.
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ extends: '../tsconfig.json', include: ['example.ts', '../engine/vendor.d.ts', '../src/assets.d.ts'] }));
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({ extends: '../tsconfig.json', include: ['example.ts', '../engine/vendor.d.ts', '../src/assets.d.ts'] }),
+  );
 });
 afterAll(async () => {
   await server.stop();
@@ -41,7 +44,7 @@ test('a wrong type name in a request is a compile error', () => {
   try {
     const tsc = Bun.spawnSync([join(ROOT, 'node_modules', '.bin', 'tsc'), '--noEmit', '-p', dir], { cwd: ROOT });
     expect(tsc.exitCode).not.toBe(0);
-    expect(tsc.stdout.toString()).toContain("'\"TEXT_BEST\"' is not assignable");
+    expect(tsc.stdout.toString()).toContain('\'"TEXT_BEST"\' is not assignable');
   } finally {
     writeFileSync(join(dir, 'example.ts'), readmeExample());
   }
@@ -49,7 +52,12 @@ test('a wrong type name in a request is a compile error', () => {
 
 test('the README example runs against a real server', async () => {
   // Asynchronously: the server runs in this process, and a blocking spawn would stop it answering.
-  const run = Bun.spawn(['bun', join(dir, 'example.ts')], { cwd: ROOT, env: { ...process.env, KB_URL: server.url, KB_ORG: ORG, KB_KEY: KEY }, stdout: 'pipe', stderr: 'pipe' });
+  const run = Bun.spawn(['bun', join(dir, 'example.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, KB_URL: server.url, KB_ORG: ORG, KB_KEY: KEY },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
   const [stdout, stderr, exitCode] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited]);
   expect(stderr).toBe('');
   expect(exitCode).toBe(0);

@@ -28,8 +28,7 @@ async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutM
   }
 }
 
-const search = (s: TestServer, kb: string, query: string) =>
-  s.api('POST', `/api/v1/knowledge-bases/${kb}/search/full-text`, { query, limit: 100 });
+const search = (s: TestServer, kb: string, query: string) => s.api('POST', `/api/v1/knowledge-bases/${kb}/search/full-text`, { query, limit: 100 });
 
 describe('restart after kill -9', () => {
   test('every acknowledged write is there and searchable; pending items are indexed after restart', async () => {
@@ -110,7 +109,10 @@ describe('torn write-ahead log', () => {
     const id = await addContent(a, kb, 'Narwhals have a long tusk.');
     await a.kill9();
     const walDir = join(a.dataDir, 'wal');
-    const segment = readdirSync(walDir).filter((n) => n.endsWith('.log')).sort().at(-1)!;
+    const segment = readdirSync(walDir)
+      .filter((n) => n.endsWith('.log'))
+      .sort()
+      .at(-1)!;
     // A frame header promising more bytes than follow: what a crash mid-write leaves behind.
     appendFileSync(join(walDir, segment), new Uint8Array([0xff, 0x00, 0x00, 0x00, 1, 2, 3, 4, 9, 9]));
 

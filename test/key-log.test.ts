@@ -85,7 +85,9 @@ test('upgrade: a server started on a data directory with an old key file accepts
   expect((await list('kbk_revoked-long-ago')).status).toBe(401);
   expect(existsSync(legacyKeyFile(dataDir))).toBe(false);
 
-  const revoke = Bun.spawnSync(['bun', join(import.meta.dir, '..', 'src/admin.ts'), 'key', 'revoke', 'key_legacy'], { env: { ...process.env, DATA_DIR: dataDir } });
+  const revoke = Bun.spawnSync(['bun', join(import.meta.dir, '..', 'src/admin.ts'), 'key', 'revoke', 'key_legacy'], {
+    env: { ...process.env, DATA_DIR: dataDir },
+  });
   expect(revoke.exitCode).toBe(0);
   let status = 0;
   for (let i = 0; i < 100 && status !== 401; i++) {

@@ -48,7 +48,10 @@ beforeAll(() => {
       const size = statSync(path).size;
       // Large files live on the CDN: the hub answers with a redirect that carries their checksum.
       if (resolveMatch && file.startsWith('onnx/')) {
-        return new Response(null, { status: 302, headers: { location: `/cdn/${id}/${file}`, 'x-linked-size': String(size), 'x-linked-etag': `"${sha256(path)}"` } });
+        return new Response(null, {
+          status: 302,
+          headers: { location: `/cdn/${id}/${file}`, 'x-linked-size': String(size), 'x-linked-etag': `"${sha256(path)}"` },
+        });
       }
       if (req.method === 'HEAD') return new Response(null, { headers: { 'content-length': String(size) } });
       hub.gets.push({ file, range: req.headers.get('range') });
@@ -89,14 +92,28 @@ describe('pullModel against a hub-layout server', () => {
     const modelDir = join(work, 'a');
     hub.gets.length = 0;
     const progress: number[] = [];
-    const { dir, files } = await pullModel(ID, { modelDir, hubUrl: hub.url, dtypes: ['int8'], onProgress: (p) => p.file.endsWith('.onnx') && progress.push(p.received) });
+    const { dir, files } = await pullModel(ID, {
+      modelDir,
+      hubUrl: hub.url,
+      dtypes: ['int8'],
+      onProgress: (p) => p.file.endsWith('.onnx') && progress.push(p.received),
+    });
     expect(dir).toBe(join(modelDir, 'Xenova', 'all-MiniLM-L6-v2'));
-    expect(files.map((f) => f.name).sort()).toEqual(['config.json', 'onnx/model_quantized.onnx', 'special_tokens_map.json', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(files.map((f) => f.name).sort()).toEqual([
+      'config.json',
+      'onnx/model_quantized.onnx',
+      'special_tokens_map.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]);
     expect(files.find((f) => f.name.endsWith('.onnx'))!.sha256).toBe(sha256(join(SOURCE, ID, 'onnx/model_quantized.onnx')));
     expect(progress.at(-1)).toBe(statSync(join(SOURCE, ID, 'onnx/model_quantized.onnx')).size);
     expect(readdirSync(join(dir, 'onnx')).some((n) => n.endsWith('.part'))).toBe(false);
 
-    const provider = await createTransformersProvider({ provider: 'transformers', model: ID, dimensions: 384, pooling: 'mean', maxTokens: 256 }, { modelDir, threads: 1 });
+    const provider = await createTransformersProvider(
+      { provider: 'transformers', model: ID, dimensions: 384, pooling: 'mean', maxTokens: 256 },
+      { modelDir, threads: 1 },
+    );
     const [vector] = await provider.embed(['a walrus on the ice'], 'document');
     expect(vector!.length).toBe(384);
 
@@ -145,7 +162,9 @@ describe('pullModel against a hub-layout server', () => {
 
   test('a wrong id, a malformed id and an unreachable hub fail at once, naming the folder to fill by hand', async () => {
     const modelDir = join(work, 'd');
-    await expect(pullModel('Xenova/no-such-model', { modelDir, hubUrl: hub.url })).rejects.toThrow(`copy its files into ${join(modelDir, 'Xenova', 'no-such-model')}/`);
+    await expect(pullModel('Xenova/no-such-model', { modelDir, hubUrl: hub.url })).rejects.toThrow(
+      `copy its files into ${join(modelDir, 'Xenova', 'no-such-model')}/`,
+    );
     await expect(pullModel('../etc', { modelDir, hubUrl: hub.url })).rejects.toThrow('<org>/<name>');
     const closed = await freePort();
     const started = performance.now();
@@ -157,7 +176,12 @@ describe('pullModel against a hub-layout server', () => {
 describe('bun run models', () => {
   // Asynchronous: the hub answers from this process.
   const run = async (args: string[], env: Record<string, string>) => {
-    const proc = Bun.spawn(['bun', join(ROOT, 'src/models.ts'), ...args], { cwd: work, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work, ...env }, stdout: 'pipe', stderr: 'pipe' });
+    const proc = Bun.spawn(['bun', join(ROOT, 'src/models.ts'), ...args], {
+      cwd: work,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work, ...env },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
     const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
     return { code, out, err };
   };

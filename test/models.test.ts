@@ -38,7 +38,11 @@ describe('type → embedding configuration', () => {
     expect(types.TEXT_AND_MEDIA_HIGH_QUALITY).toMatchObject({ ...shipped, quantization: 'f32' });
     expect(types.TEXT_COST_EFFECTIVE).toMatchObject({ ...shipped, quantization: 'i8' });
     // USE-Lite only when asked for.
-    expect(typeEmbeddings(configWith({ EMBEDDING_MODEL_DIR: '/nonexistent', COST_EFFECTIVE_MODEL: 'use-lite' })).TEXT_COST_EFFECTIVE).toMatchObject({ provider: 'use-lite', dimensions: 512, quantization: 'i8' });
+    expect(typeEmbeddings(configWith({ EMBEDDING_MODEL_DIR: '/nonexistent', COST_EFFECTIVE_MODEL: 'use-lite' })).TEXT_COST_EFFECTIVE).toMatchObject({
+      provider: 'use-lite',
+      dimensions: 512,
+      quantization: 'i8',
+    });
   });
 
   test('auto picks bge-small when it is in the model directory, with CLS pooling and its query instruction', () => {
@@ -52,7 +56,13 @@ describe('type → embedding configuration', () => {
     try {
       mkdirSync(join(dir, 'Xenova'));
       symlinkSync(resolve(import.meta.dir, '..', '..', 'shared', 'models', 'Xenova', 'all-MiniLM-L6-v2'), join(dir, 'Xenova', 'all-MiniLM-L6-v2'));
-      expect(resolveModel('auto', configWith({ EMBEDDING_MODEL_DIR: dir }))).toMatchObject({ provider: 'transformers', model: 'Xenova/all-MiniLM-L6-v2', dimensions: 384, pooling: 'mean', maxTokens: 256 });
+      expect(resolveModel('auto', configWith({ EMBEDDING_MODEL_DIR: dir }))).toMatchObject({
+        provider: 'transformers',
+        model: 'Xenova/all-MiniLM-L6-v2',
+        dimensions: 384,
+        pooling: 'mean',
+        maxTokens: 256,
+      });
       // With bge-small beside it, bge-small wins.
       symlinkSync(join(modelDir, 'Xenova', 'bge-small-en-v1.5'), join(dir, 'Xenova', 'bge-small-en-v1.5'));
       expect(resolveModel('auto', configWith({ EMBEDDING_MODEL_DIR: dir })).model).toBe('Xenova/bge-small-en-v1.5');
@@ -71,7 +81,9 @@ describe('type → embedding configuration', () => {
       expect(resolveModel(minilm, configWith({ EMBEDDING_MODEL_DIR: dir, EMBEDDING_PRECISION: 'int8' }))).toMatchObject({ precision: 'int8' });
       await writeTinyModel(dir, { modelId: 'Xenova/bge-small-en-v1.5', dimensions: 384, quantizedFile: true });
       expect(resolveModel('transformers:Xenova/bge-small-en-v1.5', configWith({ EMBEDDING_MODEL_DIR: dir }))).toMatchObject({ precision: 'int8' });
-      expect(resolveModel('transformers:Xenova/bge-small-en-v1.5', configWith({ EMBEDDING_MODEL_DIR: dir, EMBEDDING_PRECISION: 'int8' }))).toMatchObject({ precision: 'int8' });
+      expect(resolveModel('transformers:Xenova/bge-small-en-v1.5', configWith({ EMBEDDING_MODEL_DIR: dir, EMBEDDING_PRECISION: 'int8' }))).toMatchObject({
+        precision: 'int8',
+      });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -116,7 +128,9 @@ describe('a transformers.js model served by the worker threads', () => {
     const cheap = await createKb(server, 'Cheap', 'TEXT_COST_EFFECTIVE');
     const cheapCfg = (await server.api('GET', `/api/v1/knowledge-bases/${cheap}/configuration`)).body.data;
     expect(cheapCfg.embedding).toMatchObject({ provider: 'transformers', model: 'Xenova/all-MiniLM-L6-v2', precision: 'int8', quantization: 'i8' });
-    expect((await server.api('POST', `/api/v1/knowledge-bases/${cheap}/contents?wait=true`, { text: 'the red truck and the bus' })).body.data.status).toBe('ready');
+    expect((await server.api('POST', `/api/v1/knowledge-bases/${cheap}/contents?wait=true`, { text: 'the red truck and the bus' })).body.data.status).toBe(
+      'ready',
+    );
     expect(await server.waitForOutput('"model":"Xenova/bge-small-en-v1.5"')).toBe(true);
   });
 });
@@ -134,7 +148,9 @@ describe('a high-quality type served by USE-Lite (asked for) is said loudly', ()
       expect(warnings.map((w) => w.split(' ')[0])).toEqual(['TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY']);
       expect(warnings[0]).toContain('HIGH_QUALITY_MODEL=use-lite');
       expect(warnings[0]).toContain('bun run models pull');
-      expect(bare.output.some((l) => l.includes('"level":40') && l.includes('TEXT_HIGH_QUALITY is served by the small Universal Sentence Encoder Lite'))).toBe(true);
+      expect(bare.output.some((l) => l.includes('"level":40') && l.includes('TEXT_HIGH_QUALITY is served by the small Universal Sentence Encoder Lite'))).toBe(
+        true,
+      );
       const fallback = await createKb(bare, 'Fallback', 'TEXT_HIGH_QUALITY');
       expect((await bare.api('GET', `/api/v1/knowledge-bases/${fallback}/configuration`)).body.data.warning).toContain('Universal Sentence Encoder Lite');
       const cheap = await createKb(bare, 'Cheap', 'TEXT_COST_EFFECTIVE');

@@ -33,7 +33,12 @@ function resolveRefs(node: unknown): unknown {
   if (!node || typeof node !== 'object') return node;
   const ref = (node as { $ref?: string }).$ref;
   if (typeof ref === 'string' && ref.startsWith('#/')) {
-    return resolveRefs(ref.slice(2).split('/').reduce((at: any, key) => at[key], spec));
+    return resolveRefs(
+      ref
+        .slice(2)
+        .split('/')
+        .reduce((at: any, key) => at[key], spec),
+    );
   }
   return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, resolveRefs(v)]));
 }
@@ -68,16 +73,27 @@ describe('every operation is documented', () => {
     expect(ops.length).toBeGreaterThanOrEqual(20);
     for (const { method, path, op } of ops) {
       const where = `${method.toUpperCase()} ${path}`;
-      expect({ where, summary: typeof op.summary === 'string' && op.summary.length > 0, tags: op.tags?.length > 0 }).toEqual({ where, summary: true, tags: true });
+      expect({ where, summary: typeof op.summary === 'string' && op.summary.length > 0, tags: op.tags?.length > 0 }).toEqual({
+        where,
+        summary: true,
+        tags: true,
+      });
       for (const param of path.match(/\{(\w+)\}/g) ?? []) {
         const name = param.slice(1, -1);
-        expect({ where, param: name, documented: (op.parameters ?? []).some((p: any) => p.in === 'path' && p.name === name && p.required) }).toEqual({ where, param: name, documented: true });
+        expect({ where, param: name, documented: (op.parameters ?? []).some((p: any) => p.in === 'path' && p.name === name && p.required) }).toEqual({
+          where,
+          param: name,
+          documented: true,
+        });
       }
       const statuses = Object.keys(op.responses ?? {}).map(Number);
       const success = statuses.filter((s) => s >= 200 && s < 300);
       expect({ where, success: success.length }).toEqual({ where, success: 1 });
       const successContent = op.responses[String(success[0])].content;
-      expect({ where, successSchema: Boolean(successContent?.['application/json']?.schema ?? successContent?.['text/plain']?.schema) }).toEqual({ where, successSchema: true });
+      expect({ where, successSchema: Boolean(successContent?.['application/json']?.schema ?? successContent?.['text/plain']?.schema) }).toEqual({
+        where,
+        successSchema: true,
+      });
 
       const api = path.startsWith('/api/v1/');
       const expected = new Set<number>(api ? [401, 429, 500] : []);
@@ -88,7 +104,12 @@ describe('every operation is documented', () => {
       for (const status of statuses.filter((s) => s >= 400)) {
         const answer = op.responses[String(status)];
         const schema = resolveRefs(answer.content?.['application/json']?.schema) as any;
-        expect({ where, status, envelope: Object.keys(schema?.properties ?? {}).sort(), example: schema?.examples?.[0]?.success }).toEqual({ where, status, envelope: ['error', 'success'], example: false });
+        expect({ where, status, envelope: Object.keys(schema?.properties ?? {}).sort(), example: schema?.examples?.[0]?.success }).toEqual({
+          where,
+          status,
+          envelope: ['error', 'success'],
+          example: false,
+        });
         expect({ where, status, described: answer.description.startsWith('Response for status') }).toEqual({ where, status, described: false });
       }
       // Authentication: every /api/v1 operation falls under the document's security; the others need none.
@@ -101,7 +122,11 @@ describe('every operation is documented', () => {
   });
 
   test('query parameters are documented where routes read them', () => {
-    const params = (method: string, path: string) => (spec.paths[path][method].parameters ?? []).filter((p: any) => p.in === 'query').map((p: any) => p.name).sort();
+    const params = (method: string, path: string) =>
+      (spec.paths[path][method].parameters ?? [])
+        .filter((p: any) => p.in === 'query')
+        .map((p: any) => p.name)
+        .sort();
     expect(params('get', '/api/v1/knowledge-bases')).toEqual(['limit', 'page']);
     expect(params('get', '/api/v1/knowledge-bases/{id}/contents')).toEqual(['limit', 'page']);
     expect(params('post', '/api/v1/knowledge-bases/{id}/contents')).toEqual(['wait']);
@@ -123,16 +148,27 @@ describe('real answers validate against the documented schemas', () => {
     const kb = created.data.id as string;
     await expectDocumented('GET', KBS, KBS, 200);
     await expectDocumented('GET', `${KBS}/{id}`, `${KBS}/${kb}`, 200);
-    await expectDocumented('PUT', `${KBS}/{id}`, `${KBS}/${kb}`, 200, { name: 'Documented', description: 'Answers checked against the document', type: 'TEXT_COST_EFFECTIVE' });
+    await expectDocumented('PUT', `${KBS}/{id}`, `${KBS}/${kb}`, 200, {
+      name: 'Documented',
+      description: 'Answers checked against the document',
+      type: 'TEXT_COST_EFFECTIVE',
+    });
     await expectDocumented('GET', `${KBS}/{id}/configuration`, `${KBS}/${kb}/configuration`, 200);
 
-    const added = await expectDocumented('POST', `${KBS}/{id}/contents`, `${KBS}/${kb}/contents?wait=true`, 201, { text: 'Refunds are issued within 14 days.', metadata: { team: 'billing' } });
+    const added = await expectDocumented('POST', `${KBS}/{id}/contents`, `${KBS}/${kb}/contents?wait=true`, 201, {
+      text: 'Refunds are issued within 14 days.',
+      metadata: { team: 'billing' },
+    });
     const item = added.data.id as string;
     await addContent(server, kb, 'Passwords are reset from the account page.');
     await expectDocumented('GET', `${KBS}/{id}/contents`, `${KBS}/${kb}/contents`, 200);
     await expectDocumented('GET', `${KBS}/{id}/contents/{contentId}`, `${KBS}/${kb}/contents/${item}`, 200);
-    await expectDocumented('PUT', `${KBS}/{id}/contents/{contentId}`, `${KBS}/${kb}/contents/${item}?wait=true`, 200, { text: 'Refunds are issued within 14 days of a return.' });
-    await expectDocumented('PUT', `${KBS}/{id}/contents/{contentId}`, `${KBS}/${kb}/contents/${item}`, 200, { text: 'Refunds are issued within 14 days of a return.' });
+    await expectDocumented('PUT', `${KBS}/{id}/contents/{contentId}`, `${KBS}/${kb}/contents/${item}?wait=true`, 200, {
+      text: 'Refunds are issued within 14 days of a return.',
+    });
+    await expectDocumented('PUT', `${KBS}/{id}/contents/{contentId}`, `${KBS}/${kb}/contents/${item}`, 200, {
+      text: 'Refunds are issued within 14 days of a return.',
+    });
     await expectDocumented('POST', `${KBS}/{id}/contents/{contentId}/reindex`, `${KBS}/${kb}/contents/${item}/reindex`, 200);
     await expectDocumented('POST', `${KBS}/{id}/reindex-failed`, `${KBS}/${kb}/reindex-failed`, 200);
     await expectDocumented('POST', `${KBS}/{id}/reembed`, `${KBS}/${kb}/reembed`, 200);
@@ -144,7 +180,11 @@ describe('real answers validate against the documented schemas', () => {
     const form = new FormData();
     form.append('file', new File(['# Notes\n\nUploaded and documented.'], 'notes.md', { type: 'text/markdown' }));
     form.append('metadata', JSON.stringify({ team: 'docs' }));
-    const upload = await fetch(`${server.url}${KBS}/${kb}/contents/file`, { method: 'POST', headers: { 'x-service-organization-id': 'org_test', 'x-service-api-key': 'test-key-0123456789' }, body: form });
+    const upload = await fetch(`${server.url}${KBS}/${kb}/contents/file`, {
+      method: 'POST',
+      headers: { 'x-service-organization-id': 'org_test', 'x-service-api-key': 'test-key-0123456789' },
+      body: form,
+    });
     expect(upload.status).toBe(201);
     expect(documented('POST', `${KBS}/{id}/contents/file`, 201)(await upload.json())).toBe(true);
 

@@ -84,7 +84,11 @@ test('the docs page loads its UI from this server only, and the OpenAPI document
     for (const [method, op] of Object.entries(operations)) {
       if (!op.requestBody || path.endsWith('/contents/file')) continue;
       const json = op.requestBody.content['application/json'];
-      expect({ operation: `${method} ${path}`, type: json?.schema?.type, properties: Object.keys(json?.schema?.properties ?? {}).length > 0 }).toEqual({ operation: `${method} ${path}`, type: 'object', properties: true });
+      expect({ operation: `${method} ${path}`, type: json?.schema?.type, properties: Object.keys(json?.schema?.properties ?? {}).length > 0 }).toEqual({
+        operation: `${method} ${path}`,
+        type: 'object',
+        properties: true,
+      });
     }
   }
   expect(spec.paths['/api/v1/knowledge-bases/{id}/search/hybrid'].post.requestBody.content['application/json'].schema.examples.length).toBeGreaterThan(0);

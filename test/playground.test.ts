@@ -55,7 +55,10 @@ test('connect, create a knowledge base, upload with progress, search three ways 
   // The model serving the selected knowledge base (its configuration): the shipped one by default.
   await waitForText('#kb-model', 'TEXT_COST_EFFECTIVE: model Xenova/all-MiniLM-L6-v2 (int8, 384 dimensions, i8 vectors)');
 
-  for (const [name, team] of [['refunds.md', 'billing'], ['passwords.md', 'support']] as const) {
+  for (const [name, team] of [
+    ['refunds.md', 'billing'],
+    ['passwords.md', 'support'],
+  ] as const) {
     await page.setInputFiles('#files', join(files, name));
     await page.fill('#upload-metadata', JSON.stringify({ team }));
     await page.click('#upload');
@@ -63,7 +66,9 @@ test('connect, create a knowledge base, upload with progress, search three ways 
   }
   expect(await page.locator('#upload-progress').evaluate((el: any) => el.value)).toBe(1);
   // Indexing progress: polled until nothing waits.
-  await page.waitForFunction(() => document.getElementById('ingestion')?.textContent?.startsWith('2 ready, 0 indexing, 0 failed'), undefined, { timeout: 60_000 });
+  await page.waitForFunction(() => document.getElementById('ingestion')?.textContent?.startsWith('2 ready, 0 indexing, 0 failed'), undefined, {
+    timeout: 60_000,
+  });
 
   await page.fill('#query', 'refund');
   await page.click('#search-form button[type="submit"]');

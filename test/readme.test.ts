@@ -28,7 +28,10 @@ test('"Try it" runs as pasted: a knowledge base, an item, three searches and the
   const [stdout, stderr, exitCode] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited]);
   expect(stderr).toBe('');
   expect(exitCode).toBe(0);
-  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
+  const lines = stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   expect(lines).toHaveLength(4);
   expect(lines[0]).toMatchObject({ success: true, data: { status: 'ready' } });
   expect(lines[1].data[0].contentChunk).toBe('Refunds are issued within 14 days.');

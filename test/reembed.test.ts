@@ -25,7 +25,10 @@ const SLOW = { EMBEDDING_BATCH_SIZE: '1', INGEST_WORKERS: '1' };
 const textOf = (n: number) => `Note ${n}: the ${WORDS[n % WORDS.length]} and a ${WORDS[(n + 1) % WORDS.length]}, number ${n}.`;
 
 const start = (model: string, env: Record<string, string> = {}) =>
-  TestServer.start({ dataDir, env: { EMBEDDING_MODEL_DIR: modelDir, HIGH_QUALITY_MODEL: `transformers:${model}`, RATE_LIMIT_RPS: '0', SNAPSHOT_ON_SHUTDOWN: 'false', ...env } });
+  TestServer.start({
+    dataDir,
+    env: { EMBEDDING_MODEL_DIR: modelDir, HIGH_QUALITY_MODEL: `transformers:${model}`, RATE_LIMIT_RPS: '0', SNAPSHOT_ON_SHUTDOWN: 'false', ...env },
+  });
 
 const read = async () => (await server!.api('GET', `${API}/knowledge-bases/${kb}`)).body.data;
 const configuration = async () => (await server!.api('GET', `${API}/knowledge-bases/${kb}/configuration`)).body.data;
@@ -86,7 +89,9 @@ describe('re-embedding when the model serving a type changes', () => {
     await server.kill9();
     server = await start('test/tiny-new', SLOW);
     const resumed = (await read()).reembedding;
-    console.log(`[reembed] killed part-way: ${beforeKill.done} of ${beforeKill.total} built 300 ms before kill -9; ${resumed?.done ?? 'all'} after the restart`);
+    console.log(
+      `[reembed] killed part-way: ${beforeKill.done} of ${beforeKill.total} built 300 ms before kill -9; ${resumed?.done ?? 'all'} after the restart`,
+    );
     if (resumed) expect(resumed.done).toBeGreaterThanOrEqual(beforeKill.done);
 
     const after = await eventually('the new configuration active', read, (d) => d.reembedding === null || d.reembedding === undefined, 120_000);
@@ -133,17 +138,27 @@ describe('re-embedding when the model serving a type changes', () => {
     let old: TestServer | undefined = await TestServer.start({ dataDir: dir, env: { ...env, HIGH_QUALITY_MODEL: 'use-lite' } });
     try {
       const id = (await old.api('POST', `${API}/knowledge-bases`, { name: 'Old', type: 'TEXT_HIGH_QUALITY' })).body.data.id;
-      for (const text of ['Expense claims for travel are filed within 30 days.', 'Refunds are issued within 14 days.', 'Passwords are reset from the account page.']) {
+      for (const text of [
+        'Expense claims for travel are filed within 30 days.',
+        'Refunds are issued within 14 days.',
+        'Passwords are reset from the account page.',
+      ]) {
         expect((await old.api('POST', `${API}/knowledge-bases/${id}/contents?wait=true`, { text })).body.data.status).toBe('ready');
       }
       expect((await old.api('GET', `${API}/knowledge-bases/${id}/configuration`)).body.data.warning).toContain('Universal Sentence Encoder Lite');
       await old.stop();
       // The defaults: every type served by the shipped model.
       old = await TestServer.start({ dataDir: dir, env });
-      const now = await eventually('moved to the shipped model', async () => (await old!.api('GET', `${API}/knowledge-bases/${id}/configuration`)).body.data, (c) => c.embedding.model === 'Xenova/all-MiniLM-L6-v2', 60_000);
+      const now = await eventually(
+        'moved to the shipped model',
+        async () => (await old!.api('GET', `${API}/knowledge-bases/${id}/configuration`)).body.data,
+        (c) => c.embedding.model === 'Xenova/all-MiniLM-L6-v2',
+        60_000,
+      );
       expect(now.warning).toBeUndefined();
       expect((await old.api('GET', '/ready')).body.warnings).toEqual([]);
-      const hits = (await old.api('POST', `${API}/knowledge-bases/${id}/search/semantic`, { query: 'getting reimbursed for a business trip', limit: 1 })).body.data;
+      const hits = (await old.api('POST', `${API}/knowledge-bases/${id}/search/semantic`, { query: 'getting reimbursed for a business trip', limit: 1 })).body
+        .data;
       expect(hits[0].contentChunk).toContain('Expense claims');
     } finally {
       await old?.stop();
@@ -168,7 +183,9 @@ describe('re-embedding when the model serving a type changes', () => {
     expect(out).toContain('now answers from configuration');
     expect((await configuration()).embedding.model).toBe('test/tiny-old');
     // Nothing left to do: said so, exit 0.
-    const again = Bun.spawnSync(['bun', join(import.meta.dir, '..', 'src', 'cli', 'main.ts'), 'kb', 'reembed', kb], { env: { ...process.env, KB_URL: server.url, KB_ORG: 'org_test', KB_KEY: 'test-key-0123456789' } });
+    const again = Bun.spawnSync(['bun', join(import.meta.dir, '..', 'src', 'cli', 'main.ts'), 'kb', 'reembed', kb], {
+      env: { ...process.env, KB_URL: server.url, KB_ORG: 'org_test', KB_KEY: 'test-key-0123456789' },
+    });
     expect(again.exitCode).toBe(0);
     expect(again.stdout.toString()).toContain('already uses the model');
   }, 180_000);

@@ -59,13 +59,21 @@ describe('fatal errors', () => {
     writeFileSync(join(config.dataDir, 'wal'), 'not a folder');
     const lines: string[] = [];
     const handle = await createServer(config, { logger: quietLogger(lines) });
-    const failed = await handle.ready.then(() => undefined, (err) => err);
+    const failed = await handle.ready.then(
+      () => undefined,
+      (err) => err,
+    );
     expect(failed).toBeInstanceOf(ServerFatalError);
     expect(failed.message).toBe('recovery failed');
     const fatal = lines.map((l) => JSON.parse(l)).filter((l) => l.level === 60);
     expect(fatal.map((l) => l.msg)).toEqual(['recovery failed']);
     expect(lines.at(-1)).toContain('"msg":"stopped"');
-    expect(await fetch(`${handle.url}/health`).then(() => 'answered', () => 'refused')).toBe('refused');
+    expect(
+      await fetch(`${handle.url}/health`).then(
+        () => 'answered',
+        () => 'refused',
+      ),
+    ).toBe('refused');
   });
 });
 
@@ -76,7 +84,12 @@ describe('stop', () => {
     await addContent(first, kb, 'a heron waits by the river');
     expect(await first.stop()).toBe(0);
     expect(first.output.at(-1)).toContain('"msg":"stopped"');
-    expect(await fetch(`${first.url}/health`).then(() => 'answered', () => 'refused')).toBe('refused');
+    expect(
+      await fetch(`${first.url}/health`).then(
+        () => 'answered',
+        () => 'refused',
+      ),
+    ).toBe('refused');
     // stop() twice is one stop.
     expect(await first.stop()).toBe(0);
     const second = await InProcessServer.start({ dataDir: first.dataDir });

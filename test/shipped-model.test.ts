@@ -83,7 +83,8 @@ describe('the shipped model in the repository', () => {
   test('is exactly the int8 export with its tokenizer and config, a license and a README, under 30 MB', () => {
     const dir = join(ROOT, 'models', SHIPPED_MODEL_ID);
     expect(shippedModelDir()).toBe(join(ROOT, 'models'));
-    for (const file of [...SHIPPED_MODEL_FILES, 'LICENSE', 'README.md']) expect({ file, present: existsSync(join(dir, file)) }).toEqual({ file, present: true });
+    for (const file of [...SHIPPED_MODEL_FILES, 'LICENSE', 'README.md'])
+      expect({ file, present: existsSync(join(dir, file)) }).toEqual({ file, present: true });
     expect(statSync(join(dir, 'onnx', 'model_quantized.onnx')).size).toBeLessThan(30 * 1024 * 1024);
     expect(Bun.spawnSync(['git', 'check-ignore', '-q', join(dir, 'onnx', 'model_quantized.onnx')], { cwd: ROOT }).exitCode).toBe(1); // tracked
     expect(Bun.spawnSync(['git', 'check-ignore', '-q', join(dir, 'onnx', 'model.onnx')], { cwd: ROOT }).exitCode).toBe(0); // a pulled fp32 export is not
@@ -101,7 +102,9 @@ describe('a fresh server with no environment', () => {
   });
 
   test('serves all three types with the shipped all-MiniLM-L6-v2 (int8), without warnings', async () => {
-    expect(server.logged('embedding model serves types')).toEqual([expect.objectContaining({ model: SHIPPED_MODEL_ID, provider: 'transformers', dimensions: 384, types: TYPES, quantization: ['i8', 'f32', 'f32'] })]);
+    expect(server.logged('embedding model serves types')).toEqual([
+      expect.objectContaining({ model: SHIPPED_MODEL_ID, provider: 'transformers', dimensions: 384, types: TYPES, quantization: ['i8', 'f32', 'f32'] }),
+    ]);
     expect(server.output.join('\n')).not.toContain('universal-sentence-encoder-lite');
     const ready = await fetch(`${server.url}/ready`).then((r) => r.json() as Promise<any>);
     expect(ready.warnings).toEqual([]);
@@ -133,8 +136,10 @@ describe('a fresh server with no environment', () => {
     for (const type of ['TEXT_HIGH_QUALITY', 'TEXT_COST_EFFECTIVE']) {
       const kb = await server.createKb(type);
       const pages: Record<string, string> = {
-        expenses: 'Expense claims: staff who travel for work claim back flights, hotels and meals. Upload the receipts to the finance portal within 30 days; approved claims are repaid with the next salary.',
-        holidays: 'Annual leave: every employee has 25 days of paid vacation a year. Ask your manager at least two weeks ahead and record the dates in the HR calendar.',
+        expenses:
+          'Expense claims: staff who travel for work claim back flights, hotels and meals. Upload the receipts to the finance portal within 30 days; approved claims are repaid with the next salary.',
+        holidays:
+          'Annual leave: every employee has 25 days of paid vacation a year. Ask your manager at least two weeks ahead and record the dates in the HR calendar.',
         passwords: 'Password resets: if you are locked out of your laptop, call the IT help desk on extension 4040. New passwords need twelve characters.',
         parking: 'Car park: spaces on level 2 are reserved for visitors. Staff park on levels 3 to 5 and must display the yearly permit.',
         kitchen: 'Kitchen rules: label food you keep in the fridge; the fridge is emptied every Friday afternoon. Run the dishwasher when it is full.',
@@ -169,7 +174,9 @@ describe('bun run models list', () => {
     const run = Bun.spawnSync(['bun', join(ROOT, 'src/models.ts'), 'list'], { cwd, env: bareEnv() });
     const out = run.stdout.toString();
     expect(run.exitCode).toBe(0);
-    expect(out).toMatch(/Xenova\/all-MiniLM-L6-v2\s+2\d\.\d MB\s+int8\s+used by: TEXT_COST_EFFECTIVE, TEXT_HIGH_QUALITY, TEXT_AND_MEDIA_HIGH_QUALITY\s+\(shipped with the server\)/);
+    expect(out).toMatch(
+      /Xenova\/all-MiniLM-L6-v2\s+2\d\.\d MB\s+int8\s+used by: TEXT_COST_EFFECTIVE, TEXT_HIGH_QUALITY, TEXT_AND_MEDIA_HIGH_QUALITY\s+\(shipped with the server\)/,
+    );
     expect(out).toMatch(/universal-sentence-encoder-lite\s+built in\s+used by: no type/);
     expect(out).toContain('bun run models pull Xenova/bge-small-en-v1.5');
     const useLite = Bun.spawnSync(['bun', join(ROOT, 'src/models.ts'), 'list'], { cwd, env: bareEnv({ HIGH_QUALITY_MODEL: 'use-lite' }) });
@@ -191,8 +198,14 @@ describe('USE-Lite when it is asked for', () => {
       expect(config.body.data.embedding).toMatchObject({ provider: 'use-lite', model: 'universal-sentence-encoder-lite', dimensions: 512 });
       expect(config.body.data.warning).toContain('Universal Sentence Encoder Lite');
       const cheap = await server.createKb('TEXT_COST_EFFECTIVE');
-      expect((await server.api('GET', `/api/v1/knowledge-bases/${cheap}/configuration`)).body.data.embedding).toMatchObject({ model: SHIPPED_MODEL_ID, precision: 'int8', quantization: 'i8' });
-      const added = await server.api('POST', `/api/v1/knowledge-bases/${kb}/contents?wait=true`, { text: 'Refunds are issued within fourteen days of the purchase.' });
+      expect((await server.api('GET', `/api/v1/knowledge-bases/${cheap}/configuration`)).body.data.embedding).toMatchObject({
+        model: SHIPPED_MODEL_ID,
+        precision: 'int8',
+        quantization: 'i8',
+      });
+      const added = await server.api('POST', `/api/v1/knowledge-bases/${kb}/contents?wait=true`, {
+        text: 'Refunds are issued within fourteen days of the purchase.',
+      });
       expect(added.body.data.status).toBe('ready');
       const semantic = await server.api('POST', `/api/v1/knowledge-bases/${kb}/search/semantic`, { query: 'refund policy' });
       expect(semantic.status).toBe(200);
@@ -213,7 +226,8 @@ describe('resolution', () => {
   test('whatever EMBEDDING_MODEL_DIR is, the shipped model serves, int8 (its only export)', () => {
     for (const dir of [join(work, 'empty'), '/nonexistent']) {
       const types = typeEmbeddings(configWith({ EMBEDDING_MODEL_DIR: dir }));
-      for (const type of TYPES) expect(types[type as keyof typeof types]).toMatchObject({ provider: 'transformers', model: SHIPPED_MODEL_ID, precision: 'int8' });
+      for (const type of TYPES)
+        expect(types[type as keyof typeof types]).toMatchObject({ provider: 'transformers', model: SHIPPED_MODEL_ID, precision: 'int8' });
       expect(types.TEXT_COST_EFFECTIVE.quantization).toBe('i8');
     }
     expect(resolveModel('shipped', configWith({ EMBEDDING_PRECISION: 'int8' }))).toMatchObject({ model: SHIPPED_MODEL_ID, precision: 'int8' });
@@ -225,6 +239,9 @@ describe('resolution', () => {
     symlinkSync(resolve(ROOT, '..', 'shared', 'models', SHIPPED_MODEL_ID), join(dir, SHIPPED_MODEL_ID));
     expect(resolveModel('auto', configWith({ EMBEDDING_MODEL_DIR: dir }))).toMatchObject({ model: SHIPPED_MODEL_ID, precision: 'fp32' });
     expect(resolveModel('shipped', configWith({ EMBEDDING_MODEL_DIR: dir }))).toMatchObject({ model: SHIPPED_MODEL_ID, precision: 'fp32' });
-    expect(resolveModel('auto', configWith({ EMBEDDING_MODEL_DIR: dir, EMBEDDING_PRECISION: 'int8' }))).toMatchObject({ model: SHIPPED_MODEL_ID, precision: 'int8' });
+    expect(resolveModel('auto', configWith({ EMBEDDING_MODEL_DIR: dir, EMBEDDING_PRECISION: 'int8' }))).toMatchObject({
+      model: SHIPPED_MODEL_ID,
+      precision: 'int8',
+    });
   });
 });

@@ -55,7 +55,13 @@ async function allSearches(s: TestServer, kb: string) {
 
 async function seed(s: TestServer) {
   const kb = await createKb(s, 'Snapshots');
-  const texts = ['Penguins live in large colonies.', 'The desert heat is intense at noon.', 'A volcano erupted near the village.', 'Penguin chicks huddle for warmth.', 'Sand dunes shift in the desert wind.'];
+  const texts = [
+    'Penguins live in large colonies.',
+    'The desert heat is intense at noon.',
+    'A volcano erupted near the village.',
+    'Penguin chicks huddle for warmth.',
+    'Sand dunes shift in the desert wind.',
+  ];
   for (const t of texts) await addContent(s, kb, t);
   return kb;
 }
@@ -83,7 +89,9 @@ describe('local snapshots', () => {
     await waitForSnapshotCovering(a);
     const before = await allSearches(a, kb);
     await a.kill9();
-    const dirs = readdirSync(join(a.dataDir, 'snapshots')).filter((n) => n.startsWith('snap-')).sort();
+    const dirs = readdirSync(join(a.dataDir, 'snapshots'))
+      .filter((n) => n.startsWith('snap-'))
+      .sort();
     expect(dirs.length).toBe(2);
     const newest = join(a.dataDir, 'snapshots', dirs.at(-1)!, 'records.log');
     const bytes = readFileSync(newest);
@@ -150,7 +158,7 @@ describe('kill -9 at random moments under concurrent writes', () => {
     const acked: string[] = [];
     let kb = '';
     let seed = 12345;
-    const rand = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    const rand = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
     const rounds = 8;
     let roundsWithSnapshots = 0;
     for (let round = 0; round < rounds; round++) {

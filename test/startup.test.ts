@@ -82,8 +82,12 @@ describe('start-up after kill -9 with content still pending', () => {
     // What /ready let through: items indexed before it answered 200.
     const atReady = await statuses(b, kb);
     const requeued: number = logged(b, 'state recovered').recovery.requeued;
-    const allReadyMs = await until('the re-queued items to be indexed', async () => ((await statuses(b, kb)).every((s) => s === 'ready') ? performance.now() - spawned : undefined));
-    console.log(`kill -9 restart: /ready after ${Math.round(readyMs)} ms, ${atReady.filter((s) => s === 'ready').length}/${requeued} re-queued items indexed by then, all indexed after ${Math.round(allReadyMs)} ms`);
+    const allReadyMs = await until('the re-queued items to be indexed', async () =>
+      (await statuses(b, kb)).every((s) => s === 'ready') ? performance.now() - spawned : undefined,
+    );
+    console.log(
+      `kill -9 restart: /ready after ${Math.round(readyMs)} ms, ${atReady.filter((s) => s === 'ready').length}/${requeued} re-queued items indexed by then, all indexed after ${Math.round(allReadyMs)} ms`,
+    );
 
     expect(atReady.length).toBe(total);
     // Enough was pending at the crash for the old order to put two whole batches ahead of the load.
@@ -111,7 +115,9 @@ describe('unfinished snapshots', () => {
     await a.kill9();
 
     const dir = join(a.dataDir, 'snapshots');
-    const complete = readdirSync(dir).filter((n) => n.startsWith('snap-')).sort();
+    const complete = readdirSync(dir)
+      .filter((n) => n.startsWith('snap-'))
+      .sort();
     expect(complete.length).toBeGreaterThanOrEqual(1);
     const manifests = complete.map((n) => readFileSync(join(dir, n, 'manifest.json'), 'utf8'));
     // What a snapshot killed mid-way leaves: its build folder, with files (and no manifest, or part of one).
@@ -124,7 +130,9 @@ describe('unfinished snapshots', () => {
     }
 
     // (The kill may also have caught a real snapshot of the second write half-way.)
-    const leftovers = readdirSync(dir).filter((n) => n.startsWith('tmp-')).sort();
+    const leftovers = readdirSync(dir)
+      .filter((n) => n.startsWith('tmp-'))
+      .sort();
     expect(leftovers).toEqual(expect.arrayContaining(stale));
 
     const b = await start({ dataDir: a.dataDir });
@@ -132,11 +140,16 @@ describe('unfinished snapshots', () => {
     for (const name of stale) expect(existsSync(join(dir, name))).toBe(false);
     expect(logged(b, 'removed unfinished snapshot directories')?.removed?.sort()).toEqual(leftovers);
     // The complete snapshots are untouched, and start-up began from the newest one.
-    expect(readdirSync(dir).filter((n) => n.startsWith('snap-')).sort()).toEqual(complete);
+    expect(
+      readdirSync(dir)
+        .filter((n) => n.startsWith('snap-'))
+        .sort(),
+    ).toEqual(complete);
     expect(complete.map((n) => readFileSync(join(dir, n, 'manifest.json'), 'utf8'))).toEqual(manifests);
     expect(logged(b, 'state recovered').recovery.snapshot?.seq).toBe(Number(complete.at(-1)!.slice('snap-'.length)));
     // Everything written before and after that snapshot is there.
-    const search = async (query: string) => (await b.api('POST', `/api/v1/knowledge-bases/${kb}/search/full-text`, { query })).body.data.map((h: { contentId: string }) => h.contentId);
+    const search = async (query: string) =>
+      (await b.api('POST', `/api/v1/knowledge-bases/${kb}/search/full-text`, { query })).body.data.map((h: { contentId: string }) => h.contentId);
     expect(await search('penguins colonies')).toEqual([before]);
     expect(await search('volcano village')).toEqual([after]);
   }, 120_000);

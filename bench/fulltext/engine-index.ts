@@ -78,7 +78,10 @@ export function indexChunks(processed: readonly ProcessedChunk[][], texts: reado
 export function engineQuality(data: SciFact, built: ChunkIndex, terms: ReadonlyMap<string, string[]>, queries?: readonly Query[], plain = false): Quality {
   return evaluate(
     data,
-    (q) => rankDocuments(rankFullText(built.index, built.items, terms.get(q.id)!, QUALITY_DEPTH, plain), (hit) => data.corpus[built.owner[hit.doc]!]!.id).map((d) => d.id),
+    (q) =>
+      rankDocuments(rankFullText(built.index, built.items, terms.get(q.id)!, QUALITY_DEPTH, plain), (hit) => data.corpus[built.owner[hit.doc]!]!.id).map(
+        (d) => d.id,
+      ),
     queries,
   );
 }
@@ -113,7 +116,18 @@ export function buildEngine(items: readonly CorpusDoc[], options: ChunkingOption
     insertMs += performance.now() - t1;
     analyzeMs += t1 - t0;
   }
-  return { index, items: arrayItems(owner, docs, items.map((i) => i.text)), chunks: doc, analyzeMs, insertMs };
+  return {
+    index,
+    items: arrayItems(
+      owner,
+      docs,
+      items.map((i) => i.text),
+    ),
+    chunks: doc,
+    analyzeMs,
+    insertMs,
+  };
 }
 
-export const engineSearch = (index: InvertedIndex, items: ItemView, plain: boolean) => (query: string) => rankFullText(index, items, analyze(query), LATENCY_K, plain);
+export const engineSearch = (index: InvertedIndex, items: ItemView, plain: boolean) => (query: string) =>
+  rankFullText(index, items, analyze(query), LATENCY_K, plain);

@@ -21,7 +21,10 @@ export const PEERS: Peer[] = [
     timedQueries: ORAMA_TIMED_QUERIES,
     build: async (items) => {
       const db = create({ schema: { text: 'string' } as const });
-      await insertMultiple(db, items.map((d) => ({ id: d.id, text: d.text })));
+      await insertMultiple(
+        db,
+        items.map((d) => ({ id: d.id, text: d.text })),
+      );
       return (term, limit) => {
         const result = oramaSearch(db, { term, limit });
         // Without async plugins or hooks Orama answers synchronously; timing relies on that.
@@ -36,7 +39,11 @@ export const PEERS: Peer[] = [
     build: async (items) => {
       const index = new MiniSearch<CorpusDoc>({ fields: ['text'] });
       index.addAll(items);
-      return (query, limit) => index.search(query).slice(0, limit).map((r) => String(r.id));
+      return (query, limit) =>
+        index
+          .search(query)
+          .slice(0, limit)
+          .map((r) => String(r.id));
     },
   },
 ];
@@ -57,4 +64,3 @@ export async function measurePeer(peer: Peer, items: readonly CorpusDoc[], sampl
     latency: summarize(timeEach(sample, 1, run)),
   };
 }
-

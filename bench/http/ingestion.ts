@@ -29,7 +29,9 @@ export async function ingestThroughHttp(s: Server, kbId: string, items: readonly
       if (performance.now() - tStart > 30 * 60_000) throw new Error('not indexed after 30 minutes');
     }
   })();
-  const acks = await cannon(s, { route: 'POST contents', method: 'POST', path: `/api/v1/knowledge-bases/${kbId}/contents`, bodies }, ingestConnections, { amount: items.length });
+  const acks = await cannon(s, { route: 'POST contents', method: 'POST', path: `/api/v1/knowledge-bases/${kbId}/contents`, bodies }, ingestConnections, {
+    amount: items.length,
+  });
   const ackSeconds = (performance.now() - tStart) / 1000;
   acksDone = true;
   const final = await poller;

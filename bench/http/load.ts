@@ -32,7 +32,12 @@ export interface Target {
   bodies?: string[];
 }
 
-export async function cannon(server: Server, target: Target, connections: number, opts: { duration?: number; amount?: number; record?: boolean }): Promise<Run> {
+export async function cannon(
+  server: Server,
+  target: Target,
+  connections: number,
+  opts: { duration?: number; amount?: number; record?: boolean },
+): Promise<Run> {
   let next = 0;
   const samples: number[] = [];
   let ok = 0;
@@ -99,10 +104,13 @@ export async function wrk(server: Server, target: Target, connections: number, s
     lines.push(`local bodies = {${target.bodies.map(luaString).join(',\n')}}`, 'local n = #bodies', 'local i = 0');
     lines.push('request = function()', '  i = i % n + 1', '  return wrk.format(nil, nil, nil, bodies[i])', 'end');
   }
-  writeFileSync(script, lines.join('\n') + '\n');
+  writeFileSync(script, `${lines.join('\n')}\n`);
   const cpu0 = cpuSecondsOf(server.pid);
   const t0 = performance.now();
-  const proc = Bun.spawn([wrkPath!, '-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, `${server.base}${target.path}`], { stdout: 'pipe', stderr: 'pipe' });
+  const proc = Bun.spawn([wrkPath!, '-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, `${server.base}${target.path}`], {
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
   const out = await new Response(proc.stdout).text();
   await proc.exited;
   const wall = (performance.now() - t0) / 1000;

@@ -13,10 +13,22 @@ import { summarize, timeEach } from '../lib/stats';
 import { cannon, wrk, type Run, type Target } from './load';
 import { ORG, TARGET_ENGINE_MS, TARGET_HTTP_S, TARGET_ROUNDS, wrkPath } from './options';
 
-export async function pairedRounds(s2: Server, dataDir: string, stub: HashEmbedder, kbId: string, queries: readonly string[], fullText: Target, problems: string[]) {
+export async function pairedRounds(
+  s2: Server,
+  dataDir: string,
+  stub: HashEmbedder,
+  kbId: string,
+  queries: readonly string[],
+  fullText: Target,
+  problems: string[],
+) {
   const { engine } = await openEngine({
     dataDir,
-    compute: { documentWorkers: 1, queryWorkers: 1, settings: { modelDir: join(dataDir, 'models'), allowRemoteModels: false, threads: 1, http: { url: stub.url, timeoutMs: 30_000, retries: 0 } } },
+    compute: {
+      documentWorkers: 1,
+      queryWorkers: 1,
+      settings: { modelDir: join(dataDir, 'models'), allowRemoteModels: false, threads: 1, http: { url: stub.url, timeoutMs: 30_000, retries: 0 } },
+    },
     log: () => {},
   });
   try {
@@ -43,7 +55,14 @@ export async function pairedRounds(s2: Server, dataDir: string, stub: HashEmbedd
       const engineQps = round.length / (sum(round) / 1000);
       const run = await httpRun(TARGET_HTTP_S);
       if (run.non2xx + run.errors) problems.push(`target round ${r + 1}: ${run.non2xx} non-2xx and ${run.errors} errors`);
-      rounds.push({ engineQueriesPerSecond: engineQps, httpRequestsPerSecond: run.requestsPerSecond, ratio: run.requestsPerSecond / engineQps, p50Ms: run.latency.p50, p99Ms: run.latency.p99, serverCores: run.serverCores });
+      rounds.push({
+        engineQueriesPerSecond: engineQps,
+        httpRequestsPerSecond: run.requestsPerSecond,
+        ratio: run.requestsPerSecond / engineQps,
+        p50Ms: run.latency.p50,
+        p99Ms: run.latency.p99,
+        serverCores: run.serverCores,
+      });
       console.log(
         `  round ${r + 1}: engine ${fmtInt(engineQps)} queries/s; HTTP (${tool}) ${fmtInt(run.requestsPerSecond)} req/s, p50 ${fmtMs(run.latency.p50)} ms, p99 ${fmtMs(run.latency.p99)} ms, ` +
           `server ${run.serverCores.toFixed(2)} cores → ${pct(run.requestsPerSecond / engineQps)}`,

@@ -9,11 +9,14 @@ export async function loadCorpus(): Promise<{ data: SciFact; generated: boolean 
   if (data) return { data, generated: false };
   // Zipf-like vocabulary of made-up words, 1,000-character documents, 5-word queries.
   let seed = 12345;
-  const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
+  const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296;
   const vocab = Array.from({ length: 20_000 }, (_, i) => `w${i.toString(36)}x`);
   const word = () => vocab[Math.floor(vocab.length * random() ** 3)]!;
   const sentence = (n: number) => Array.from({ length: n }, word).join(' ');
-  const corpus = Array.from({ length: 5000 }, (_, i) => ({ id: `g${i}`, text: `${sentence(8)}\n\n${Array.from({ length: 8 }, () => sentence(20) + '.').join(' ')}` }));
+  const corpus = Array.from({ length: 5000 }, (_, i) => ({
+    id: `g${i}`,
+    text: `${sentence(8)}\n\n${Array.from({ length: 8 }, () => `${sentence(20)}.`).join(' ')}`,
+  }));
   const queries = Array.from({ length: 500 }, (_, i) => ({ id: `q${i}`, text: sentence(5) }));
   return { data: { dir: '(generated)', corpus, queries, relevant: new Map() }, generated: true };
 }
@@ -27,7 +30,10 @@ export function sampleWorkload(data: SciFact, queryCount: number, size: { docume
   const queries = spread(judged.length ? judged : data.queries, queryCount);
   const needed = new Set(queries.flatMap((q) => [...(data.relevant.get(q.id) ?? [])]));
   const othersCount = 'others' in size ? size.others : Math.max(0, size.documents - needed.size);
-  const others = spread(data.corpus.filter((d) => !needed.has(d.id)), othersCount);
+  const others = spread(
+    data.corpus.filter((d) => !needed.has(d.id)),
+    othersCount,
+  );
   const keep = new Set([...needed, ...others.map((d) => d.id)]);
   return { queries, corpus: data.corpus.filter((d) => keep.has(d.id)) };
 }

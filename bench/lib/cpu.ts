@@ -50,7 +50,8 @@ export function machineJiffies(): { busy: number; total: number } {
 }
 
 /** Share of the machine busy between two machineJiffies() readings. */
-export const machineShare = (from: { busy: number; total: number }, to: { busy: number; total: number }) => (to.busy - from.busy) / Math.max(1, to.total - from.total);
+export const machineShare = (from: { busy: number; total: number }, to: { busy: number; total: number }) =>
+  (to.busy - from.busy) / Math.max(1, to.total - from.total);
 
 /**
  * CPU use of this process over a stretch of work. Bun's process.cpuUsage() is

@@ -11,7 +11,11 @@ export function parseCount(raw: string): number {
   return Math.round(n);
 }
 
-export const parseCounts = (raw: string): number[] => raw.split(',').filter((s) => s.trim()).map(parseCount);
+export const parseCounts = (raw: string): number[] =>
+  raw
+    .split(',')
+    .filter((s) => s.trim())
+    .map(parseCount);
 
 export const fmtMs = (x: unknown) => (!finite(x) ? '-' : x < 1 ? x.toFixed(3) : x < 10 ? x.toFixed(2) : x < 1000 ? x.toFixed(1) : x.toFixed(0));
 export const fmtInt = (x: unknown) => (!finite(x) ? '-' : Math.round(x).toLocaleString('en-US'));

@@ -113,7 +113,10 @@ export async function waitFor(server: Server, path: string, { intervalMs = 10, t
   for (;;) {
     const code = server.exitCode();
     if (code !== undefined) throw new Error(`server exited (${code}) before ${path} answered:\n${tail()}`);
-    const status = await fetch(`${server.base}${path}`).then((r) => (void r.body?.cancel(), r.status), () => 0);
+    const status = await fetch(`${server.base}${path}`).then(
+      (r) => (void r.body?.cancel(), r.status),
+      () => 0,
+    );
     if (status === 200) return performance.now() - server.spawnedAt;
     if (performance.now() - server.spawnedAt > timeoutMs) {
       await server.stop(0);

@@ -40,7 +40,10 @@ async function startServer(dataDir: string): Promise<{ server: Server; logs: str
   });
   void server.exited.then((code) => {
     exited = true;
-    if (!server.stopping()) console.log(`  server exited on its own with code ${code} (signal ${server.signalCode() ?? 'none'}); log in ${SERVER_LOG}; last lines:\n    ${logs.slice(-10).join('\n    ')}`);
+    if (!server.stopping())
+      console.log(
+        `  server exited on its own with code ${code} (signal ${server.signalCode() ?? 'none'}); log in ${SERVER_LOG}; last lines:\n    ${logs.slice(-10).join('\n    ')}`,
+      );
     void logFile.end();
   });
   return { server, logs };
@@ -83,7 +86,9 @@ export async function httpPart(data: SciFact) {
       }),
     );
     const seedSeconds = (performance.now() - tSeed) / 1000;
-    console.log(`  seeded ${seedDocs.length} documents with ?wait=true (${SIZES.httpWriters} concurrent) in ${seedSeconds.toFixed(1)} s: ${JSON.stringify(seedStatus)}`);
+    console.log(
+      `  seeded ${seedDocs.length} documents with ?wait=true (${SIZES.httpWriters} concurrent) in ${seedSeconds.toFixed(1)} s: ${JSON.stringify(seedStatus)}`,
+    );
 
     // Queries: distinct texts per measurement, so the server's query-vector cache never answers.
     const texts = data.queries.map((q) => q.text);
@@ -148,7 +153,11 @@ export async function httpPart(data: SciFact) {
           // As a client should: a 429 is retried after its Retry-After (4 writers outrun the
           // per-organization rate limit), so every document is written once.
           for (;;) {
-            const res = await fetch(`${base}/api/v1/knowledge-bases/${kbId}/contents`, { method: 'POST', headers, body: JSON.stringify({ text: doc.text, metadata: { sciId: doc.id } }) });
+            const res = await fetch(`${base}/api/v1/knowledge-bases/${kbId}/contents`, {
+              method: 'POST',
+              headers,
+              body: JSON.stringify({ text: doc.text, metadata: { sciId: doc.id } }),
+            });
             await res.arrayBuffer();
             ackStatus[res.status] = (ackStatus[res.status] ?? 0) + 1;
             if (res.status !== 429) break;
@@ -165,8 +174,17 @@ export async function httpPart(data: SciFact) {
       for (;;) {
         await Bun.sleep(1000);
         lastState = await progress();
-        samples.push({ t: (performance.now() - bulkT0) / 1000, readyItems: lastState.readyItems, readyChunks: lastState.readyChunks, pace: lastState.pace, eta: lastState.eta });
-        if (samples.length % 30 === 0) console.log(`    ${secs(samples.at(-1)!.t * 1000)}: ${fmtInt(lastState.readyItems)} of ${fmtInt(total)} documents settled; the server reports ${lastState.pace} chunks/s, ETA ${lastState.eta ?? '?'} s`);
+        samples.push({
+          t: (performance.now() - bulkT0) / 1000,
+          readyItems: lastState.readyItems,
+          readyChunks: lastState.readyChunks,
+          pace: lastState.pace,
+          eta: lastState.eta,
+        });
+        if (samples.length % 30 === 0)
+          console.log(
+            `    ${secs(samples.at(-1)!.t * 1000)}: ${fmtInt(lastState.readyItems)} of ${fmtInt(total)} documents settled; the server reports ${lastState.pace} chunks/s, ETA ${lastState.eta ?? '?'} s`,
+          );
         if (acked === bulkDocs.length && lastState.readyItems >= total) {
           indexedAt = performance.now();
           return;
@@ -204,12 +222,16 @@ export async function httpPart(data: SciFact) {
         row(`full-text, idle after load (${total} docs)`, after.fullText),
       ],
     );
-    console.log(`  ${duringIndexing} of ${loaded.semantic.length} load-phase request pairs finished before the bulk load was fully indexed; ${errors} search errors`);
+    console.log(
+      `  ${duringIndexing} of ${loaded.semantic.length} load-phase request pairs finished before the bulk load was fully indexed; ${errors} search errors`,
+    );
     console.log(
       `  bulk load: ${bulkDocs.length} documents by ${SIZES.httpWriters} writers, acknowledged in ${ackSeconds.toFixed(1)} s = ${(bulkDocs.length / ackSeconds).toFixed(0)} acks/s (${JSON.stringify(ackStatus)}); ` +
         `indexed in ${bulkSeconds.toFixed(1)} s = ${(bulkDocs.length / bulkSeconds).toFixed(1)} documents/s, ${fmtInt(bulkChunks)} chunks = ${(bulkChunks / bulkSeconds).toFixed(1)} chunks/s; ${lastState.failed} failed`,
     );
-    console.log(`  the whole corpus (${fmtInt(total)} documents) indexed through HTTP in ${(seedSeconds + bulkSeconds).toFixed(1)} s (seed ${seedSeconds.toFixed(1)} s with ?wait=true, bulk ${bulkSeconds.toFixed(1)} s)`);
+    console.log(
+      `  the whole corpus (${fmtInt(total)} documents) indexed through HTTP in ${(seedSeconds + bulkSeconds).toFixed(1)} s (seed ${seedSeconds.toFixed(1)} s with ?wait=true, bulk ${bulkSeconds.toFixed(1)} s)`,
+    );
     console.log(
       `  server CPU during the bulk load: ${serverCpuSeconds.toFixed(1)} s over ${bulkSeconds.toFixed(1)} s = ${pct(serverCpuSeconds / bulkSeconds / CORES)} of ${CORES} cores; ` +
         `whole machine ${pct(machineShare(machine0, machine1))} busy; ` +

@@ -43,7 +43,10 @@ const MODEL_ENV = [
 /** `KEY=VALUE,KEY=VALUE` → an environment. */
 export function parseEnv(raw: string | undefined): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const pair of (raw ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const pair of (raw ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const eq = pair.indexOf('=');
     if (eq <= 0) throw new Error(`--ingest-env: expected KEY=VALUE, got "${pair}"`);
     env[pair.slice(0, eq)] = pair.slice(eq + 1);
@@ -67,7 +70,10 @@ function threadSeconds(pid: number): Map<string, { name: string; seconds: number
   return out;
 }
 
-const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 
 export async function ingestPart(corpus: readonly CorpusDoc[]) {
   const docs = quick ? corpus.slice(0, 300) : corpus;
@@ -90,7 +96,10 @@ export async function ingestPart(corpus: readonly CorpusDoc[]) {
     if (created.status !== 201) throw new Error(`create knowledge base: ${created.status} ${JSON.stringify(created.json)}`);
     const kbId = created.json.data.id as string;
     const configuration = (await call('GET', `/api/v1/knowledge-bases/${kbId}/configuration`)).json.data;
-    const serverEnv = Object.entries(extra).map(([k, v]) => `${k}=${v}`).join(' ') || '(no model environment: the defaults)';
+    const serverEnv =
+      Object.entries(extra)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ') || '(no model environment: the defaults)';
     console.log(
       `  server ready in ${secs(readyMs)}; ${type} = ${configuration.embedding.model} ${configuration.embedding.precision ?? ''} (vectors ${configuration.embedding.quantization}), ` +
         `chunking ${configuration.chunking.size}/${configuration.chunking.overlap}; server env: ${serverEnv}`,
@@ -112,7 +121,11 @@ export async function ingestPart(corpus: readonly CorpusDoc[]) {
         while (next < docs.length) {
           const doc = docs[next++]!;
           for (;;) {
-            const res = await fetch(`${base}/api/v1/knowledge-bases/${kbId}/contents`, { method: 'POST', headers, body: JSON.stringify({ text: doc.text, metadata: { sciId: doc.id } }) });
+            const res = await fetch(`${base}/api/v1/knowledge-bases/${kbId}/contents`, {
+              method: 'POST',
+              headers,
+              body: JSON.stringify({ text: doc.text, metadata: { sciId: doc.id } }),
+            });
             await res.arrayBuffer();
             ackStatus[res.status] = (ackStatus[res.status] ?? 0) + 1;
             if (res.status !== 429) break;
@@ -129,10 +142,19 @@ export async function ingestPart(corpus: readonly CorpusDoc[]) {
     const semantic: number[] = [];
     const fullText: number[] = [];
     let searchErrors = 0;
-    const queries = ['effects of vitamin D on bone density', 'gene expression in tumour cells', 'antibiotic resistance mechanisms', 'insulin signalling pathway'];
+    const queries = [
+      'effects of vitamin D on bone density',
+      'gene expression in tumour cells',
+      'antibiotic resistance mechanisms',
+      'insulin signalling pathway',
+    ];
     const search = async (kind: 'semantic' | 'full-text', i: number) => {
       const t = performance.now();
-      const res = await fetch(`${base}/api/v1/knowledge-bases/${kbId}/search/${kind}`, { method: 'POST', headers, body: JSON.stringify({ query: `${queries[i % queries.length]} ${i}`, limit: 10 }) });
+      const res = await fetch(`${base}/api/v1/knowledge-bases/${kbId}/search/${kind}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ query: `${queries[i % queries.length]} ${i}`, limit: 10 }),
+      });
       await res.arrayBuffer();
       if (res.status !== 200) searchErrors++;
       (kind === 'semantic' ? semantic : fullText).push(performance.now() - t);
@@ -148,7 +170,9 @@ export async function ingestPart(corpus: readonly CorpusDoc[]) {
     let lastLog = 0;
     for (;;) {
       await Bun.sleep(250);
-      const kb = (await call('GET', `/api/v1/knowledge-bases/${kbId}`)).json.data.ingestion as { contents: Record<'pending' | 'processing' | 'ready' | 'failed', number> };
+      const kb = (await call('GET', `/api/v1/knowledge-bases/${kbId}`)).json.data.ingestion as {
+        contents: Record<'pending' | 'processing' | 'ready' | 'failed', number>;
+      };
       settled = { ready: kb.contents.ready, failed: kb.contents.failed };
       const t = performance.now() - t0;
       if (t - lastLog >= 30_000) {
@@ -194,7 +218,9 @@ export async function ingestPart(corpus: readonly CorpusDoc[]) {
       .sort((a, b) => b.seconds - a.seconds)
       .slice(0, 6);
 
-    console.log(`  ${fmtInt(docs.length)} documents (title + text) by ${writers} writers: acknowledged in ${((ackEnd - t0) / 1000).toFixed(1)} s (${JSON.stringify(ackStatus)})`);
+    console.log(
+      `  ${fmtInt(docs.length)} documents (title + text) by ${writers} writers: acknowledged in ${((ackEnd - t0) / 1000).toFixed(1)} s (${JSON.stringify(ackStatus)})`,
+    );
     console.log(
       `  every item ready after ${seconds.toFixed(1)} s: ${fmtInt(chunks)} chunks = ${(chunks / seconds).toFixed(1)} chunks/s, ${(docs.length / seconds).toFixed(1)} documents/s; ${settled.failed} failed`,
     );
@@ -204,7 +230,9 @@ export async function ingestPart(corpus: readonly CorpusDoc[]) {
     );
     // The machine's busy share less the server's and this client's: other work that competed with the load.
     const othersShare = Math.max(0, machineShare(machine0, machine1) - (cpuSeconds + benchCpuSeconds) / seconds / CORES);
-    console.log(`  other processes took ${pct(othersShare)} of the machine meanwhile (this client ${pct(benchCpuSeconds / seconds / CORES)}); on idle cores the server's CPU time gives about ${((CORES * chunks) / cpuSeconds).toFixed(1)} chunks/s`);
+    console.log(
+      `  other processes took ${pct(othersShare)} of the machine meanwhile (this client ${pct(benchCpuSeconds / seconds / CORES)}); on idle cores the server's CPU time gives about ${((CORES * chunks) / cpuSeconds).toFixed(1)} chunks/s`,
+    );
     printTable(
       'Server CPU by thread during the load',
       ['thread', 'threads', 'CPU s', 'share of one core', 'ms a chunk'],

@@ -12,9 +12,7 @@ export interface LimitCall {
   tokenTypeIds: BigInt64Array;
 }
 
-export type LimitRequest =
-  | { type: 'load'; file: string; options: ort.InferenceSession.SessionOptions; calls: LimitCall[] }
-  | { type: 'go' };
+export type LimitRequest = { type: 'load'; file: string; options: ort.InferenceSession.SessionOptions; calls: LimitCall[] } | { type: 'go' };
 
 /** CPU milliseconds of this thread (/proc/thread-self), which runs the kernels with one intra-op thread. */
 function threadCpuMs(): number {

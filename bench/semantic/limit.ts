@@ -30,7 +30,10 @@ import { args, MODELS_DIR, quick } from './options';
 import { resolveModel } from '../../src/kb-types';
 
 const ONNX_FILES = { fp32: 'onnx/model.onnx', int8: 'onnx/model_quantized.onnx' } as const;
-const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 
 /** CPU milliseconds of the calling thread. */
 function threadCpuMs(): number {
@@ -57,7 +60,11 @@ function requestsOf(docs: readonly CorpusDoc[], chunking: { size: number; overla
 }
 
 /** The earlier batching of the document workers: by characters, 2,048 once padded, 16 texts. */
-const byCharacters = (texts: string[]) => planBatches(texts.map((t) => t.length), { texts: 16, padded: 2048 });
+const byCharacters = (texts: string[]) =>
+  planBatches(
+    texts.map((t) => t.length),
+    { texts: 16, padded: 2048 },
+  );
 
 export async function limitPart(corpus: readonly CorpusDoc[], ingest?: { chunksPerSecond: number; seconds: number }) {
   const id = args['limit-model']!;
@@ -80,7 +87,9 @@ export async function limitPart(corpus: readonly CorpusDoc[], ingest?: { chunksP
   const tokenLimit = Math.min(spec.maxTokens ?? 512, tokenizer.model_max_length ?? Infinity);
   const padId = tokenizer.pad_token_id ?? 0;
   const limits = { texts: DEFAULT_TOKEN_BATCH.texts, padded: DEFAULT_TOKEN_BATCH.tokens };
-  console.log(`  ${id} ${precision} (${file}), chunking ${chunking.size}/${chunking.overlap}, ${tokenLimit} tokens at most; calls of ≤ ${limits.texts} texts and ≤ ${limits.padded} padded tokens; load ${load()}`);
+  console.log(
+    `  ${id} ${precision} (${file}), chunking ${chunking.size}/${chunking.overlap}, ${tokenLimit} tokens at most; calls of ≤ ${limits.texts} texts and ≤ ${limits.padded} padded tokens; load ${load()}`,
+  );
 
   // 1. Stages on one thread.
   const sample = corpus.slice(0, quick ? 150 : 1000);
@@ -120,7 +129,12 @@ export async function limitPart(corpus: readonly CorpusDoc[], ingest?: { chunksP
   let padded = 0;
   for (const r of requests) {
     const ids = time('tokenization', () => encodeTexts(tokenizer, r, tokenLimit, closing));
-    const plan = time('batch planning and padding', () => planBatches(ids.map((t) => t.length), limits));
+    const plan = time('batch planning and padding', () =>
+      planBatches(
+        ids.map((t) => t.length),
+        limits,
+      ),
+    );
     for (const b of plan) {
       const batch = b.map((i) => ids[i]!);
       const feeds = time('batch planning and padding', () => feedsOf(session, batch));
@@ -138,12 +152,21 @@ export async function limitPart(corpus: readonly CorpusDoc[], ingest?: { chunksP
       });
     }
     // The same texts as before: ORT's default options, then the earlier batching by characters.
-    for (const b of planBatches(ids.map((t) => t.length), limits)) {
-      const feeds = feedsOf(defaults, b.map((i) => ids[i]!));
+    for (const b of planBatches(
+      ids.map((t) => t.length),
+      limits,
+    )) {
+      const feeds = feedsOf(
+        defaults,
+        b.map((i) => ids[i]!),
+      );
       await timeAsync('inference, ORT default options', () => defaults.run(feeds));
     }
     for (const b of byCharacters(r)) {
-      const feeds = feedsOf(session, b.map((i) => ids[i]!));
+      const feeds = feedsOf(
+        session,
+        b.map((i) => ids[i]!),
+      );
       await timeAsync('inference, batches of 2,048 characters', () => session.run(feeds));
     }
   }
@@ -169,8 +192,14 @@ export async function limitPart(corpus: readonly CorpusDoc[], ingest?: { chunksP
   for (const r of all) {
     const ids = encodeTexts(tokenizer, r, tokenLimit, closing);
     total += r.length;
-    for (const b of planBatches(ids.map((t) => t.length), limits)) {
-      const { seq, inputIds, attentionMask, tokenTypeIds } = padBatch(b.map((i) => ids[i]!), padId);
+    for (const b of planBatches(
+      ids.map((t) => t.length),
+      limits,
+    )) {
+      const { seq, inputIds, attentionMask, tokenTypeIds } = padBatch(
+        b.map((i) => ids[i]!),
+        padId,
+      );
       calls.push({ dims: [b.length, seq], inputIds, attentionMask, tokenTypeIds });
     }
   }
@@ -183,7 +212,12 @@ export async function limitPart(corpus: readonly CorpusDoc[], ingest?: { chunksP
       await Promise.all(
         workers.map((w, k) => {
           const ready = next(w);
-          w.postMessage({ type: 'load', file, options: { intraOpNumThreads: 1, interOpNumThreads: 1, ...SESSION_OPTIONS }, calls: shares[k]! } satisfies LimitRequest);
+          w.postMessage({
+            type: 'load',
+            file,
+            options: { intraOpNumThreads: 1, interOpNumThreads: 1, ...SESSION_OPTIONS },
+            calls: shares[k]!,
+          } satisfies LimitRequest);
           return ready;
         }),
       );
@@ -229,18 +263,39 @@ export async function limitPart(corpus: readonly CorpusDoc[], ingest?: { chunksP
   const oneSession = await threadsRate();
   const loadAfter = load();
   const rows = [
-    [`${CORES} worker threads × 1 ORT thread (the service's layout)`, inWorkers.seconds.toFixed(1), (total / inWorkers.seconds).toFixed(1), inWorkers.cpuMsPerChunk.toFixed(2)],
+    [
+      `${CORES} worker threads × 1 ORT thread (the service's layout)`,
+      inWorkers.seconds.toFixed(1),
+      (total / inWorkers.seconds).toFixed(1),
+      inWorkers.cpuMsPerChunk.toFixed(2),
+    ],
     [`1 session × ${CORES} ORT threads`, oneSession.toFixed(1), (total / oneSession).toFixed(1), '-'],
   ];
   if (ingest) rows.push(['the service through HTTP (ingest part)', ingest.seconds.toFixed(1), ingest.chunksPerSecond.toFixed(1), '-']);
-  printTable(`onnxruntime alone on the service's model calls: ${fmtInt(total)} chunks in ${fmtInt(calls.length)} calls; load ${loadBefore} → ${loadAfter}`, ['', 'seconds', 'chunks/s', 'CPU ms a chunk'], rows);
-  console.log(`  other processes took ${pct(inWorkers.othersShare)} of the machine during the first run; from its CPU time, idle cores would give ${((CORES * 1000) / inWorkers.cpuMsPerChunk).toFixed(1)} chunks/s`);
-  if (ingest) console.log(`  the service reached ${((100 * ingest.chunksPerSecond) / (total / inWorkers.seconds)).toFixed(0)}% of onnxruntime's own speed on the same calls`);
+  printTable(
+    `onnxruntime alone on the service's model calls: ${fmtInt(total)} chunks in ${fmtInt(calls.length)} calls; load ${loadBefore} → ${loadAfter}`,
+    ['', 'seconds', 'chunks/s', 'CPU ms a chunk'],
+    rows,
+  );
+  console.log(
+    `  other processes took ${pct(inWorkers.othersShare)} of the machine during the first run; from its CPU time, idle cores would give ${((CORES * 1000) / inWorkers.cpuMsPerChunk).toFixed(1)} chunks/s`,
+  );
+  if (ingest)
+    console.log(
+      `  the service reached ${((100 * ingest.chunksPerSecond) / (total / inWorkers.seconds)).toFixed(0)}% of onnxruntime's own speed on the same calls`,
+    );
   return {
     model: id,
     precision,
     limits,
     stages: { documents: sample.length, chunks, tokens, padded, cpuMsPerChunk: Object.fromEntries(Object.keys(stage).map((n) => [n, perChunk(n)])) },
-    ceiling: { chunks: total, calls: calls.length, workers: { ...inWorkers, chunksPerSecond: total / inWorkers.seconds }, oneSession: { seconds: oneSession, chunksPerSecond: total / oneSession }, loadBefore, loadAfter },
+    ceiling: {
+      chunks: total,
+      calls: calls.length,
+      workers: { ...inWorkers, chunksPerSecond: total / inWorkers.seconds },
+      oneSession: { seconds: oneSession, chunksPerSecond: total / oneSession },
+      loadBefore,
+      loadAfter,
+    },
   };
 }

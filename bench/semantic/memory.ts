@@ -25,7 +25,12 @@ async function measureType(wal: Wal, spec: EmbeddingSpec, type: KbType, quantiza
   const kb = new KnowledgeBase(record);
   for (const item of wal.items) {
     const content = kb.putContent(item.id, { version: 1, text: item.text, metadata: item.metadata, source: { kind: 'text' } }, wal.kb.createdAt);
-    kb.applyIndexed(content, item.chunks!, item.vectors!.map((v) => kb.vectors!.quantize(v)), kb.docSpace);
+    kb.applyIndexed(
+      content,
+      item.chunks!,
+      item.vectors!.map((v) => kb.vectors!.quantize(v)),
+      kb.docSpace,
+    );
   }
   const flatVectorBytes = kb.vectors!.memoryBytes(); // the graph holds nothing yet
   const afterAdd = await settledMemory();

@@ -43,7 +43,12 @@ function discoverModels(): { found: string[]; notes: string[] } {
 
 export function chooseModels(): { models: ModelChoice[]; notes: string[] } {
   const { found, notes } = discoverModels();
-  const wanted = args.models ? args.models.split(',').map((m) => m.trim()).filter(Boolean) : ['use-lite', ...found];
+  const wanted = args.models
+    ? args.models
+        .split(',')
+        .map((m) => m.trim())
+        .filter(Boolean)
+    : ['use-lite', ...found];
   const models: ModelChoice[] = [];
   for (const w of wanted) {
     // `<id>@int8` (or `@fp32`) picks the ONNX export; without it the server's EMBEDDING_PRECISION.

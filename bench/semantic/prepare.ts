@@ -64,7 +64,8 @@ export async function prepare(model: ModelChoice, work: Workload, options: { gra
   }
   const existed = existsSync(join(dir, 'wal'));
   mkdirSync(dir, { recursive: true });
-  const open = async () => (await openEngine({ dataDir: dir, compute: { documentWorkers: DOCUMENT_WORKERS, settings: computeSettings() }, log: engineLog })).engine;
+  const open = async () =>
+    (await openEngine({ dataDir: dir, compute: { documentWorkers: DOCUMENT_WORKERS, settings: computeSettings() }, log: engineLog })).engine;
   let engine: Engine;
   try {
     engine = await open();
@@ -79,8 +80,7 @@ export async function prepare(model: ModelChoice, work: Workload, options: { gra
   const kbName = `scifact ${quick ? 'quick' : 'full'} ${model.name}`;
   let kb = engine.listKnowledgeBases(ORG).find((k) => k.name === kbName);
   const sameConfig =
-    kb &&
-    JSON.stringify({ ...kb.config, id: undefined, createdAt: undefined }) === JSON.stringify({ ...config, id: undefined, createdAt: undefined });
+    kb && JSON.stringify({ ...kb.config, id: undefined, createdAt: undefined }) === JSON.stringify({ ...config, id: undefined, createdAt: undefined });
   if (kb && !sameConfig) {
     console.log(`  cached knowledge base in ${dir} has another configuration: rebuilding`);
     await engine.close();
@@ -90,7 +90,10 @@ export async function prepare(model: ModelChoice, work: Workload, options: { gra
     kb = undefined;
   }
   const reopened = existed && kb ? engine.recovery : undefined;
-  if (reopened) console.log(`  reopened ${dir}: replayed ${fmtInt(reopened.records)} log records (${fmtInt(reopened.chunks)} chunks) in ${fmtInt(reopened.millis)} ms, ${reopened.requeued} items re-queued`);
+  if (reopened)
+    console.log(
+      `  reopened ${dir}: replayed ${fmtInt(reopened.records)} log records (${fmtInt(reopened.chunks)} chunks) in ${fmtInt(reopened.millis)} ms, ${reopened.requeued} items re-queued`,
+    );
   if (!kb) kb = await engine.createKnowledgeBase(ORG, { name: kbName, description: 'bench/semantic.ts', type: config.type, config });
   const kbId = kb.id;
 
@@ -104,7 +107,9 @@ export async function prepare(model: ModelChoice, work: Workload, options: { gra
   let ingestFromCache = false;
   const statsFile = join(dir, 'ingest.json');
   if (missing.length > 0 || engine.stats().queueDepth > 0) {
-    console.log(`  embedding ${missing.length} documents (+${engine.recovery.requeued} re-queued) with ${model.spec.model}, ${DOCUMENT_WORKERS} document workers...`);
+    console.log(
+      `  embedding ${missing.length} documents (+${engine.recovery.requeued} re-queued) with ${model.spec.model}, ${DOCUMENT_WORKERS} document workers...`,
+    );
     const chunks0 = engine.stats().chunks;
     const meter = new CpuMeter();
     const t0 = performance.now();
@@ -127,7 +132,17 @@ export async function prepare(model: ModelChoice, work: Workload, options: { gra
     const chunks = engine.stats().chunks - chunks0;
     const documents = missing.length + engine.recovery.requeued;
     const failed = engine.listContents(ORG, kbId, 0, Number.MAX_SAFE_INTEGER)!.items.filter((i) => i.status === 'failed').length;
-    ingest = { documents, chunks, ackSeconds, seconds, documentsPerSecond: documents / seconds, chunksPerSecond: chunks / seconds, failed, cpu, measuredAt: new Date().toISOString() };
+    ingest = {
+      documents,
+      chunks,
+      ackSeconds,
+      seconds,
+      documentsPerSecond: documents / seconds,
+      chunksPerSecond: chunks / seconds,
+      failed,
+      cpu,
+      measuredAt: new Date().toISOString(),
+    };
     // Only a build from empty describes the corpus; a resumed one is reported but not kept.
     if (missing.length === work.corpus.length) await Bun.write(statsFile, JSON.stringify(ingest, null, 2));
   } else if (existsSync(statsFile)) {
@@ -148,7 +163,11 @@ export async function prepare(model: ModelChoice, work: Workload, options: { gra
 }
 
 /** Query vectors from the model's query lane (cached beside the engine data). */
-export async function queryVectors(model: ModelChoice, dir: string, queries: readonly Query[]): Promise<{ vectors: Map<string, Float32Array>; msPerQuery?: number }> {
+export async function queryVectors(
+  model: ModelChoice,
+  dir: string,
+  queries: readonly Query[],
+): Promise<{ vectors: Map<string, Float32Array>; msPerQuery?: number }> {
   const file = join(dir, 'query-vectors.json');
   if (existsSync(file)) {
     const cached = JSON.parse(readFileSync(file, 'utf8')) as Record<string, number[]>;

@@ -42,7 +42,8 @@ export async function qualityForModel(data: SciFact, work: Workload, model: Mode
       `  CPU per chunk ${(1000 * cpuPerChunk).toFixed(1)} ms (chunking, analysis, embedding, indexing, log): at most ${(DOCUMENT_WORKERS / cpuPerChunk).toFixed(1)} chunks/s ` +
         `with ${DOCUMENT_WORKERS} workers on otherwise idle cores`,
     );
-    if (ing.cpu.threads) console.log(`  busiest threads (share of one core): ${ing.cpu.threads.map((t) => `${t.name}#${t.tid} ${pct(t.coreShare)}`).join(', ')}`);
+    if (ing.cpu.threads)
+      console.log(`  busiest threads (share of one core): ${ing.cpu.threads.map((t) => `${t.name}#${t.tid} ${pct(t.coreShare)}`).join(', ')}`);
   }
 
   // The engine's own query embedding, timed once per query (the LRU cache answers later calls).
@@ -54,7 +55,14 @@ export async function qualityForModel(data: SciFact, work: Workload, model: Mode
 
   // i8 copy of the same vectors, searched exactly (what TEXT_COST_EFFECTIVE would store). The log is
   // read directly: nothing is being written to it now.
-  const i8 = new VectorIndex({ dimensions: vectors.dimensions, quantization: 'i8', connectivity: 16, expansionAdd: 128, expansionSearch: 64, exactThreshold: Infinity });
+  const i8 = new VectorIndex({
+    dimensions: vectors.dimensions,
+    quantization: 'i8',
+    connectivity: 16,
+    expansionAdd: 128,
+    expansionSearch: 64,
+    exactThreshold: Infinity,
+  });
   const i8Rows: string[] = [];
   for (const item of readWal(prepared.dir).items) {
     for (const v of item.vectors!) {
@@ -108,9 +116,16 @@ export async function qualityForModel(data: SciFact, work: Workload, model: Mode
     const t = performance.now();
     for (const q of work.queries) {
       const hits = i8.exact(qv.get(q.id)!, 100).map((s) => ({ score: s.score, id: i8Rows[s.doc]! }));
-      rankings.set(q.id, rankDocuments(hits, (h) => h.id).map((d) => d.id));
+      rankings.set(
+        q.id,
+        rankDocuments(hits, (h) => h.id).map((d) => d.id),
+      );
     }
-    rows.push({ name: 'semantic, exact i8 (TEXT_COST_EFFECTIVE storage)', quality: evaluate(data, (q) => rankings.get(q.id)!, work.queries), msPerQuery: (performance.now() - t) / work.queries.length });
+    rows.push({
+      name: 'semantic, exact i8 (TEXT_COST_EFFECTIVE storage)',
+      quality: evaluate(data, (q) => rankings.get(q.id)!, work.queries),
+      msPerQuery: (performance.now() - t) / work.queries.length,
+    });
   }
   await search.close();
 

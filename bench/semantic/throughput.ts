@@ -21,8 +21,19 @@ interface Setup {
 }
 
 /** Chunks per second of `docs` through a fresh pool of document workers. */
-async function poolRate(spec: TransformersSpec, docs: readonly CorpusDoc[], setup: Setup, chunking: { size: number; overlap: number }): Promise<{ chunks: number; perSecond: number }> {
-  const compute = new Compute({ documentWorkers: setup.workers, queryWorkers: 1, batchSize: 16, batchTokens: setup.batchTokens, settings: { modelDir: MODELS_DIR, threads: setup.threads } });
+async function poolRate(
+  spec: TransformersSpec,
+  docs: readonly CorpusDoc[],
+  setup: Setup,
+  chunking: { size: number; overlap: number },
+): Promise<{ chunks: number; perSecond: number }> {
+  const compute = new Compute({
+    documentWorkers: setup.workers,
+    queryWorkers: 1,
+    batchSize: 16,
+    batchTokens: setup.batchTokens,
+    settings: { modelDir: MODELS_DIR, threads: setup.threads },
+  });
   const model = { ...spec, precision: setup.precision };
   try {
     await compute.preload(model);
@@ -35,7 +46,10 @@ async function poolRate(spec: TransformersSpec, docs: readonly CorpusDoc[], setu
     await Promise.all(
       Array.from({ length: setup.workers * 2 }, async () => {
         while (next < requests.length) {
-          const results = await compute.process(requests[next++]!.map((d) => ({ text: d.text, chunking })), model);
+          const results = await compute.process(
+            requests[next++]!.map((d) => ({ text: d.text, chunking })),
+            model,
+          );
           for (const r of results) if (r.ok) chunks += r.chunks.length;
         }
       }),
@@ -55,7 +69,12 @@ async function orderRate(spec: TransformersSpec, texts: string[], sorted: boolea
     if (sorted) order.sort((a, b) => texts[a]!.length - texts[b]!.length);
     const started = performance.now();
     // No token budget: each slice of 16 is one call, padded to its longest.
-    for (let i = 0; i < order.length; i += 16) await provider.embedInBatches(order.slice(i, i + 16).map((k) => texts[k]!), 'document', { texts: 16, tokens: Infinity });
+    for (let i = 0; i < order.length; i += 16)
+      await provider.embedInBatches(
+        order.slice(i, i + 16).map((k) => texts[k]!),
+        'document',
+        { texts: 16, tokens: Infinity },
+      );
     return texts.length / ((performance.now() - started) / 1000);
   } finally {
     await provider.close?.();
@@ -82,7 +101,9 @@ export async function throughputPart(corpus: readonly CorpusDoc[], models: Model
       const { chunks, perSecond } = await poolRate(spec, docs, setup, chunking);
       results.push({ model: spec.model, ...setup, chunks, chunksPerSecond: perSecond });
       rows.push([setup.precision, setup.workers, setup.threads, fmtInt(setup.batchTokens), fmtInt(chunks), perSecond.toFixed(1)]);
-      console.log(`    ${setup.precision} ${setup.workers} workers × ${setup.threads} threads, ${setup.batchTokens} word pieces a call: ${perSecond.toFixed(1)} chunks/s`);
+      console.log(
+        `    ${setup.precision} ${setup.workers} workers × ${setup.threads} threads, ${setup.batchTokens} word pieces a call: ${perSecond.toFixed(1)} chunks/s`,
+      );
     }
     printTable(
       `Ingestion throughput of ${spec.model}: ${docs.length} SciFact documents, chunking ${chunking.size}/${chunking.overlap}, ${CORES} cores`,
@@ -92,7 +113,9 @@ export async function throughputPart(corpus: readonly CorpusDoc[], models: Model
     const texts = docs.flatMap((d) => chunkText(d.text, chunking).map(({ start, end }) => d.text.slice(start, end)));
     const inputOrder = await orderRate(spec, texts, false);
     const lengthOrder = await orderRate(spec, texts, true);
-    console.log(`  batches of 16 on one thread: input order ${inputOrder.toFixed(1)} chunks/s, length order ${lengthOrder.toFixed(1)} chunks/s (×${(lengthOrder / inputOrder).toFixed(2)})`);
+    console.log(
+      `  batches of 16 on one thread: input order ${inputOrder.toFixed(1)} chunks/s, length order ${lengthOrder.toFixed(1)} chunks/s (×${(lengthOrder / inputOrder).toFixed(2)})`,
+    );
     results.push({ model: spec.model, batching: { inputOrder, lengthOrder } });
   }
   return results;

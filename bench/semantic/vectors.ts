@@ -43,7 +43,6 @@ function recallAt10(approx: readonly { doc: number }[], exact: readonly { doc: n
   return truth.size === 0 ? 1 : approx.filter((h) => truth.has(h.doc)).length / truth.size;
 }
 
-
 interface IndexPoint {
   size: number;
   exact: Latency;
@@ -127,11 +126,24 @@ export async function vectorPart(work: Workload) {
     printTable(
       `VectorIndex ${quantization} by size (${curveQueries.length} queries; HNSW × 2 passes, exact × 1), ms`,
       ['vectors', 'exact p50', 'exact p99', 'HNSW p50', 'HNSW p99', 'recall@10', 'graph build ms', 'faster'],
-      curve.map((p) => [fmtInt(p.size), fmtMs(p.exact.p50), fmtMs(p.exact.p99), fmtMs(p.hnsw.p50), fmtMs(p.hnsw.p99), f4(p.recall10), fmtInt(p.buildMs), p.hnsw.p50 < p.exact.p50 ? 'HNSW' : 'exact']),
+      curve.map((p) => [
+        fmtInt(p.size),
+        fmtMs(p.exact.p50),
+        fmtMs(p.exact.p99),
+        fmtMs(p.hnsw.p50),
+        fmtMs(p.hnsw.p99),
+        f4(p.recall10),
+        fmtInt(p.buildMs),
+        p.hnsw.p50 < p.exact.p50 ? 'HNSW' : 'exact',
+      ]),
     );
-    const firstFaster = curve.findIndex((p, i) => curve.slice(i).every((q) => q.hnsw.p50 < q.exact.p50));
+    const firstFaster = curve.findIndex((_p, i) => curve.slice(i).every((q) => q.hnsw.p50 < q.exact.p50));
     const crossover =
-      firstFaster < 0 ? `exact stays faster up to ${fmtInt(curve[curve.length - 1]!.size)}` : firstFaster === 0 ? `HNSW is already faster at ${fmtInt(curve[0]!.size)}` : `between ${fmtInt(curve[firstFaster - 1]!.size)} and ${fmtInt(curve[firstFaster]!.size)}`;
+      firstFaster < 0
+        ? `exact stays faster up to ${fmtInt(curve[curve.length - 1]!.size)}`
+        : firstFaster === 0
+          ? `HNSW is already faster at ${fmtInt(curve[0]!.size)}`
+          : `between ${fmtInt(curve[firstFaster - 1]!.size)} and ${fmtInt(curve[firstFaster]!.size)}`;
     // Suggest the first measured size from which HNSW is faster and still meets the recall target.
     const good = curve.findIndex((p, i) => curve.slice(i).every((q) => q.hnsw.p50 < q.exact.p50) && p.recall10 >= RECALL_TARGET);
     const suggested = good < 0 ? undefined : curve[good]!.size;
@@ -155,12 +167,37 @@ export async function vectorPart(work: Workload) {
         `efSearch sweep, ${quantization}, ${fmtInt(target)} vectors (each a new index)`,
         ['efSearch', 'recall@10', 'p50', 'p95', 'p99', 'meets both', 'graph build s'],
         [
-          [serverConfig.hnsw.expansionSearch, f4(full.recall10), fmtMs(full.hnsw.p50), fmtMs(full.hnsw.p95), fmtMs(full.hnsw.p99), 'no', (totalGraphMs / 1000).toFixed(1)],
-          ...sweep.map((s) => [s.expansionSearch, f4(s.recall10), fmtMs(s.hnsw.p50), fmtMs(s.hnsw.p95), fmtMs(s.hnsw.p99), s.recall10 >= RECALL_TARGET && s.hnsw.p50 <= P50_TARGET_MS ? 'yes' : 'no', (s.graphMs / 1000).toFixed(1)]),
+          [
+            serverConfig.hnsw.expansionSearch,
+            f4(full.recall10),
+            fmtMs(full.hnsw.p50),
+            fmtMs(full.hnsw.p95),
+            fmtMs(full.hnsw.p99),
+            'no',
+            (totalGraphMs / 1000).toFixed(1),
+          ],
+          ...sweep.map((s) => [
+            s.expansionSearch,
+            f4(s.recall10),
+            fmtMs(s.hnsw.p50),
+            fmtMs(s.hnsw.p95),
+            fmtMs(s.hnsw.p99),
+            s.recall10 >= RECALL_TARGET && s.hnsw.p50 <= P50_TARGET_MS ? 'yes' : 'no',
+            (s.graphMs / 1000).toFixed(1),
+          ]),
         ],
       );
     }
-    out[quantization] = { full: { hnsw: full.hnsw, exact: full.exact, recall10: full.recall10 }, suggestedExactThreshold: suggested, graphBuildMs: totalGraphMs, vectorsPerSecond: target / (totalGraphMs / 1000), memoryBytes: index.memoryBytes(), curve, crossover, sweep };
+    out[quantization] = {
+      full: { hnsw: full.hnsw, exact: full.exact, recall10: full.recall10 },
+      suggestedExactThreshold: suggested,
+      graphBuildMs: totalGraphMs,
+      vectorsPerSecond: target / (totalGraphMs / 1000),
+      memoryBytes: index.memoryBytes(),
+      curve,
+      crossover,
+      sweep,
+    };
   }
   return out;
 }

@@ -18,7 +18,9 @@ export function readWal(dataDir: string): { kb: KnowledgeBaseRecord; items: WalI
   const dir = join(dataDir, 'wal');
   const kbs = new Map<string, KnowledgeBaseRecord>();
   const items = new Map<string, WalItem>();
-  for (const name of readdirSync(dir).filter((n) => /^wal-\d{20}\.log$/.test(n)).sort()) {
+  for (const name of readdirSync(dir)
+    .filter((n) => /^wal-\d{20}\.log$/.test(n))
+    .sort()) {
     const scan = scanFrames(new Uint8Array(readFileSync(join(dir, name))));
     for (const frame of scan.frames) {
       const { record, attachment } = decodePayload<LogRecord>(frame.payload);
@@ -28,7 +30,13 @@ export function readWal(dataDir: string): { kb: KnowledgeBaseRecord; items: WalI
           break;
         case 'content.put': {
           const prev = items.get(record.id);
-          items.set(record.id, { id: record.id, version: record.version, text: record.text, metadata: record.metadata, ...(prev && prev.version === record.version ? prev : {}) });
+          items.set(record.id, {
+            id: record.id,
+            version: record.version,
+            text: record.text,
+            metadata: record.metadata,
+            ...(prev && prev.version === record.version ? prev : {}),
+          });
           break;
         }
         case 'content.delete':

@@ -17,7 +17,15 @@ export interface BaseMeta {
   ingestIndexedSeconds: number;
 }
 
-export async function baseDirectory({ say, elapsed, itemText, open, kbConfig, ingest, failedItems }: BenchContext): Promise<{ baseDir: string; meta: BaseMeta }> {
+export async function baseDirectory({
+  say,
+  elapsed,
+  itemText,
+  open,
+  kbConfig,
+  ingest,
+  failedItems,
+}: BenchContext): Promise<{ baseDir: string; meta: BaseMeta }> {
   const baseDir = join(OUT, `base-${targetChunks}`);
   const metaPath = join(baseDir, 'bench-meta.json');
   let meta: BaseMeta;
@@ -38,9 +46,18 @@ export async function baseDirectory({ say, elapsed, itemText, open, kbConfig, in
     await failedItems(engine, 'building the data directory');
     const chunks = engine.stats().chunks;
     await engine.close();
-    meta = { kbId: kb.id, items, chunks, walBytes: dirBytes(join(baseDir, 'wal')), ingestAckSeconds: times.ackSeconds, ingestIndexedSeconds: times.indexedSeconds };
+    meta = {
+      kbId: kb.id,
+      items,
+      chunks,
+      walBytes: dirBytes(join(baseDir, 'wal')),
+      ingestAckSeconds: times.ackSeconds,
+      ingestIndexedSeconds: times.indexedSeconds,
+    };
     await Bun.write(metaPath, JSON.stringify(meta, null, 2));
-    say(`  [${elapsed()}] built: ${meta.chunks} chunks indexed in ${meta.ingestIndexedSeconds}s (acks ${meta.ingestAckSeconds}s), log ${mib(meta.walBytes)} MiB`);
+    say(
+      `  [${elapsed()}] built: ${meta.chunks} chunks indexed in ${meta.ingestIndexedSeconds}s (acks ${meta.ingestAckSeconds}s), log ${mib(meta.walBytes)} MiB`,
+    );
   }
   return { baseDir, meta };
 }

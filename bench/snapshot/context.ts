@@ -35,7 +35,10 @@ export async function createContext(stubUrl: string, t0: number) {
   const itemText = (i: number) => `${corpus[i % corpus.length]!}\n\n[bench item ${i}]`;
 
   const compute: EngineOptions['compute'] = { documentWorkers: 2, settings: { http: { url: stubUrl } } };
-  const kbConfig = textKbConfig({ provider: 'http', model: HASH_MODEL, dimensions: HASH_DIMENSIONS, metric: 'cosine', quantization: 'f32' }, { chunking: CHUNKING });
+  const kbConfig = textKbConfig(
+    { provider: 'http', model: HASH_MODEL, dimensions: HASH_DIMENSIONS, metric: 'cosine', quantization: 'f32' },
+    { chunking: CHUNKING },
+  );
 
   /** Engines opened here, with their snapshots (snapshots/snapshotter.ts). */
   const snapshotters = new Map<Engine, Snapshotter>();

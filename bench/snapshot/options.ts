@@ -31,7 +31,12 @@ export const rate = Number(args.rate ?? 200);
 export const graphWaitS = Number(args['graph-wait'] ?? (quick ? 0 : 180));
 export const baselineMs = quick ? 2_000 : 10_000;
 export const afterMs = quick ? 1_000 : 5_000;
-export const parts = new Set(args.parts.split(',').map((x) => x.trim()).filter(Boolean));
+export const parts = new Set(
+  args.parts
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean),
+);
 for (const part of parts) if (part !== 'restart' && part !== 'stall') throw new Error(`unknown part "${part}" (use restart, stall)`);
 export const ORG = 'org_bench';
 export const API_KEY = 'bench-snapshot-key-0123456789';

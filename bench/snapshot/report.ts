@@ -69,13 +69,31 @@ export function report({ say, problems, engineLog, t0, kbConfig }: BenchContext,
     ]);
   say('\n=== results ===');
   say(`VECTORS: ${HASH_DIMENSIONS}-d f32 from a HASHING STUB over HTTP (feature hashing of words), NOT a neural model.`);
-  say(`Knowledge base: ${meta.items} items (SciFact train abstracts, replicated, unique tag each), ${meta.chunks} chunks at ${CHUNKING.size}/${CHUNKING.overlap} chars; HNSW M=16, efAdd=128.`);
+  say(
+    `Knowledge base: ${meta.items} items (SciFact train abstracts, replicated, unique tag each), ${meta.chunks} chunks at ${CHUNKING.size}/${CHUNKING.overlap} chars; HNSW M=16, efAdd=128.`,
+  );
   say(`Build through the engine: ${meta.ingestIndexedSeconds}s to index (acks ${meta.ingestAckSeconds}s); log ${mib(meta.walBytes)} MiB.\n`);
   if (parts.has('restart')) {
     say(`1. Restart: spawn of \`bun src/main.ts\` → first 200 of /ready, ms (target from a snapshot: < 5000 ms)`);
     say(
       formatTable(
-        ['scenario', 'run', 'ready', 'listen', 'recovery', 'of it snapshot', 'other', 'snap records', 'log records', 'chunks', 'RSS MiB', 'later RSS/peak', 'graph pending', 'graph s', 'load'],
+        [
+          'scenario',
+          'run',
+          'ready',
+          'listen',
+          'recovery',
+          'of it snapshot',
+          'other',
+          'snap records',
+          'log records',
+          'chunks',
+          'RSS MiB',
+          'later RSS/peak',
+          'graph pending',
+          'graph s',
+          'load',
+        ],
         [...restartRows('a log replay', replayRuns), ...restartRows('b snapshot', snapshotRuns), ...restartRows(`c snapshot+${tailItems} tail`, tailRuns)],
       ),
     );
@@ -133,19 +151,30 @@ export function report({ say, problems, engineLog, t0, kbConfig }: BenchContext,
     const snapReady = snapshotRuns.map((r) => r.readyMs);
     if (Math.max(...snapReady) >= 5000) problems.push(`restart from a snapshot took up to ${Math.max(...snapReady)} ms to /ready (target < 5000 ms)`);
     const replayReady = Math.min(...replayRuns.map((r) => r.readyMs));
-    if (Math.min(...snapReady) > replayReady) problems.push(`restart from a snapshot (${Math.min(...snapReady)} ms best) is slower to /ready than log replay (${replayReady} ms best)`);
+    if (Math.min(...snapReady) > replayReady)
+      problems.push(`restart from a snapshot (${Math.min(...snapReady)} ms best) is slower to /ready than log replay (${replayReady} ms best)`);
     const first = snapshotRuns[0]!;
     if (first.hwmMiBSettled !== undefined && first.rssMiBSettled !== undefined && first.hwmMiBSettled > 1.4 * first.rssMiBSettled) {
-      problems.push(`restart from a snapshot peaks at ${first.hwmMiBSettled} MiB RSS for a steady ${first.rssMiBSettled} MiB (start-up transient; log replay peaked at ${replayRuns[0]!.hwmMiBSettled} MiB)`);
+      problems.push(
+        `restart from a snapshot peaks at ${first.hwmMiBSettled} MiB RSS for a steady ${first.rssMiBSettled} MiB (start-up transient; log replay peaked at ${replayRuns[0]!.hwmMiBSettled} MiB)`,
+      );
     }
   }
-  if (recordsBytes >= 0.95 * meta.walBytes) problems.push(`the snapshot's records.log is ${perChunk(recordsBytes, snapChunks)} B/chunk vs ${sizes.logBytesPerChunk} B/chunk in the log: compaction saves nothing for insert-only data, and loading it is the same replay`);
+  if (recordsBytes >= 0.95 * meta.walBytes)
+    problems.push(
+      `the snapshot's records.log is ${perChunk(recordsBytes, snapChunks)} B/chunk vs ${sizes.logBytesPerChunk} B/chunk in the log: compaction saves nothing for insert-only data, and loading it is the same replay`,
+    );
   for (const st of [stallFull, stallIncremental]) {
     if (!st) continue;
     const [before, during] = st.windows;
-    if (during!.loopMaxGapMs > Math.max(50, 2 * before!.loopMaxGapMs)) problems.push(`event loop stalled ${during!.loopMaxGapMs} ms during the ${st.label} snapshot (before it: ${before!.loopMaxGapMs} ms)`);
-    if (during!.ackFromSchedule.max > Math.max(100, 2 * before!.ackFromSchedule.max)) problems.push(`write acks reached ${during!.ackFromSchedule.max} ms during the ${st.label} snapshot (before it: ${before!.ackFromSchedule.max} ms)`);
-    if (before!.graphStepMaxMs > 50 || during!.graphStepMaxMs > 50) problems.push(`background HNSW steps on the main thread ran up to ${Math.max(before!.graphStepMaxMs, during!.graphStepMaxMs)} ms (budget 5 ms) around the ${st.label} snapshot`);
+    if (during!.loopMaxGapMs > Math.max(50, 2 * before!.loopMaxGapMs))
+      problems.push(`event loop stalled ${during!.loopMaxGapMs} ms during the ${st.label} snapshot (before it: ${before!.loopMaxGapMs} ms)`);
+    if (during!.ackFromSchedule.max > Math.max(100, 2 * before!.ackFromSchedule.max))
+      problems.push(`write acks reached ${during!.ackFromSchedule.max} ms during the ${st.label} snapshot (before it: ${before!.ackFromSchedule.max} ms)`);
+    if (before!.graphStepMaxMs > 50 || during!.graphStepMaxMs > 50)
+      problems.push(
+        `background HNSW steps on the main thread ran up to ${Math.max(before!.graphStepMaxMs, during!.graphStepMaxMs)} ms (budget 5 ms) around the ${st.label} snapshot`,
+      );
   }
   for (const e of engineLog) problems.push(`engine ${e.level}: ${e.message} ${e.details ? JSON.stringify(e.details).slice(0, 300) : ''}`);
   for (const r of [...(replayRuns ?? []), ...(snapshotRuns ?? []), ...(tailRuns ?? [])]) for (const w of r.serverWarnings) problems.push(`server: ${w}`);

@@ -143,7 +143,11 @@ export async function restarts({ say, elapsed, stubUrl }: BenchContext, label: s
       `  [${elapsed()}] ${label} run ${run}: ready ${r.readyMs} ms (listening ${r.listenMs} ms, recovery ${r.recovery.millis} ms` +
         `${snap ? ` of which snapshot ${snap.millis} ms / ${snap.records} records` : ''}, other ${r.otherMs} ms), ` +
         `${r.recovery.records} log records replayed, ${r.recovery.chunks} chunks, RSS ${r.rssMiBAtReady} MiB, graph pending at ready ${r.graphPendingAtReady}, load ${r.load1}` +
-        (r.graphCaughtUpMs === undefined ? '' : r.graphCaughtUpMs === null ? `, graph NOT caught up within ${graphWaitS}s (pending ${r.graphPendingAtCap})` : `, graph caught up ${r.graphCaughtUpMs} ms after spawn`) +
+        (r.graphCaughtUpMs === undefined
+          ? ''
+          : r.graphCaughtUpMs === null
+            ? `, graph NOT caught up within ${graphWaitS}s (pending ${r.graphPendingAtCap})`
+            : `, graph caught up ${r.graphCaughtUpMs} ms after spawn`) +
         (r.rssMiBSettled === undefined ? '' : `; later RSS ${r.rssMiBSettled} MiB, peak ${r.hwmMiBSettled} MiB`),
     );
     for (const w of r.serverWarnings) say(`    server: ${w}`);

@@ -73,7 +73,9 @@ export async function snapshotDirectory(ctx: BenchContext, baseDir: string, meta
     const tailChunks = engine.stats().chunks - chunksBeforeTail;
     const tailLogBytes = await engine.logBytes();
     await engine.close();
-    say(`  [${elapsed()}] in-process open from the snapshot ${inProcessSnapshotOpen.millis} ms; tail: ${tailItems} items, ${tailChunks} chunks in ${tailTimes.indexedSeconds}s, log ${mib(tailLogBytes)} MiB`);
+    say(
+      `  [${elapsed()}] in-process open from the snapshot ${inProcessSnapshotOpen.millis} ms; tail: ${tailItems} items, ${tailChunks} chunks in ${tailTimes.indexedSeconds}s, log ${mib(tailLogBytes)} MiB`,
+    );
     if (parts.has('restart')) tailRuns = await restarts(ctx, 'snapshot+tail', snapDir);
     snapMeta = {
       tailItems,

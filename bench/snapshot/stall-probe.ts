@@ -16,7 +16,13 @@ export interface Dist {
 
 function dist(values: number[]): Dist {
   const l = summarize(values);
-  return { n: l.samples, p50: round2(l.p50), p99: round2(l.p99), max: round2(values.length ? values.reduce((a, b) => Math.max(a, b)) : NaN), mean: round2(l.mean) };
+  return {
+    n: l.samples,
+    p50: round2(l.p50),
+    p99: round2(l.p99),
+    max: round2(values.length ? values.reduce((a, b) => Math.max(a, b)) : NaN),
+    mean: round2(l.mean),
+  };
 }
 
 export interface WindowStats {

@@ -58,7 +58,9 @@ export async function stallPart(ctx: BenchContext, baseDir: string, snapDir: str
   let vectors = vectorsOf(engine, 'after replay');
   const pendingAfterReplay = vectors.graphPending;
   const mainGraphBuildMs = await catchUp(vectors);
-  say(`  [${elapsed()}] main-thread HNSW graph of ${pendingAfterReplay} vectors built flat out in ${mainGraphBuildMs} ms (the server's background build runs at 1/5 of that pace while serving, 4/5 while idle)`);
+  say(
+    `  [${elapsed()}] main-thread HNSW graph of ${pendingAfterReplay} vectors built flat out in ${mainGraphBuildMs} ms (the server's background build runs at 1/5 of that pace while serving, 4/5 while idle)`,
+  );
   const stallFull = await probeSnapshot(engine, vectors, 'first (full: graph from scratch)', stallDir);
 
   // (ii) A later snapshot: continues the previous one (its graph re-used) with the log tail after it.
@@ -74,7 +76,9 @@ export async function stallPart(ctx: BenchContext, baseDir: string, snapDir: str
     vectors = vectorsOf(engine, 'after opening from the snapshot');
     pendingAfterSnapshotOpen = vectors.graphPending;
     tailGraphBuildMs = await catchUp(vectors);
-    say(`  [${elapsed()}] opened from the snapshot in ${engine.recovery.millis} ms; ${pendingAfterSnapshotOpen} tail vectors added to the graph in ${tailGraphBuildMs} ms`);
+    say(
+      `  [${elapsed()}] opened from the snapshot in ${engine.recovery.millis} ms; ${pendingAfterSnapshotOpen} tail vectors added to the graph in ${tailGraphBuildMs} ms`,
+    );
     stallIncremental = await probeSnapshot(engine, vectors, 'incremental (previous snapshot + tail)', incDir);
   }
   return { stallFull, stallIncremental, mainGraphBuildMs, pendingAfterReplay, tailGraphBuildMs, pendingAfterSnapshotOpen };

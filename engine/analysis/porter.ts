@@ -62,17 +62,58 @@ function cvc(w: string, i: number): boolean {
 // one tried (the reference switches on a letter and tests its suffixes in this order; suffixes under
 // different letters never both match), and is replaced when the stem before it has m() > 0.
 const STEP2: readonly (readonly [string, string])[] = [
-  ['ational', 'ate'], ['tional', 'tion'], ['enci', 'ence'], ['anci', 'ance'], ['izer', 'ize'], ['bli', 'ble'],
-  ['alli', 'al'], ['entli', 'ent'], ['eli', 'e'], ['ousli', 'ous'], ['ization', 'ize'], ['ation', 'ate'],
-  ['ator', 'ate'], ['alism', 'al'], ['iveness', 'ive'], ['fulness', 'ful'], ['ousness', 'ous'], ['aliti', 'al'],
-  ['iviti', 'ive'], ['biliti', 'ble'], ['logi', 'log'],
+  ['ational', 'ate'],
+  ['tional', 'tion'],
+  ['enci', 'ence'],
+  ['anci', 'ance'],
+  ['izer', 'ize'],
+  ['bli', 'ble'],
+  ['alli', 'al'],
+  ['entli', 'ent'],
+  ['eli', 'e'],
+  ['ousli', 'ous'],
+  ['ization', 'ize'],
+  ['ation', 'ate'],
+  ['ator', 'ate'],
+  ['alism', 'al'],
+  ['iveness', 'ive'],
+  ['fulness', 'ful'],
+  ['ousness', 'ous'],
+  ['aliti', 'al'],
+  ['iviti', 'ive'],
+  ['biliti', 'ble'],
+  ['logi', 'log'],
 ];
 const STEP3: readonly (readonly [string, string])[] = [
-  ['icate', 'ic'], ['ative', ''], ['alize', 'al'], ['iciti', 'ic'], ['ical', 'ic'], ['ful', ''], ['ness', ''],
+  ['icate', 'ic'],
+  ['ative', ''],
+  ['alize', 'al'],
+  ['iciti', 'ic'],
+  ['ical', 'ic'],
+  ['ful', ''],
+  ['ness', ''],
 ];
 // Step 4 removes the suffix when the stem before it has m() > 1; `ion` only after s or t.
 const STEP4: readonly string[] = [
-  'al', 'ance', 'ence', 'er', 'ic', 'able', 'ible', 'ant', 'ement', 'ment', 'ent', 'ion', 'ou', 'ism', 'ate', 'iti', 'ous', 'ive', 'ize',
+  'al',
+  'ance',
+  'ence',
+  'er',
+  'ic',
+  'able',
+  'ible',
+  'ant',
+  'ement',
+  'ment',
+  'ent',
+  'ion',
+  'ou',
+  'ism',
+  'ate',
+  'iti',
+  'ous',
+  'ive',
+  'ize',
 ];
 
 function replaceFirst(w: string, rules: readonly (readonly [string, string])[]): string {
@@ -110,7 +151,7 @@ export function porterStem(word: string): string {
     }
   }
   // Step 1c: a final y after a vowel in the stem becomes i.
-  if (w.endsWith('y') && vowelInStem(w, w.length - 2)) w = w.slice(0, -1) + 'i';
+  if (w.endsWith('y') && vowelInStem(w, w.length - 2)) w = `${w.slice(0, -1)}i`;
   // Steps 2 and 3: double suffixes to single ones; -ic-, -full, -ness.
   w = replaceFirst(w, STEP2);
   w = replaceFirst(w, STEP3);

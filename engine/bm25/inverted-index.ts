@@ -303,7 +303,7 @@ export class InvertedIndex {
       list.dead++;
       if (list.dead * 2 >= list.length) list.compact(this.alive, this.docLength);
     }
-    if (!members || !members.some((m) => this.alive[m] === 1)) {
+    if (!members?.some((m) => this.alive[m] === 1)) {
       this.liveGroups--;
       if (members) {
         this.members.delete(group);

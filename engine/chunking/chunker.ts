@@ -15,7 +15,7 @@ export interface ChunkingOptions {
   overlap: number;
 }
 
-const enum Break {
+enum Break {
   Word = 1,
   Sentence = 2,
   Paragraph = 3,

@@ -25,7 +25,12 @@ export async function createProvider(spec: EmbeddingSpec, settings: EmbeddingSet
     case 'transformers': {
       // Loaded on demand: onnxruntime is only needed where a transformers model is configured.
       const { createTransformersProvider } = await import('./providers/transformers');
-      return createTransformersProvider(spec, { modelDir: settings.modelDir, fallbackModelDirs: settings.fallbackModelDirs, allowRemote: settings.allowRemoteModels, threads: settings.threads });
+      return createTransformersProvider(spec, {
+        modelDir: settings.modelDir,
+        fallbackModelDirs: settings.fallbackModelDirs,
+        allowRemote: settings.allowRemoteModels,
+        threads: settings.threads,
+      });
     }
     case 'http':
       if (!settings.http?.url) throw new Error('EMBEDDING_HTTP_URL is not configured');

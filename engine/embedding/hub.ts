@@ -71,7 +71,9 @@ export function modelPath(modelDir: string, id: string): string {
 /** The files of `dtypes` a model still lacks in `modelDir` (none: it loads without the hub). */
 export function missingModelFiles(modelDir: string, id: string, dtypes: readonly ModelDtype[]): string[] {
   const dir = modelPath(modelDir, id);
-  return modelFileList(dtypes).filter((f) => !f.optional && !existsSync(join(dir, f.name))).map((f) => f.name);
+  return modelFileList(dtypes)
+    .filter((f) => !f.optional && !existsSync(join(dir, f.name)))
+    .map((f) => f.name);
 }
 
 /**
@@ -90,7 +92,10 @@ export function locateModel(dirs: readonly string[], id: string, precision?: Mod
 }
 
 function byHand(target: string, files: readonly { name: string; optional?: boolean }[]): string {
-  return `To install the model without network, copy its files into ${target}/ (${files.filter((f) => !f.optional).map((f) => f.name).join(', ')}).`;
+  return `To install the model without network, copy its files into ${target}/ (${files
+    .filter((f) => !f.optional)
+    .map((f) => f.name)
+    .join(', ')}).`;
 }
 
 /** What the hub says about a file before it is fetched: its size and, for large files, its SHA-256. */
@@ -102,7 +107,12 @@ async function describe(url: string, timeoutMs: number): Promise<{ status: numbe
   return { status: res.status, size: Number.isFinite(size) ? size : undefined, sha256: /^[0-9a-f]{64}$/.test(etag) ? etag : undefined };
 }
 
-async function download(url: string, part: string, timeoutMs: number, onBytes: (received: number, total: number | undefined, resumedFrom: number) => void): Promise<void> {
+async function download(
+  url: string,
+  part: string,
+  timeoutMs: number,
+  onBytes: (received: number, total: number | undefined, resumedFrom: number) => void,
+): Promise<void> {
   const have = existsSync(part) ? statSync(part).size : 0;
   const res = await fetch(url, { headers: have > 0 ? { range: `bytes=${have}-` } : {}, signal: AbortSignal.timeout(timeoutMs) }).catch((err) => {
     throw new Error(`the download stopped: ${err instanceof Error ? err.message : String(err)}`);
@@ -147,12 +157,15 @@ export async function pullModel(id: string, options: PullOptions): Promise<{ dir
     try {
       info = await describe(url, timeoutMs);
     } catch (err) {
-      const why = err instanceof Error && err.name === 'TimeoutError' ? `no answer within ${timeoutMs / 1000} s` : err instanceof Error ? err.message : String(err);
+      const why =
+        err instanceof Error && err.name === 'TimeoutError' ? `no answer within ${timeoutMs / 1000} s` : err instanceof Error ? err.message : String(err);
       throw new ModelPullError(`Cannot reach the model hub at ${hub} (${why}). ${byHand(dir, files)}`);
     }
     if (info.status === 404 || info.status === 401) {
       if (file.optional) continue;
-      throw new ModelPullError(`${id} has no ${file.name} at ${hub} (${info.status}): is the id right, and is it a model exported to ONNX (as the Xenova/… models are)? ${byHand(dir, files)}`);
+      throw new ModelPullError(
+        `${id} has no ${file.name} at ${hub} (${info.status}): is the id right, and is it a model exported to ONNX (as the Xenova/… models are)? ${byHand(dir, files)}`,
+      );
     }
     if (info.status >= 400) throw new ModelPullError(`The model hub answered ${info.status} for ${file.name}. ${byHand(dir, files)}`);
     if (existsSync(target) && (info.size === undefined || statSync(target).size === info.size)) {
@@ -204,7 +217,12 @@ export interface InstalledModel {
 /** Models under `modelDir` (<org>/<name> folders holding a config.json or ONNX weights). */
 export function listModels(modelDir: string): InstalledModel[] {
   const out: InstalledModel[] = [];
-  const folders = (dir: string) => (existsSync(dir) ? readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name) : []);
+  const folders = (dir: string) =>
+    existsSync(dir)
+      ? readdirSync(dir, { withFileTypes: true })
+          .filter((e) => e.isDirectory())
+          .map((e) => e.name)
+      : [];
   const ids: string[] = [];
   for (const org of folders(modelDir)) {
     for (const name of folders(join(modelDir, org))) {
@@ -219,7 +237,9 @@ export function listModels(modelDir: string): InstalledModel[] {
     const dtypes: ModelDtype[] = [];
     if (existsSync(join(dir, 'onnx/model.onnx'))) dtypes.push('fp32');
     if (existsSync(join(dir, 'onnx/model_quantized.onnx'))) dtypes.push('int8');
-    const missing = modelFileList([]).filter((f) => !f.optional && !existsSync(join(dir, f.name))).map((f) => f.name);
+    const missing = modelFileList([])
+      .filter((f) => !f.optional && !existsSync(join(dir, f.name)))
+      .map((f) => f.name);
     if (dtypes.length === 0) missing.push('onnx/model.onnx or onnx/model_quantized.onnx');
     out.push({ id, dir, bytes, dtypes, missing });
   }

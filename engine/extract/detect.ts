@@ -66,7 +66,11 @@ export function extensionOf(fileName: string): string {
 }
 
 function looksLikeHtml(bytes: Uint8Array): boolean {
-  const head = new TextDecoder('utf-8').decode(bytes.subarray(0, 1024)).replace(/^\uFEFF/, '').trimStart().toLowerCase();
+  const head = new TextDecoder('utf-8')
+    .decode(bytes.subarray(0, 1024))
+    .replace(/^\uFEFF/, '')
+    .trimStart()
+    .toLowerCase();
   return head.startsWith('<!doctype html') || head.startsWith('<html');
 }
 

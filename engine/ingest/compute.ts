@@ -65,7 +65,9 @@ export class Compute {
       return { ok: false, error: `chunking failed: ${err instanceof Error ? err.message : String(err)}` };
     }
     const runs = splitSpans(spans, this.documents.size);
-    const parts = await Promise.all(runs.map((run) => this.documents.run<ItemResult[]>({ type: 'process', items: [{ ...item, spans: run }], embedding, batch: this.batch })));
+    const parts = await Promise.all(
+      runs.map((run) => this.documents.run<ItemResult[]>({ type: 'process', items: [{ ...item, spans: run }], embedding, batch: this.batch })),
+    );
     return joinResults(parts.map((p) => p[0]!));
   }
 

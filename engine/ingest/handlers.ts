@@ -61,8 +61,14 @@ export interface EmbeddingBatch {
 export async function embedAll(p: EmbeddingProvider, texts: string[], kind: EmbedKind, limits: EmbeddingBatch): Promise<Float32Array[]> {
   if (batchesItself(p)) return p.embedInBatches(texts, kind, { texts: limits.texts, tokens: limits.tokens ?? 256 });
   const out = new Array<Float32Array>(texts.length);
-  for (const batch of planBatches(texts.map((t) => t.length), { texts: limits.texts, padded: limits.chars })) {
-    const vectors = await p.embed(batch.map((k) => texts[k]!), kind);
+  for (const batch of planBatches(
+    texts.map((t) => t.length),
+    { texts: limits.texts, padded: limits.chars },
+  )) {
+    const vectors = await p.embed(
+      batch.map((k) => texts[k]!),
+      kind,
+    );
     batch.forEach((k, j) => (out[k] = vectors[j]!));
   }
   return out;

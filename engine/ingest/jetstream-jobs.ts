@@ -6,7 +6,18 @@
 // While a job runs, its node tells JetStream it is still working, so long jobs are not handed out
 // twice. With shards (engine/shards.ts), jobs go to one subject per shard, each with its own
 // durable consumer, and a node pulls only from the shards it holds (the others lack the content).
-import { AckPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type Consumer, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  jetstream,
+  jetstreamManager,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type Consumer,
+  type JetStreamClient,
+  type JsMsg,
+} from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { connectNats, ensureStream, publishRetried, type NatsAuth } from '../log/nats';
 import { ShardSet } from '../shards';
@@ -132,7 +143,10 @@ export class JetStreamJobs {
             m.nak();
             continue;
           }
-          this.held.set(m, setInterval(() => m.working(), keepAliveMs));
+          this.held.set(
+            m,
+            setInterval(() => m.working(), keepAliveMs),
+          );
           let over = false;
           take(m.json<IndexingJob>(), (outcome) => {
             if (over) return;

@@ -243,9 +243,18 @@ export class IngestionQueue {
     const item = kb.contents.get(job.id);
     // Deleted or updated while in flight (the newer version has its own job), or the configuration
     // indexed for is no longer active or being built.
-    if (!item || item.current.version !== job.version || this.closed || this.options.knowledgeBases.get(kb.id) !== kb || kb.indexSet(set.config.id) !== set) return false;
+    if (!item || item.current.version !== job.version || this.closed || this.options.knowledgeBases.get(kb.id) !== kb || kb.indexSet(set.config.id) !== set)
+      return false;
     if (!result.ok && result.chunks === undefined) {
-      await this.options.commit({ t: 'content.failed', kbId: job.kbId, id: job.id, version: job.version, error: result.error, configId: set.config.id, at: now() });
+      await this.options.commit({
+        t: 'content.failed',
+        kbId: job.kbId,
+        id: job.id,
+        version: job.version,
+        error: result.error,
+        configId: set.config.id,
+        at: now(),
+      });
       this.built(job);
       return false;
     }
@@ -284,7 +293,15 @@ export class IngestionQueue {
       // Cluster mode: an item whose result exceeds what NATS carries in one message fails (trying
       // again would fail alike); the operator raises max_payload and re-indexes it.
       if (!(err instanceof RecordTooLargeError)) throw err;
-      await this.options.commit({ t: 'content.failed', kbId: job.kbId, id: job.id, version: job.version, error: err.message, configId: set.config.id, at: now() });
+      await this.options.commit({
+        t: 'content.failed',
+        kbId: job.kbId,
+        id: job.id,
+        version: job.version,
+        error: err.message,
+        configId: set.config.id,
+        at: now(),
+      });
     }
   }
 

@@ -204,7 +204,13 @@ export class KnowledgeBase {
    * Swap in the chunks of an indexed version in a set: the old chunks answer until this call, the
    * new ones from it on, with nothing in between (one synchronous step).
    */
-  applyIndexed(item: ContentItem, chunks: readonly IndexedChunk[], vectors: readonly StoredVector[] | undefined, firstDoc: number, set: IndexSet = this.active): number[] {
+  applyIndexed(
+    item: ContentItem,
+    chunks: readonly IndexedChunk[],
+    vectors: readonly StoredVector[] | undefined,
+    firstDoc: number,
+    set: IndexSet = this.active,
+  ): number[] {
     const live = set.applyIndexed(item, chunks, vectors, firstDoc);
     if (set === this.active) item.live = live;
     return live.docs;

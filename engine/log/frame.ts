@@ -25,9 +25,7 @@ export interface Frame {
   end: number;
 }
 
-export type FrameScan =
-  | { ok: true; frames: Frame[]; end: number }
-  | { ok: false; frames: Frame[]; end: number; reason: string };
+export type FrameScan = { ok: true; frames: Frame[]; end: number } | { ok: false; frames: Frame[]; end: number; reason: string };
 
 /** Read every intact frame; `end` is where the intact prefix stops. */
 export function scanFrames(buf: Uint8Array): FrameScan {

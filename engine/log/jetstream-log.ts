@@ -80,7 +80,14 @@ const entryOf = (m: JsMsg): LogEntry => ({ seq: m.seq, payload: new Uint8Array(m
  * Records (afterSeq, throughSeq] of a stream, in order. Rejects when no record arrives for
  * `stallMs` (the servers it reads through lack them, or are gone).
  */
-export async function readStream(nc: NatsConnection, stream: string, afterSeq: number, throughSeq: number, visit: (entry: LogEntry) => void, stallMs = 15_000): Promise<void> {
+export async function readStream(
+  nc: NatsConnection,
+  stream: string,
+  afterSeq: number,
+  throughSeq: number,
+  visit: (entry: LogEntry) => void,
+  stallMs = 15_000,
+): Promise<void> {
   const js = jetstream(nc);
   let last = afterSeq;
   let progressed = Date.now(); // the last record taken
@@ -316,7 +323,14 @@ export class JetStreamLog implements RecordLog {
     if (this.failure) throw this.failure;
     const limit = this.nc.info?.max_payload ?? Infinity;
     if (payload.length > limit) throw new RecordTooLargeError(payload.length, limit);
-    const { seq } = await publishRetried(this.js, subjectOf(this.options.stream, partition), payload, newId('rec'), this.options.publishAttempts, expectLastSeq);
+    const { seq } = await publishRetried(
+      this.js,
+      subjectOf(this.options.stream, partition),
+      payload,
+      newId('rec'),
+      this.options.publishAttempts,
+      expectLastSeq,
+    );
     await this.whenFollowed(seq);
     return seq;
   }

@@ -1,8 +1,24 @@
 // What the JetStream log and the JetStream job queue share: how a node connects to NATS, makes sure
 // its stream exists, and publishes so that a retry after a lost acknowledgement is stored once.
 import { readFileSync } from 'node:fs';
-import { jetstreamManager, JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type PubAck, type StreamConfig } from '@nats-io/jetstream';
-import { AuthorizationError, connect, credsAuthenticator, nkeyAuthenticator, TimeoutError, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+import {
+  jetstreamManager,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamClient,
+  type JetStreamManager,
+  type PubAck,
+  type StreamConfig,
+} from '@nats-io/jetstream';
+import {
+  AuthorizationError,
+  connect,
+  credsAuthenticator,
+  nkeyAuthenticator,
+  TimeoutError,
+  type NatsConnection,
+  type NodeConnectionOptions,
+} from '@nats-io/transport-node';
 
 /**
  * How a node proves who it is to the NATS servers and how the connection is secured (README,
@@ -108,7 +124,14 @@ export async function ensureStream(nc: NatsConnection, config: Partial<StreamCon
  * With `expectLastSeq`, stored only if the stream still ends there (else the stream's answer,
  * isWrongLastSequence, is thrown at once: it will not change by asking again).
  */
-export async function publishRetried(js: JetStreamClient, subject: string, payload: Uint8Array | string, msgID: string, attempts = 20, expectLastSeq?: number): Promise<PubAck> {
+export async function publishRetried(
+  js: JetStreamClient,
+  subject: string,
+  payload: Uint8Array | string,
+  msgID: string,
+  attempts = 20,
+  expectLastSeq?: number,
+): Promise<PubAck> {
   const expect = expectLastSeq === undefined ? undefined : { lastSequence: expectLastSeq };
   for (let attempt = 1; ; attempt++) {
     try {

@@ -30,10 +30,12 @@ const segmentName = (firstSeq: number) => `wal-${String(firstSeq).padStart(20, '
 
 /** Move a single file of frames in as the first segment (WalOptions.adopt). */
 async function adoptFile(dir: string, file: string, warn: (message: string, details: Record<string, unknown>) => void): Promise<void> {
-  const bytes = await Bun.file(file).bytes().catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return undefined;
-    throw err;
-  });
+  const bytes = await Bun.file(file)
+    .bytes()
+    .catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined;
+      throw err;
+    });
   if (!bytes) return;
   if ((await readdir(dir)).some((n) => SEGMENT.test(n))) {
     warn('write-ahead log: a file of an earlier layout lies beside the log and is not read', { file, dir });

@@ -17,7 +17,21 @@ export async function addContent(core: EngineCore, orgId: string, kbId: string, 
   }
   const id = input.id ?? newId('ct');
   // Checked against the state the append is conditional on: exact under concurrency (Engine.commit).
-  await core.commit({ t: 'content.put', kbId, id, version: 1, text: input.text, metadata: input.metadata ?? {}, source: input.source ?? { kind: 'text' }, pages: input.pages, at: now() }, undefined, quotaCheck(core, orgId, 'contents'));
+  await core.commit(
+    {
+      t: 'content.put',
+      kbId,
+      id,
+      version: 1,
+      text: input.text,
+      metadata: input.metadata ?? {},
+      source: input.source ?? { kind: 'text' },
+      pages: input.pages,
+      at: now(),
+    },
+    undefined,
+    quotaCheck(core, orgId, 'contents'),
+  );
   await core.enqueue(kbId, id, 1);
   // Deleted (or its knowledge base) while the record was being made durable.
   return contentOf(core, orgId, kbId, id);

@@ -49,7 +49,8 @@ export function kbOf(core: EngineCore, orgId: string, kbId: string): KnowledgeBa
 export function heldKbOf(core: EngineCore, orgId: string, kbId: string): KnowledgeBase {
   const kb = kbOf(core, orgId, kbId);
   const route = core.routeOf(kbId);
-  if (!route.here) throw new EngineError('SHARD_NOT_HELD', 'This node does not hold the knowledge base\'s content', { kbId, shard: route.shard, nodes: route.nodes });
+  if (!route.here)
+    throw new EngineError('SHARD_NOT_HELD', "This node does not hold the knowledge base's content", { kbId, shard: route.shard, nodes: route.nodes });
   return kb;
 }
 

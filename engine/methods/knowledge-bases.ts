@@ -16,13 +16,27 @@ export async function createKnowledgeBase(
   input: { name: string; description: string; type: string; config: Omit<KnowledgeBaseConfig, 'id' | 'createdAt'> },
 ): Promise<KnowledgeBaseRecord> {
   const at = now();
-  const kb: KnowledgeBaseRecord = { id: newId('kb'), orgId, name: input.name, description: input.description, type: input.type, config: { ...input.config, id: newId('cfg'), createdAt: at }, createdAt: at, updatedAt: at };
+  const kb: KnowledgeBaseRecord = {
+    id: newId('kb'),
+    orgId,
+    name: input.name,
+    description: input.description,
+    type: input.type,
+    config: { ...input.config, id: newId('cfg'), createdAt: at },
+    createdAt: at,
+    updatedAt: at,
+  };
   // Checked against the state the append is conditional on: exact under concurrency (Engine.commit).
   await core.commit({ t: 'kb.create', kb }, undefined, quotaCheck(core, orgId, 'knowledgeBases'));
   return kb;
 }
 
-export async function updateKnowledgeBase(core: EngineCore, orgId: string, kbId: string, change: { name: string; description?: string }): Promise<KnowledgeBaseRecord> {
+export async function updateKnowledgeBase(
+  core: EngineCore,
+  orgId: string,
+  kbId: string,
+  change: { name: string; description?: string },
+): Promise<KnowledgeBaseRecord> {
   const kb = kbOf(core, orgId, kbId);
   await core.commit({ t: 'kb.update', id: kbId, name: change.name, description: change.description ?? kb.record.description, at: now() });
   return kbOf(core, orgId, kbId).record;

@@ -33,7 +33,14 @@ export class ClusterNode implements Node {
   static async open(options: ClusterNodeOptions, ctx: NodeContext, afterSeq?: number): Promise<ClusterNode> {
     const counted = { records: 0, opening: true };
     const log = await JetStreamLog.open(
-      { servers: options.servers, auth: options.natsAuth, stream: options.stream, replicas: options.replicas, shards: ctx.shards.count, onStopped: (err) => ctx.fatal('the replicated log stopped', err) },
+      {
+        servers: options.servers,
+        auth: options.natsAuth,
+        stream: options.stream,
+        replicas: options.replicas,
+        shards: ctx.shards.count,
+        onStopped: (err) => ctx.fatal('the replicated log stopped', err),
+      },
       ({ payload }) => {
         const { record, attachment } = decodePayload<LogRecord>(payload);
         if (!ctx.apply(record, attachment)) return;
@@ -44,7 +51,14 @@ export class ClusterNode implements Node {
       afterSeq,
     );
     counted.opening = false;
-    const jobs = await JetStreamJobs.open({ servers: options.servers, auth: options.natsAuth, stream: `${options.stream}_JOBS`, replicas: options.replicas, ackWaitMs: options.jobAckWaitMs, shards: ctx.shards });
+    const jobs = await JetStreamJobs.open({
+      servers: options.servers,
+      auth: options.natsAuth,
+      stream: `${options.stream}_JOBS`,
+      replicas: options.replicas,
+      ackWaitMs: options.jobAckWaitMs,
+      shards: ctx.shards,
+    });
     const liveNodes = await LiveNodes.open({
       servers: options.servers,
       auth: options.natsAuth,
@@ -154,7 +168,8 @@ export class ClusterNode implements Node {
     for (const { kbId, item, configId } of [...pending, ...unbuiltItems(kbs)]) {
       const key = `${kbId}/${item.id}/${configId ?? ''}`;
       pendingNow.set(key, item.current.version);
-      if (this.pendingAtLastSweep.get(key) === item.current.version && suspects.length < 1000) suspects.push({ kbId, id: item.id, version: item.current.version, configId });
+      if (this.pendingAtLastSweep.get(key) === item.current.version && suspects.length < 1000)
+        suspects.push({ kbId, id: item.id, version: item.current.version, configId });
     }
     this.pendingAtLastSweep = pendingNow;
     const missing = [];

@@ -85,7 +85,10 @@ export function reciprocalRankFusion(
   };
   addLeg(fullTextRanking, 1 - semanticWeight);
   addLeg(semanticRanking, semanticWeight);
-  return [...scores].map(([doc, score]) => ({ doc, score })).sort(byScoreThenDoc).slice(0, limit);
+  return [...scores]
+    .map(([doc, score]) => ({ doc, score }))
+    .sort(byScoreThenDoc)
+    .slice(0, limit);
 }
 
 /**

@@ -49,7 +49,14 @@ function knownOr(docs: readonly number[], known: readonly Scored[], compute: (do
 }
 
 /** `queryVector` is undefined exactly when needsQueryVector is false (or there are no embeddings). */
-export function searchHybrid(kb: KnowledgeBase, terms: readonly string[], queryVector: Float32Array | undefined, limit: number, options: HybridOptions, filter?: MetadataFilter): HybridHit[] {
+export function searchHybrid(
+  kb: KnowledgeBase,
+  terms: readonly string[],
+  queryVector: Float32Array | undefined,
+  limit: number,
+  options: HybridOptions,
+  filter?: MetadataFilter,
+): HybridHit[] {
   const allowed = kb.allowedSet(filter);
   const w = options.semanticWeight;
   const index = kb.bm25;
@@ -62,9 +69,18 @@ export function searchHybrid(kb: KnowledgeBase, terms: readonly string[], queryV
   const sem = vector && needsQueryVector(options) ? kb.semanticTop(vector, hybridDepth(limit), allowed) : [];
   let ranked: { doc: number; score: number }[];
   if (options.fusion === 'rrf') {
-    ranked = reciprocalRankFusion(ft.map((h) => h.doc), sem.map((h) => h.doc), w, limit);
+    ranked = reciprocalRankFusion(
+      ft.map((h) => h.doc),
+      sem.map((h) => h.doc),
+      w,
+      limit,
+    );
   } else {
-    const pool = candidatePool(ft.map((h) => h.doc), sem.map((h) => h.doc), w);
+    const pool = candidatePool(
+      ft.map((h) => h.doc),
+      sem.map((h) => h.doc),
+      w,
+    );
     const fullText = knownOr(pool, ft, ftScores);
     const semantic = semScores(pool);
     ranked = weightedFusion(

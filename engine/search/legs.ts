@@ -64,6 +64,11 @@ export function fullTextScoresOf(index: InvertedIndex, terms: readonly string[],
 export function fullTextCandidates(index: InvertedIndex, terms: readonly string[], depth: number, mask?: Uint8Array): Scored[] {
   const top = index.search(terms, depth, mask);
   const docs = top.map((h) => h.doc);
-  const scores = fullTextLegScores(index, terms, docs, top.map((h) => h.score));
+  const scores = fullTextLegScores(
+    index,
+    terms,
+    docs,
+    top.map((h) => h.score),
+  );
   return docs.map((doc, i) => ({ doc, score: scores[i]! })).sort(byScore);
 }

@@ -2,7 +2,7 @@
 // It changes only through the state machine (applyRecord), which decides whether a record applies;
 // this target carries it out, with the side effects memory needs (stored originals removed,
 // vectors handed to the background graph builder).
-import { OriginalsStore } from '../files/originals';
+import type { OriginalsStore } from '../files/originals';
 import { observeId } from '../ids';
 import { KnowledgeBase } from '../kb/knowledge-base';
 import type { LogRecord } from '../records';
@@ -132,7 +132,8 @@ export class LiveState implements StateTarget {
     const vectors = attachment && attachment.length > 0 ? set.vectorsFromBytes(attachment, record.chunks.length) : undefined;
     kb.applyIndexed(item, record.chunks, vectors, record.firstDoc, set);
     const status = statusAfterIndexed(record);
-    if (set !== kb.indexSet(undefined)) kb.recordOutcome(set, item.id, { version: record.version, status, ...(record.embeddingError ? { error: record.embeddingError } : {}) });
+    if (set !== kb.indexSet(undefined))
+      kb.recordOutcome(set, item.id, { version: record.version, status, ...(record.embeddingError ? { error: record.embeddingError } : {}) });
     else if (status === 'ready') markReady(item);
     else markFailed(item, record.embeddingError!);
     if (vectors) this.options.onVectorsAdded();

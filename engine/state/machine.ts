@@ -58,7 +58,8 @@ export function applyRecord(target: StateTarget, record: LogRecord, attachment?:
     if (!target.holdsContent(kbId)) {
       // Kept elsewhere: only which items exist is followed here (the content quota counts them).
       // The same rule as below: a put on a live knowledge base makes the item exist, a delete ends it.
-      if (target.hasKnowledgeBase(kbId) && (record.t === 'content.put' || record.t === 'content.delete')) target.itemElsewhere(kbId, record.id, record.t === 'content.put');
+      if (target.hasKnowledgeBase(kbId) && (record.t === 'content.put' || record.t === 'content.delete'))
+        target.itemElsewhere(kbId, record.id, record.t === 'content.put');
       return false;
     }
   }

@@ -13,7 +13,13 @@ export class QuotaExceededError extends EngineError<'QUOTA_EXCEEDED'> {
     readonly quota: keyof Quotas,
     readonly limit: number,
   ) {
-    super('QUOTA_EXCEEDED', quota === 'knowledgeBases' ? `the organization already holds its quota of ${limit} knowledge bases` : `the organization already holds its quota of ${limit} content items`, { quota, limit });
+    super(
+      'QUOTA_EXCEEDED',
+      quota === 'knowledgeBases'
+        ? `the organization already holds its quota of ${limit} knowledge bases`
+        : `the organization already holds its quota of ${limit} content items`,
+      { quota, limit },
+    );
     this.name = 'QuotaExceededError';
   }
 }

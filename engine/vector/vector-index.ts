@@ -191,7 +191,11 @@ export class VectorIndex {
         const row = this.row(d);
         for (let j = 0; j < this.dimensions; j++) matrix[i * this.dimensions + j] = row[j]!;
       });
-      this.hnsw.add(BigUint64Array.from(docs, (d) => BigInt(d)), matrix, threads);
+      this.hnsw.add(
+        BigUint64Array.from(docs, (d) => BigInt(d)),
+        matrix,
+        threads,
+      );
     }
     return this.pending.length === 0;
   }
@@ -277,6 +281,11 @@ export class VectorIndex {
   }
 
   memoryBytes(): number {
-    return this.store.byteLength + this.norms.byteLength + this.alive.byteLength + (this.hnsw ? Number(this.hnsw.size()) * (this.dimensions * (this.quantization === 'i8' ? 1 : 4) + this.options.connectivity * 2 * 8) : 0);
+    return (
+      this.store.byteLength +
+      this.norms.byteLength +
+      this.alive.byteLength +
+      (this.hnsw ? Number(this.hnsw.size()) * (this.dimensions * (this.quantization === 'i8' ? 1 : 4) + this.options.connectivity * 2 * 8) : 0)
+    );
   }
 }

@@ -211,7 +211,10 @@ export class WorkerPool {
     if (job) {
       // A transferred buffer is gone with the worker: such a request cannot be sent again.
       if (job.attempts <= (this.options.retries ?? 1) && job.transfer.every((b) => b.byteLength > 0)) this.queue.unshift(job);
-      else job.reject(new WorkerFailure('crash', `the worker crashed ${job.attempts === 1 ? 'on this request' : `${job.attempts} times on this request`} (${reason})`));
+      else
+        job.reject(
+          new WorkerFailure('crash', `the worker crashed ${job.attempts === 1 ? 'on this request' : `${job.attempts} times on this request`} (${reason})`),
+        );
     }
     this.dispatch();
   }

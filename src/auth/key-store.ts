@@ -61,7 +61,10 @@ export class KeyStore {
   private changed = false;
 
   constructor(envSpec: string) {
-    for (const pair of envSpec.split(',').map((s) => s.trim()).filter(Boolean)) {
+    for (const pair of envSpec
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)) {
       const at = pair.indexOf(':');
       if (at <= 0 || at === pair.length - 1) throw new Error('KB_API_KEYS must look like "org-id:key,org-id:key"');
       const org = pair.slice(0, at).trim();

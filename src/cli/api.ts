@@ -52,7 +52,9 @@ export class Api {
     try {
       res = await fetch(`${this.connection.url.replace(/\/$/, '')}${path}`, init);
     } catch (err) {
-      throw new CliError(`cannot reach the server at ${this.connection.url} (${err instanceof Error ? err.message : String(err)}); is it running? (--url or KB_URL)`);
+      throw new CliError(
+        `cannot reach the server at ${this.connection.url} (${err instanceof Error ? err.message : String(err)}); is it running? (--url or KB_URL)`,
+      );
     }
     const text = await res.text();
     let envelope: Envelope<T>;

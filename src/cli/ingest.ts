@@ -5,7 +5,7 @@
 import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
-import { allPages, Api, CliError } from './api';
+import { allPages, type Api, CliError } from './api';
 
 export interface IngestOptions {
   kb: string;
@@ -66,7 +66,14 @@ export async function ingest(api: Api, paths: string[], options: IngestOptions):
   }
 
   const bars = new cliProgress.MultiBar(
-    { format: ' {name} |{bar}| {value}/{total} {unit} · {rate} · eta {eta_text}', hideCursor: true, noTTYOutput: true, notTTYSchedule: 2000, stopOnComplete: false, clearOnComplete: false },
+    {
+      format: ' {name} |{bar}| {value}/{total} {unit} · {rate} · eta {eta_text}',
+      hideCursor: true,
+      noTTYOutput: true,
+      notTTYSchedule: 2000,
+      stopOnComplete: false,
+      clearOnComplete: false,
+    },
     cliProgress.Presets.shades_classic,
   );
   const started = performance.now();
@@ -118,7 +125,9 @@ export async function ingest(api: Api, paths: string[], options: IngestOptions):
   bars.stop();
 
   const seconds = (performance.now() - started) / 1000;
-  console.log(`${files.length} files: ${uploaded.length} uploaded, ${skipped} skipped (already in the knowledge base), ${failures.length} failed to upload, in ${seconds.toFixed(1)} s`);
+  console.log(
+    `${files.length} files: ${uploaded.length} uploaded, ${skipped} skipped (already in the knowledge base), ${failures.length} failed to upload, in ${seconds.toFixed(1)} s`,
+  );
   let indexFailures = 0;
   if (options.wait && uploaded.length > 0) {
     const mine = new Set(uploaded);

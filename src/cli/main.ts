@@ -58,14 +58,19 @@ export function buildProgram(): Command {
     .addOption(new Option('--type <type>', 'knowledge base type').choices(KB_TYPES).default('TEXT_HIGH_QUALITY'))
     .option('--description <text>', 'description')
     .action(async (name: string, opts: { type: string; description?: string }, command: Command) => {
-      const { data } = await connection(command).call<{ id: string }>('POST', '/api/v1/knowledge-bases', { name, type: opts.type, ...(opts.description ? { description: opts.description } : {}) });
+      const { data } = await connection(command).call<{ id: string }>('POST', '/api/v1/knowledge-bases', {
+        name,
+        type: opts.type,
+        ...(opts.description ? { description: opts.description } : {}),
+      });
       console.log(data.id);
     });
   kb.command('list')
     .description('list the knowledge bases of the organization')
     .action(async (_opts: unknown, command: Command) => {
       const rows: string[][] = [];
-      for await (const k of allPages<{ id: string; name: string; embeddingModel?: string; createdAt: string }>(connection(command), '/api/v1/knowledge-bases')) rows.push([k.id, k.name, k.embeddingModel ?? '', k.createdAt]);
+      for await (const k of allPages<{ id: string; name: string; embeddingModel?: string; createdAt: string }>(connection(command), '/api/v1/knowledge-bases'))
+        rows.push([k.id, k.name, k.embeddingModel ?? '', k.createdAt]);
       console.log(table(['id', 'name', 'model', 'created'], rows));
     });
   kb.command('reembed <id>')
@@ -103,7 +108,12 @@ export function buildProgram(): Command {
     .option('--limit <n>', 'number of hits (1–100)', positiveInt, 10)
     .action(async (query: string, opts: { kb: string; mode: string; weight?: number; filter?: Record<string, unknown>; limit: number }, command: Command) => {
       if (opts.weight !== undefined && opts.mode !== 'hybrid') throw new CliError('--weight applies to --mode hybrid only', 2);
-      const body = { query, limit: opts.limit, ...(opts.filter ? { metadataFilter: opts.filter } : {}), ...(opts.weight !== undefined ? { semanticWeight: opts.weight } : {}) };
+      const body = {
+        query,
+        limit: opts.limit,
+        ...(opts.filter ? { metadataFilter: opts.filter } : {}),
+        ...(opts.weight !== undefined ? { semanticWeight: opts.weight } : {}),
+      };
       const api = connection(command);
       const { data } = await api.call<{ score: number; contentId: string; contentChunk: string; fullTextScore?: number; semanticScore?: number }[]>(
         'POST',
@@ -113,7 +123,12 @@ export function buildProgram(): Command {
       console.log(data.length === 0 ? 'no hits' : hitsTable(data));
       // Which model's vectors answered (semantic scores depend on it).
       if (opts.mode !== 'full-text') {
-        const kb = (await api.call<{ embeddingModel: string; reembedding: { model: string; done: number; total: number } | null }>('GET', `/api/v1/knowledge-bases/${encodeURIComponent(opts.kb)}`)).data;
+        const kb = (
+          await api.call<{ embeddingModel: string; reembedding: { model: string; done: number; total: number } | null }>(
+            'GET',
+            `/api/v1/knowledge-bases/${encodeURIComponent(opts.kb)}`,
+          )
+        ).data;
         const moving = kb.reembedding ? ` (re-embedding with ${kb.reembedding.model}: ${kb.reembedding.done}/${kb.reembedding.total})` : '';
         console.error(`model: ${kb.embeddingModel}${moving}`);
       }

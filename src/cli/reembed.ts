@@ -28,7 +28,9 @@ export async function reembed(api: Api, kbId: string, options: { wait: boolean; 
     return 0;
   }
   const target = data.reembedding;
-  console.log(`${data.status === 'started' ? 're-embedding' : 'already re-embedding'} ${kbId} with ${target.model} (configuration ${target.configurationId}); searches answer from the current one until it is complete`);
+  console.log(
+    `${data.status === 'started' ? 're-embedding' : 'already re-embedding'} ${kbId} with ${target.model} (configuration ${target.configurationId}); searches answer from the current one until it is complete`,
+  );
   if (!options.wait) return 0;
   const bar = new cliProgress.SingleBar(
     { format: ' re-embedding |{bar}| {value}/{total} items · {rate} chunks/s · eta {eta_text}', hideCursor: true, noTTYOutput: true, notTTYSchedule: 2000 },

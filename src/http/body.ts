@@ -83,7 +83,9 @@ function objectText(): string {
 /** JSON text → value, refusing hostile nesting before the parser and everything after it sees it. */
 export function parseJsonText(text: string, path = '/'): unknown {
   if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
-    throw new ApiError('VALIDATION_ERROR', `The JSON nests deeper than ${MAX_JSON_DEPTH} levels`, [{ path, message: `nesting deeper than ${MAX_JSON_DEPTH} levels` }]);
+    throw new ApiError('VALIDATION_ERROR', `The JSON nests deeper than ${MAX_JSON_DEPTH} levels`, [
+      { path, message: `nesting deeper than ${MAX_JSON_DEPTH} levels` },
+    ]);
   }
   let value: unknown;
   try {
@@ -112,7 +114,15 @@ export async function receivedWithin<T>(receiving: Promise<T>, ms: number, what:
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new ApiError('REQUEST_TIMEOUT', `The ${what} was not received within ${Math.round(ms / 100) / 10} s; send it faster or in smaller pieces`, undefined, { connection: 'close' })),
+      () =>
+        reject(
+          new ApiError(
+            'REQUEST_TIMEOUT',
+            `The ${what} was not received within ${Math.round(ms / 100) / 10} s; send it faster or in smaller pieces`,
+            undefined,
+            { connection: 'close' },
+          ),
+        ),
       ms,
     );
   });

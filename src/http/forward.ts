@@ -42,7 +42,8 @@ function neverSent(err: unknown): boolean {
  * Throws ApiError 503 when no node of the shard can be reached.
  */
 export async function forward(request: Request, body: unknown, target: ForwardTarget, selfId: string, timeoutMs: number): Promise<Response> {
-  if (request.headers.has(FORWARDED_HEADER)) throw unavailable(target.shard, `forwarded here by ${request.headers.get(FORWARDED_HEADER)}, which takes this node for a holder`);
+  if (request.headers.has(FORWARDED_HEADER))
+    throw unavailable(target.shard, `forwarded here by ${request.headers.get(FORWARDED_HEADER)}, which takes this node for a holder`);
   if (target.nodes.length === 0) throw unavailable(target.shard, 'none is alive');
   const headers = new Headers();
   request.headers.forEach((value, name) => {
@@ -107,6 +108,12 @@ export function catchUp(request: Request, whenApplied: (seq: number, timeoutMs: 
   const seq = Number(request.headers.get(APPLIED_HEADER));
   if (!Number.isSafeInteger(seq) || seq <= 0) return;
   return whenApplied(seq, CATCH_UP_MS).then((reached) => {
-    if (!reached) throw new ApiError('NOT_READY', `This node has not yet applied the log as far as the node that forwarded the request (record ${seq}); retry shortly`, undefined, { 'retry-after': '1' });
+    if (!reached)
+      throw new ApiError(
+        'NOT_READY',
+        `This node has not yet applied the log as far as the node that forwarded the request (record ${seq}); retry shortly`,
+        undefined,
+        { 'retry-after': '1' },
+      );
   });
 }

@@ -176,7 +176,7 @@ export class JsonByteWriter {
 
   /** `"key":`, from a small cache of the keys answers repeat (field names). */
   private key(key: string): void {
-    let bytes = keyBytes.get(key);
+    const bytes = keyBytes.get(key);
     if (bytes === undefined) {
       const start = this.pos;
       this.string(key);

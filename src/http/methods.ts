@@ -14,13 +14,13 @@ interface RoutePattern {
 /** The label of every path no route answers. */
 export const UNMATCHED = '(unmatched)';
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** "/api/v1/knowledge-bases/:id" → a regular expression matching one value per parameter segment. */
 function patternOf(path: string): RegExp {
   const source = path
     .split('/')
-    .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg === '*' ? '.*' : escape(seg)))
+    .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg === '*' ? '.*' : escapeRegExp(seg)))
     .join('/');
   return new RegExp(`^${source}$`);
 }
@@ -31,7 +31,12 @@ export class RouteTable {
   constructor(routes: readonly { method: string; path: string }[]) {
     this.routes = routes
       .filter((r) => r.method !== 'ALL')
-      .map((r) => ({ pattern: patternOf(r.path), method: r.method.toUpperCase(), path: r.path, params: r.path.split('/').filter((s) => s.startsWith(':') || s === '*').length }))
+      .map((r) => ({
+        pattern: patternOf(r.path),
+        method: r.method.toUpperCase(),
+        path: r.path,
+        params: r.path.split('/').filter((s) => s.startsWith(':') || s === '*').length,
+      }))
       .sort((a, b) => a.params - b.params);
   }
 

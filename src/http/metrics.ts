@@ -66,9 +66,13 @@ export class Metrics {
         },
       });
     gauge('kb_ingestion_queue_depth', 'Content items waiting for or in ingestion', [], (g, m) => g.set(m.queueDepth));
-    gauge('kb_ingestion_chunks_waiting', 'Chunks of pending and processing items (estimated from their text length)', [], (g, m) => g.set(m.ingestion.chunksWaiting));
+    gauge('kb_ingestion_chunks_waiting', 'Chunks of pending and processing items (estimated from their text length)', [], (g, m) =>
+      g.set(m.ingestion.chunksWaiting),
+    );
     gauge('kb_ingestion_chunks_per_second', 'Chunks indexed per second over the last minute', [], (g, m) => g.set(m.ingestion.chunksPerSecond));
-    gauge('kb_ingestion_eta_seconds', 'Seconds until the waiting chunks are indexed at the last minute\'s pace (-1: no pace yet)', [], (g, m) => g.set(m.ingestion.etaSeconds ?? -1));
+    gauge('kb_ingestion_eta_seconds', "Seconds until the waiting chunks are indexed at the last minute's pace (-1: no pace yet)", [], (g, m) =>
+      g.set(m.ingestion.etaSeconds ?? -1),
+    );
     gauge('kb_contents', 'Content items by status', ['status'], (g, m) => {
       for (const [status, n] of Object.entries(m.contentsByStatus)) g.set({ status }, n);
     });
@@ -85,13 +89,24 @@ export class Metrics {
       for (const [type, t] of Object.entries(m.byType)) g.set({ type }, t.graphPending);
     });
     gauge('kb_wal_bytes', 'Size of the write-ahead log', [], (g, m) => g.set(m.walBytes));
-    gauge('kb_reembed_knowledge_bases', 'Knowledge bases being re-embedded for the model now serving their type', [], (g, m) => g.set(m.reembedding.knowledgeBases));
-    gauge('kb_reembed_items_done', 'Items of knowledge bases being re-embedded whose newest version is built for the new configuration', [], (g, m) => g.set(m.reembedding.done));
+    gauge('kb_reembed_knowledge_bases', 'Knowledge bases being re-embedded for the model now serving their type', [], (g, m) =>
+      g.set(m.reembedding.knowledgeBases),
+    );
+    gauge('kb_reembed_items_done', 'Items of knowledge bases being re-embedded whose newest version is built for the new configuration', [], (g, m) =>
+      g.set(m.reembedding.done),
+    );
     gauge('kb_reembed_items_total', 'Items of knowledge bases being re-embedded', [], (g, m) => g.set(m.reembedding.total));
     // Cluster mode only (absent on a single node). One question to NATS serves the four gauges of a scrape.
     let asked: { at: number; status: Promise<ReplicationStatus | undefined> } | undefined;
     const replicationNow = () => {
-      if (!asked || Date.now() - asked.at > 500) asked = { at: Date.now(), status: engine()?.replication().catch(() => undefined) ?? Promise.resolve(undefined) };
+      if (!asked || Date.now() - asked.at > 500)
+        asked = {
+          at: Date.now(),
+          status:
+            engine()
+              ?.replication()
+              .catch(() => undefined) ?? Promise.resolve(undefined),
+        };
       return asked.status;
     };
     const replication = (name: string, help: string, value: (r: ReplicationStatus) => number) =>
@@ -122,7 +137,9 @@ export class Metrics {
           if (v !== undefined) this.set(v);
         },
       });
-    snapshotGauge('kb_snapshot_age_seconds', 'Seconds since the last successful snapshot', (s) => (s.lastSuccessAt ? (Date.now() - Date.parse(s.lastSuccessAt)) / 1000 : undefined));
+    snapshotGauge('kb_snapshot_age_seconds', 'Seconds since the last successful snapshot', (s) =>
+      s.lastSuccessAt ? (Date.now() - Date.parse(s.lastSuccessAt)) / 1000 : undefined,
+    );
     snapshotGauge('kb_snapshot_failures_total', 'Snapshots (or store uploads) that failed since start', (s) => s.failures);
     snapshotGauge('kb_snapshot_consecutive_failures', 'Failures since the last success (0 when healthy)', (s) => s.consecutiveFailures);
     snapshotGauge('kb_snapshot_last_seq', 'Log position covered by the newest snapshot', (s) => s.lastSeq);
@@ -131,7 +148,10 @@ export class Metrics {
   }
 
   // Labelled children per (method, route, status), so a request does not hash its label set.
-  private readonly requestSeries = new Map<string, { count: ReturnType<client.Counter<string>['labels']>; latency: ReturnType<client.Histogram<string>['labels']> }>();
+  private readonly requestSeries = new Map<
+    string,
+    { count: ReturnType<client.Counter<string>['labels']>; latency: ReturnType<client.Histogram<string>['labels']> }
+  >();
 
   observeRequest(method: string, route: string, status: number, seconds: number): void {
     const key = `${method} ${route} ${status}`;

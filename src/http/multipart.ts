@@ -38,7 +38,11 @@ export interface UploadLimits {
  */
 export function sanitizeFileName(name: string | undefined): string {
   const base = (name ?? '').split(/[\\/]/).pop() ?? '';
-  const clean = base.normalize('NFC').replace(/[\p{Cc}\p{Cf}\p{Cs}]/gu, '').trim().slice(0, 255);
+  const clean = base
+    .normalize('NFC')
+    .replace(/[\p{Cc}\p{Cf}\p{Cs}]/gu, '')
+    .trim()
+    .slice(0, 255);
   return clean || 'upload';
 }
 

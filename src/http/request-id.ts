@@ -4,7 +4,7 @@
 export const REQUEST_ID_HEADER = 'x-request-id';
 
 const PREFIX = crypto.randomUUID().slice(0, 8);
-const CLIENT_ID = /^[\w.:\-]{1,128}$/;
+const CLIENT_ID = /^[\w.:-]{1,128}$/;
 const ids = new WeakMap<Request, string>();
 let counter = 0;
 

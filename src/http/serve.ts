@@ -13,12 +13,18 @@ import { rememberClientAddress } from './client-address';
 const HOST_SHAPE = /^(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
 
 function badHost(): Response {
-  return new Response(JSON.stringify(errorBody('VALIDATION_ERROR', 'The Host header is malformed', [{ path: '/headers/host', message: 'must be a host name or IP address with an optional port' }])), {
-    status: 400,
-    headers: { 'content-type': 'application/json', connection: 'close' },
-  });
+  return new Response(
+    JSON.stringify(
+      errorBody('VALIDATION_ERROR', 'The Host header is malformed', [
+        { path: '/headers/host', message: 'must be a host name or IP address with an optional port' },
+      ]),
+    ),
+    {
+      status: 400,
+      headers: { 'content-type': 'application/json', connection: 'close' },
+    },
+  );
 }
-
 
 /** Requests in flight and when the last one ended: background work runs faster while idle. */
 export class RequestActivity {
@@ -102,17 +108,18 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
       const ms = performance.now() - started;
       options.observe?.(request.method, route, response.status, ms / 1000);
       // Access log: never the API key or any content text.
-      if (options.logger.isLevelEnabled('info')) options.logger.info(
-        {
-          requestId,
-          org: options.orgOf?.(request),
-          method: request.method,
-          route,
-          status: response.status,
-          ms: Math.round(ms * 100) / 100,
-        },
-        'request',
-      );
+      if (options.logger.isLevelEnabled('info'))
+        options.logger.info(
+          {
+            requestId,
+            org: options.orgOf?.(request),
+            method: request.method,
+            route,
+            status: response.status,
+            ms: Math.round(ms * 100) / 100,
+          },
+          'request',
+        );
       return response;
     },
   });

@@ -6,9 +6,16 @@ const MODES = ['full-text', 'semantic', 'hybrid'];
 const $ = (id) => document.getElementById(id);
 
 const session = {
-  get org() { return sessionStorage.getItem('kb-org') ?? ''; },
-  get key() { return sessionStorage.getItem('kb-key') ?? ''; },
-  save(org, key) { sessionStorage.setItem('kb-org', org); sessionStorage.setItem('kb-key', key); },
+  get org() {
+    return sessionStorage.getItem('kb-org') ?? '';
+  },
+  get key() {
+    return sessionStorage.getItem('kb-key') ?? '';
+  },
+  save(org, key) {
+    sessionStorage.setItem('kb-org', org);
+    sessionStorage.setItem('kb-key', key);
+  },
 };
 
 function authHeaders() {
@@ -120,7 +127,9 @@ function uploadFile(kbId, file, metadata, onProgress) {
     xhr.onerror = () => reject(new Error('network error'));
     xhr.onload = () => {
       let json = {};
-      try { json = JSON.parse(xhr.responseText); } catch {}
+      try {
+        json = JSON.parse(xhr.responseText);
+      } catch {}
       if (xhr.status >= 200 && xhr.status < 300) resolve(json.data);
       else reject(new Error(json.error ? `${json.error.code}: ${json.error.message}` : `HTTP ${xhr.status}`));
     };

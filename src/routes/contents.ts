@@ -4,7 +4,19 @@ import type { Metadata } from '../../engine';
 import { ApiError, invalid } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
-import { AnsweredMetadataFields, checkMetadata, checkNoControl, ContentCreatedSchema, API_ERRORS, errorAnswers, ListQuery, MetadataSchema, JSON_BODY, positiveInt, SuccessSchema } from '../schemas/common';
+import {
+  AnsweredMetadataFields,
+  checkMetadata,
+  checkNoControl,
+  ContentCreatedSchema,
+  API_ERRORS,
+  errorAnswers,
+  ListQuery,
+  MetadataSchema,
+  JSON_BODY,
+  positiveInt,
+  SuccessSchema,
+} from '../schemas/common';
 import { contentListView, contentView } from './views';
 import { requireEngine } from './guards';
 
@@ -37,11 +49,9 @@ const TextBody = t.Object(
   { additionalProperties: false, examples: [{ text: 'Refunds are issued within 14 days.', metadata: { team: 'billing' } }] },
 );
 
-
 const WaitQuery = t.Object({
   wait: t.Optional(t.String({ description: '`true`: answer once the item is ready or failed (bounded by WAIT_TIMEOUT_MS).' })),
 });
-
 
 export function parseWait(raw: string | undefined): boolean {
   if (raw === undefined || raw === 'false' || raw === '0') return false;
@@ -88,7 +98,13 @@ export const contentRoutes = (ctx: ServerContext) =>
         await engine.waitForContent(item, ctx.config.waitTimeoutMs);
         return { success: true as const, data: { id: item.id, status: item.status } };
       },
-      { body: TextBody, parse: JSON_BODY, query: WaitQuery, detail: { summary: 'Add content from text', tags: ['Contents'] }, response: { 201: ContentCreatedSchema, ...addErrors } },
+      {
+        body: TextBody,
+        parse: JSON_BODY,
+        query: WaitQuery,
+        detail: { summary: 'Add content from text', tags: ['Contents'] },
+        response: { 201: ContentCreatedSchema, ...addErrors },
+      },
     )
     .get(
       '/knowledge-bases/:id/contents/:contentId',
@@ -96,7 +112,10 @@ export const contentRoutes = (ctx: ServerContext) =>
         const item = requireEngine(ctx).getContent(org, params.id, params.contentId);
         return { success: true as const, data: contentView(item) };
       },
-      { detail: { summary: 'Get a content item', tags: ['Contents'] }, response: { 200: t.Object({ success: t.Literal(true), data: ContentSchema }), ...readErrors } },
+      {
+        detail: { summary: 'Get a content item', tags: ['Contents'] },
+        response: { 200: t.Object({ success: t.Literal(true), data: ContentSchema }), ...readErrors },
+      },
     )
     .put(
       '/knowledge-bases/:id/contents/:contentId',

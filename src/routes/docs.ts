@@ -5,7 +5,8 @@ import { Elysia } from 'elysia';
 import bundlePath from 'swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' };
 import cssPath from 'swagger-ui-dist/swagger-ui.css' with { type: 'file' };
 
-const asset = (path: string, type: string) => () => new Response(Bun.file(path), { headers: { 'content-type': type, 'cache-control': 'public, max-age=86400' } });
+const asset = (path: string, type: string) => () =>
+  new Response(Bun.file(path), { headers: { 'content-type': type, 'cache-control': 'public, max-age=86400' } });
 
 export const docsRoutes = (version: string) =>
   new Elysia({ name: 'docs' })
@@ -26,7 +27,7 @@ export const docsRoutes = (version: string) =>
             version,
             description:
               'Knowledge bases of an organization hold content items (text or uploaded files), chunked and indexed in the background, searched by full-text (BM25), semantic (cosine) and hybrid (weighted blend) search.\n\n' +
-              'Every `/api/v1` route needs both `x-service-api-key` and `x-service-organization-id`. Errors use the envelope `{ success: false, error: { code, message, details? } }` with the codes: 400 VALIDATION_ERROR, INVALID_JSON, KB_TYPE_IMMUTABLE, UNSUPPORTED_FILE_TYPE, EMPTY_FILE, NO_TEXT_EXTRACTED; 401 UNAUTHORIZED; 404 NOT_FOUND (also for another organization\'s resources and malformed ids); 405 METHOD_NOT_ALLOWED (with Allow); 413 PAYLOAD_TOO_LARGE; 429 RATE_LIMITED (with Retry-After); 500 INTERNAL (with a request id); 502 EXTRACTION_FAILED, EMBEDDING_FAILED; 503 NOT_READY.\n\n' +
+              "Every `/api/v1` route needs both `x-service-api-key` and `x-service-organization-id`. Errors use the envelope `{ success: false, error: { code, message, details? } }` with the codes: 400 VALIDATION_ERROR, INVALID_JSON, KB_TYPE_IMMUTABLE, UNSUPPORTED_FILE_TYPE, EMPTY_FILE, NO_TEXT_EXTRACTED; 401 UNAUTHORIZED; 404 NOT_FOUND (also for another organization's resources and malformed ids); 405 METHOD_NOT_ALLOWED (with Allow); 413 PAYLOAD_TOO_LARGE; 429 RATE_LIMITED (with Retry-After); 500 INTERNAL (with a request id); 502 EXTRACTION_FAILED, EMBEDDING_FAILED; 503 NOT_READY.\n\n" +
               'Choices beyond the contract: `?wait=true` on create, upload and update answers once the item is ready or failed (bounded); content reads add `status`, `error`, `chunkCount`, `updatedAt`, `source`; search hits add `contentId`, `metadata` and `page`; hybrid hits add `fullTextScore` and `semanticScore`, and `fusion: "rrf"` selects reciprocal rank fusion; ordering is score descending then chunk id ascending.',
           },
           components: {

@@ -2,8 +2,21 @@ import { Elysia, t } from 'elysia';
 import { ApiError } from '../errors';
 import type { ServerContext } from '../http/context';
 import { orgContext } from '../http/auth';
-import { CreatedSchema, DescriptionSchema, API_ERRORS, errorAnswers, JSON_BODY, ListQuery, literalUnion, NameSchema, positiveInt, SuccessSchema, storedDescription, storedName } from '../schemas/common';
-import { configForType, KB_TYPES, type KbType } from '../kb-types';
+import {
+  CreatedSchema,
+  DescriptionSchema,
+  API_ERRORS,
+  errorAnswers,
+  JSON_BODY,
+  ListQuery,
+  literalUnion,
+  NameSchema,
+  positiveInt,
+  SuccessSchema,
+  storedDescription,
+  storedName,
+} from '../schemas/common';
+import { configForType, KB_TYPES } from '../kb-types';
 import { configurationView, knowledgeBaseView } from './views';
 import { requireEngine } from './guards';
 import { ReembedProgressSchema } from './reembed';
@@ -17,7 +30,8 @@ const KnowledgeBaseSchema = t.Object({
   description: t.String(),
   activeKnowledgeBaseConfigurationId: t.String(),
   embeddingModel: t.String({
-    description: 'The embedding model its vectors come from (embedding.model of its active configuration; it changes when the knowledge base is re-embedded): a Hugging Face id, universal-sentence-encoder-lite, or the model of an http endpoint.',
+    description:
+      'The embedding model its vectors come from (embedding.model of its active configuration; it changes when the knowledge base is re-embedded): a Hugging Face id, universal-sentence-encoder-lite, or the model of an http endpoint.',
     examples: ['Xenova/all-MiniLM-L6-v2'],
   }),
   createdAt: t.String({ format: 'date-time' }),
@@ -30,7 +44,9 @@ const IngestionSchema = t.Object(
     contents: t.Object({ pending: count, processing: count, ready: count, failed: count }, { description: 'Content items by status.' }),
     chunksWaiting: t.Integer({ minimum: 0, description: 'Chunks of the pending and processing items, estimated from their text length.' }),
     chunksPerSecond: t.Number({ minimum: 0, description: 'Chunks indexed per second over the last minute.' }),
-    etaSeconds: t.Union([t.Integer({ minimum: 0 }), t.Null()], { description: 'Seconds until what waits is indexed at that pace; 0 when nothing waits, null before there is a pace.' }),
+    etaSeconds: t.Union([t.Integer({ minimum: 0 }), t.Null()], {
+      description: 'Seconds until what waits is indexed at that pace; 0 when nothing waits, null before there is a pace.',
+    }),
   },
   { description: 'Ingestion progress of this knowledge base.' },
 );
@@ -53,7 +69,10 @@ const ConfigurationSchema = t.Object({
   bm25: t.Object({ k1: t.Number(), b: t.Number() }),
   hnsw: t.Object({ connectivity: Type.Integer(), expansionAdd: Type.Integer(), expansionSearch: Type.Integer() }),
   modalities: t.Array(t.String()),
-  analyzer: Type.Integer({ minimum: 1, description: 'Version of the text analysis its full-text index was built with (a newer one re-embeds the knowledge base).' }),
+  analyzer: Type.Integer({
+    minimum: 1,
+    description: 'Version of the text analysis its full-text index was built with (a newer one re-embeds the knowledge base).',
+  }),
   createdAt: t.String(),
   warning: t.Optional(t.String({ description: 'Present when a high-quality knowledge base is served by the small Universal Sentence Encoder Lite.' })),
 });
@@ -65,7 +84,7 @@ const createErrors = errorAnswers(...API_ERRORS, 400, 403, 408, 413);
 const updateErrors = errorAnswers(...API_ERRORS, 400, 404, 408, 413);
 
 export const knowledgeBaseRoutes = (ctx: ServerContext) =>
-  new Elysia({ name: "knowledge-bases" })
+  new Elysia({ name: 'knowledge-bases' })
     .use(orgContext)
     .get(
       '/knowledge-bases',
@@ -77,7 +96,10 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
       },
       {
         query: ListQuery,
-        detail: { summary: 'List knowledge bases of the organization, oldest first (page, limit ≤ 100, default 100; total counts all)', tags: ['Knowledge bases'] },
+        detail: {
+          summary: 'List knowledge bases of the organization, oldest first (page, limit ≤ 100, default 100; total counts all)',
+          tags: ['Knowledge bases'],
+        },
         response: { 200: t.Object({ success: t.Literal(true), data: t.Array(KnowledgeBaseSchema), total: Type.Integer({ minimum: 0 }) }), ...listErrors },
       },
     )
@@ -109,11 +131,23 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
       ({ org, params }) => {
         const engine = requireEngine(ctx);
         const kb = engine.getKnowledgeBase(org, params.id);
-        return { success: true as const, data: { ...knowledgeBaseView(kb), ingestion: engine.ingestionProgress(org, params.id), reembedding: engine.reembedProgress(org, params.id) ?? null } };
+        return {
+          success: true as const,
+          data: { ...knowledgeBaseView(kb), ingestion: engine.ingestionProgress(org, params.id), reembedding: engine.reembedProgress(org, params.id) ?? null },
+        };
       },
       {
-        detail: { summary: 'Get a knowledge base, with its ingestion progress (and re-embedding progress while it moves to another model)', tags: ['Knowledge bases'] },
-        response: { 200: t.Object({ success: t.Literal(true), data: t.Composite([KnowledgeBaseSchema, t.Object({ ingestion: IngestionSchema, reembedding: t.Union([ReembedProgressSchema, t.Null()]) })]) }), ...readErrors },
+        detail: {
+          summary: 'Get a knowledge base, with its ingestion progress (and re-embedding progress while it moves to another model)',
+          tags: ['Knowledge bases'],
+        },
+        response: {
+          200: t.Object({
+            success: t.Literal(true),
+            data: t.Composite([KnowledgeBaseSchema, t.Object({ ingestion: IngestionSchema, reembedding: t.Union([ReembedProgressSchema, t.Null()]) })]),
+          }),
+          ...readErrors,
+        },
       },
     )
     .get(
@@ -122,7 +156,10 @@ export const knowledgeBaseRoutes = (ctx: ServerContext) =>
         const kb = requireEngine(ctx).getKnowledgeBase(org, params.id);
         return { success: true as const, data: configurationView(kb) };
       },
-      { detail: { summary: 'Read the active configuration (the one searches use: activeKnowledgeBaseConfigurationId)', tags: ['Knowledge bases'] }, response: { 200: t.Object({ success: t.Literal(true), data: ConfigurationSchema }), ...readErrors } },
+      {
+        detail: { summary: 'Read the active configuration (the one searches use: activeKnowledgeBaseConfigurationId)', tags: ['Knowledge bases'] },
+        response: { 200: t.Object({ success: t.Literal(true), data: ConfigurationSchema }), ...readErrors },
+      },
     )
     .put(
       '/knowledge-bases/:id',

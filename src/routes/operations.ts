@@ -19,7 +19,10 @@ const ReadySchema = t.Object({
   reembedding: t.Optional(
     t.Object(
       { knowledgeBases: t.Integer({ minimum: 0 }), done: t.Integer({ minimum: 0 }), total: t.Integer({ minimum: 0 }) },
-      { description: 'Present while knowledge bases are re-embedded for the model now serving their type: how many, and their items built so far of all (searches answer from the old configuration meanwhile).' },
+      {
+        description:
+          'Present while knowledge bases are re-embedded for the model now serving their type: how many, and their items built so far of all (searches answer from the old configuration meanwhile).',
+      },
     ),
   ),
   cluster: t.Optional(
@@ -27,7 +30,7 @@ const ReadySchema = t.Object({
       {
         nodeId: t.String(),
         appliedSeq: t.Integer({ description: 'The newest log record applied on this node.' }),
-        streamSeq: t.Integer({ description: 'The newest record in the cluster\'s log stream.' }),
+        streamSeq: t.Integer({ description: "The newest record in the cluster's log stream." }),
         lag: t.Integer({ description: 'Records not yet applied here; above CLUSTER_MAX_LAG the node answers 503.' }),
         jobsWaiting: t.Integer({ description: 'Indexing jobs queued in the cluster, not yet taken by a node.' }),
         jobsHere: t.Integer({ description: 'Items this node is indexing or has taken to index.' }),
@@ -38,7 +41,8 @@ const ReadySchema = t.Object({
         liveNodeCount: t.Integer({ minimum: 0, description: 'Nodes announcing themselves alive, this one included.' }),
         liveNodes: t.Optional(
           t.Array(t.Object({ nodeId: t.String(), url: t.String(), shards: t.Array(t.Integer({ minimum: 0 })) }), {
-            description: 'With READY_DETAILS=true only (the answer needs no key): the live nodes, where they answer and the shards they hold; requests about knowledge bases of shards not held here go to them.',
+            description:
+              'With READY_DETAILS=true only (the answer needs no key): the live nodes, where they answer and the shards they hold; requests about knowledge bases of shards not held here go to them.',
           }),
         ),
       },
@@ -63,7 +67,12 @@ export const operationRoutes = (ctx: ServerContext) =>
         detail: {
           summary: 'Prometheus metrics (text exposition format)',
           ...open,
-          responses: { 200: { description: 'Metrics in the Prometheus text format', content: { 'text/plain': { schema: { type: 'string' }, example: '# TYPE kb_contents gauge\nkb_contents{status="ready"} 42\n' } } } },
+          responses: {
+            200: {
+              description: 'Metrics in the Prometheus text format',
+              content: { 'text/plain': { schema: { type: 'string' }, example: '# TYPE kb_contents gauge\nkb_contents{status="ready"} 42\n' } },
+            },
+          },
         },
       },
     )
@@ -72,7 +81,7 @@ export const operationRoutes = (ctx: ServerContext) =>
       async () => {
         const reasons = ctx.notReady();
         const engine = ctx.engine();
-        let cluster;
+        let cluster: Record<string, unknown> | undefined;
         if (engine && ctx.config.cluster) {
           // A node far behind the log, or cut off from it, answers stale reads: a load balancer should skip it.
           const status = await engine.replication().catch((err: Error) => void reasons.push(`the cluster's log is unreachable: ${err.message}`));
@@ -84,7 +93,15 @@ export const operationRoutes = (ctx: ServerContext) =>
           }
         }
         if (reasons.length > 0 || !engine) {
-          return json(503, errorBody('NOT_READY', `Not ready: ${reasons.join('; ')}`, reasons.map((r) => ({ path: '/', message: r }))), { 'retry-after': '1' });
+          return json(
+            503,
+            errorBody(
+              'NOT_READY',
+              `Not ready: ${reasons.join('; ')}`,
+              reasons.map((r) => ({ path: '/', message: r })),
+            ),
+            { 'retry-after': '1' },
+          );
         }
         const reembedding = engine.reembedSummary();
         return json(200, {

@@ -21,14 +21,18 @@ export const ReembedProgressSchema = t.Object(
     etaSeconds: t.Union([count, t.Null()], { description: 'Seconds until complete at that pace; null before there is a pace.' }),
     startedAt: t.String({ format: 'date-time' }),
   },
-  { description: 'Re-embedding under way: items whose newest version is built for the new configuration, of all items. Searches answer from the active configuration until it is complete.' },
+  {
+    description:
+      'Re-embedding under way: items whose newest version is built for the new configuration, of all items. Searches answer from the active configuration until it is complete.',
+  },
 );
 
 const ReembedAnswer = t.Object({
   success: t.Literal(true),
   data: t.Object({
     status: t.Union([t.Literal('started'), t.Literal('running'), t.Literal('current')], {
-      description: 'started: a build of the configuration the type gets now began; running: it was under way already; current: the knowledge base indexes that way already (nothing to do; a build of another configuration, if any, was cancelled).',
+      description:
+        'started: a build of the configuration the type gets now began; running: it was under way already; current: the knowledge base indexes that way already (nothing to do; a build of another configuration, if any, was cancelled).',
     }),
     activeKnowledgeBaseConfigurationId: t.String(),
     reembedding: t.Union([ReembedProgressSchema, t.Null()]),
@@ -44,7 +48,11 @@ export const reembedRoutes = (ctx: ServerContext) =>
       const status = await engine.reembed(org, params.id, configForType(kb.type as KbType, ctx.config, ctx.embeddings));
       return {
         success: true as const,
-        data: { status, activeKnowledgeBaseConfigurationId: engine.getKnowledgeBase(org, params.id).config.id, reembedding: engine.reembedProgress(org, params.id) ?? null },
+        data: {
+          status,
+          activeKnowledgeBaseConfigurationId: engine.getKnowledgeBase(org, params.id).config.id,
+          reembedding: engine.reembedProgress(org, params.id) ?? null,
+        },
       };
     },
     {

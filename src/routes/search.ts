@@ -22,8 +22,18 @@ export const SearchResponse = t.Object({ success: t.Literal(true), data: t.Array
 /** The request bodies of the three searches, bounded by the server's limits (MAX_QUERY_CHARS, MAX_SEARCH_LIMIT). */
 function searchBodies(limits: Pick<Config['limits'], 'maxQueryChars' | 'maxSearchLimit'>) {
   const baseFields = {
-    query: t.String({ minLength: 1, maxLength: limits.maxQueryChars, description: `Non-empty after trimming, at most ${limits.maxQueryChars.toLocaleString('en-US')} characters.` }),
-    limit: t.Optional(StrictInteger({ minimum: 1, maximum: limits.maxSearchLimit, description: `Maximum number of hits (chunks), 1–${limits.maxSearchLimit} (default ${Math.min(10, limits.maxSearchLimit)}).` })),
+    query: t.String({
+      minLength: 1,
+      maxLength: limits.maxQueryChars,
+      description: `Non-empty after trimming, at most ${limits.maxQueryChars.toLocaleString('en-US')} characters.`,
+    }),
+    limit: t.Optional(
+      StrictInteger({
+        minimum: 1,
+        maximum: limits.maxSearchLimit,
+        description: `Maximum number of hits (chunks), 1–${limits.maxSearchLimit} (default ${Math.min(10, limits.maxSearchLimit)}).`,
+      }),
+    ),
     metadataFilter: t.Optional(MetadataFilterSchema),
   };
 
@@ -40,9 +50,7 @@ function searchBodies(limits: Pick<Config['limits'], 'maxQueryChars' | 'maxSearc
   const HybridBody = t.Object(
     {
       ...baseFields,
-      semanticWeight: t.Optional(
-        Type.Number({ minimum: 0, maximum: 1, description: '0 = full-text ranking only, 1 = semantic ranking only (default 0.5).' }),
-      ),
+      semanticWeight: t.Optional(Type.Number({ minimum: 0, maximum: 1, description: '0 = full-text ranking only, 1 = semantic ranking only (default 0.5).' })),
       fusion: t.Optional(
         t.Union([t.Literal('weighted'), t.Literal('rrf')], {
           description:
@@ -62,8 +70,12 @@ const HybridHitSchema = t.Object({
   contentId: t.String(),
   ...AnsweredMetadataFields,
   page: t.Optional(Type.Integer({ minimum: 1, description: 'Page of the source file the chunk came from (PDF uploads).' })),
-  fullTextScore: t.Number({ description: 'The score full-text search gives the chunk: its BM25, raised toward the BM25 of its whole content item (0 when no term matches).' }),
-  semanticScore: t.Optional(t.Number({ description: 'Cosine similarity of the chunk to the query (absent at semanticWeight 0, where no query embedding is made).' })),
+  fullTextScore: t.Number({
+    description: 'The score full-text search gives the chunk: its BM25, raised toward the BM25 of its whole content item (0 when no term matches).',
+  }),
+  semanticScore: t.Optional(
+    t.Number({ description: 'Cosine similarity of the chunk to the query (absent at semanticWeight 0, where no query embedding is made).' }),
+  ),
 });
 
 export const HybridResponse = t.Object({ success: t.Literal(true), data: t.Array(HybridHitSchema) });
@@ -74,7 +86,10 @@ export const HybridResponse = t.Object({ success: t.Literal(true), data: t.Array
 const searchAnswer = { 200: SearchResponse };
 const hybridAnswer = { 200: HybridResponse };
 
-export function readSearch(body: { query: string; limit?: number; metadataFilter?: unknown }, limits: Pick<Config['limits'], 'maxQueryChars' | 'maxSearchLimit'>) {
+export function readSearch(
+  body: { query: string; limit?: number; metadataFilter?: unknown },
+  limits: Pick<Config['limits'], 'maxQueryChars' | 'maxSearchLimit'>,
+) {
   const query = trimmed(body.query, '/query', limits.maxQueryChars);
   checkFilter(body.metadataFilter as MetadataFilter | undefined);
   return { query, limit: body.limit ?? Math.min(10, limits.maxSearchLimit), filter: body.metadataFilter as MetadataFilter | undefined };
@@ -89,22 +104,23 @@ export const searchRoutes = (ctx: ServerContext) => {
   return new Elysia({ name: 'search' })
     .use(orgContext)
     .post(
-    '/knowledge-bases/:id/search/full-text',
-    ({ org, params, body }) => {
-      const hits = requireEngine(ctx).searchFullText(org, params.id, read(body));
-      return { success: true as const, data: hits.map(hitView) };
-    },
-    {
-      body: FullTextBody,
-      parse: JSON_BODY,
-      detail: {
-        summary: 'Keyword search (BM25); scores are unbounded',
-        description: "BM25 with the content items as the collection: an item's best chunk scores the higher of its own BM25 and its whole item's, so a title and a body that chunking split count together; the item's other chunks keep their own BM25; a chunk no query term matches is not a hit.",
-        tags: ['Search'],
+      '/knowledge-bases/:id/search/full-text',
+      ({ org, params, body }) => {
+        const hits = requireEngine(ctx).searchFullText(org, params.id, read(body));
+        return { success: true as const, data: hits.map(hitView) };
       },
-      response: { ...searchAnswer, ...errors },
-    },
-  )
+      {
+        body: FullTextBody,
+        parse: JSON_BODY,
+        detail: {
+          summary: 'Keyword search (BM25); scores are unbounded',
+          description:
+            "BM25 with the content items as the collection: an item's best chunk scores the higher of its own BM25 and its whole item's, so a title and a body that chunking split count together; the item's other chunks keep their own BM25; a chunk no query term matches is not a hit.",
+          tags: ['Search'],
+        },
+        response: { ...searchAnswer, ...errors },
+      },
+    )
     .post(
       '/knowledge-bases/:id/search/semantic',
       async ({ org, params, body }) => {
@@ -128,7 +144,11 @@ export const searchRoutes = (ctx: ServerContext) => {
         });
         return {
           success: true as const,
-          data: hits.map((h) => ({ ...hitView(h), fullTextScore: h.fullTextScore, ...(h.semanticScore !== undefined ? { semanticScore: h.semanticScore } : {}) })),
+          data: hits.map((h) => ({
+            ...hitView(h),
+            fullTextScore: h.fullTextScore,
+            ...(h.semanticScore !== undefined ? { semanticScore: h.semanticScore } : {}),
+          })),
         };
       },
       {

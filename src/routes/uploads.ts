@@ -32,7 +32,10 @@ export const uploadRoutes = (ctx: ServerContext, uploads: UploadService) =>
               schema: {
                 type: 'object',
                 required: ['file'],
-                properties: { file: { type: 'string', format: 'binary' }, metadata: { type: 'string', description: 'JSON object, validated like the text route\'s metadata' } },
+                properties: {
+                  file: { type: 'string', format: 'binary' },
+                  metadata: { type: 'string', description: "JSON object, validated like the text route's metadata" },
+                },
               },
             },
           },

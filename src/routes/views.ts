@@ -21,7 +21,10 @@ const bounded = new WeakMap<Metadata, { metadata: Metadata; truncated: boolean }
 export function answerMetadata(metadata: Metadata): { metadata: Metadata; truncated: boolean } {
   let answer = bounded.get(metadata);
   if (answer) return answer;
-  if (Buffer.byteLength(JSON.stringify(metadata), 'utf8') <= MAX_METADATA_JSON_BYTES && Object.values(metadata).every((v) => !Array.isArray(v) || v.length <= MAX_METADATA_ARRAY)) {
+  if (
+    Buffer.byteLength(JSON.stringify(metadata), 'utf8') <= MAX_METADATA_JSON_BYTES &&
+    Object.values(metadata).every((v) => !Array.isArray(v) || v.length <= MAX_METADATA_ARRAY)
+  ) {
     answer = { metadata, truncated: false };
   } else {
     // Keys in order while they fit; of an array, its first strings that fit.
@@ -71,7 +74,19 @@ export function knowledgeBaseView(kb: KnowledgeBaseRecord) {
 export function configurationView(kb: KnowledgeBaseRecord) {
   const { id, type, embedding, chunking, bm25, hnsw, modalities, createdAt } = kb.config;
   const warning = useLiteFallback(type, embedding);
-  return { id, knowledgeBaseId: kb.id, type, embedding, chunking, bm25, hnsw, modalities, analyzer: analyzerOf(kb.config), createdAt, ...(warning ? { warning } : {}) };
+  return {
+    id,
+    knowledgeBaseId: kb.id,
+    type,
+    embedding,
+    chunking,
+    bm25,
+    hnsw,
+    modalities,
+    analyzer: analyzerOf(kb.config),
+    createdAt,
+    ...(warning ? { warning } : {}),
+  };
 }
 
 /** `metadata`, plus `metadataTruncated: true` when the stored metadata is over the limits. */

@@ -32,7 +32,9 @@ export const MetadataSchema = t.Record(t.String(), MetadataValueSchema, {
 export const AnsweredMetadataFields = {
   metadata: t.Record(t.String(), t.Any()),
   metadataTruncated: t.Optional(
-    t.Literal(true, { description: `Present when the item was stored before today's metadata limits and its metadata is over them: this answer carries the part within them (at most ${MAX_METADATA_JSON_BYTES} bytes as JSON).` }),
+    t.Literal(true, {
+      description: `Present when the item was stored before today's metadata limits and its metadata is over them: this answer carries the part within them (at most ${MAX_METADATA_JSON_BYTES} bytes as JSON).`,
+    }),
   ),
 };
 
@@ -122,8 +124,13 @@ export const ErrorSchema = t.Object({
 /** What each error status means on this API, with an example answer (the OpenAPI document shows both). */
 const ERROR_STATUSES = {
   400: {
-    description: 'Invalid request: VALIDATION_ERROR (one details entry per problem), INVALID_JSON, KB_TYPE_IMMUTABLE, UNSUPPORTED_FILE_TYPE, EMPTY_FILE or NO_TEXT_EXTRACTED.',
-    error: { code: 'VALIDATION_ERROR', message: 'Invalid request body', details: [{ path: '/name', message: 'must be a string of 1 to 255 characters; got 42' }] },
+    description:
+      'Invalid request: VALIDATION_ERROR (one details entry per problem), INVALID_JSON, KB_TYPE_IMMUTABLE, UNSUPPORTED_FILE_TYPE, EMPTY_FILE or NO_TEXT_EXTRACTED.',
+    error: {
+      code: 'VALIDATION_ERROR',
+      message: 'Invalid request body',
+      details: [{ path: '/name', message: 'must be a string of 1 to 255 characters; got 42' }],
+    },
   },
   401: {
     description: 'The x-service-api-key and x-service-organization-id headers are missing, or the key is not valid for the organization.',
@@ -131,14 +138,19 @@ const ERROR_STATUSES = {
   },
   403: {
     description: 'QUOTA_EXCEEDED: the organization holds as many knowledge bases or content items as it may.',
-    error: { code: 'QUOTA_EXCEEDED', message: 'Quota reached: knowledgeBases', details: [{ path: '/', message: 'at most 100 knowledge bases per organization' }] },
+    error: {
+      code: 'QUOTA_EXCEEDED',
+      message: 'Quota reached: knowledgeBases',
+      details: [{ path: '/', message: 'at most 100 knowledge bases per organization' }],
+    },
   },
   404: {
     description: 'No such knowledge base or content item in this organization (also for malformed ids and for those of other organizations).',
     error: { code: 'NOT_FOUND', message: 'Knowledge base not found' },
   },
   408: {
-    description: 'REQUEST_TIMEOUT: the request body (JSON, or an upload within UPLOAD_RECEIVE_TIMEOUT_S) did not arrive in time; the connection is closed after this answer.',
+    description:
+      'REQUEST_TIMEOUT: the request body (JSON, or an upload within UPLOAD_RECEIVE_TIMEOUT_S) did not arrive in time; the connection is closed after this answer.',
     error: { code: 'REQUEST_TIMEOUT', message: 'The upload was not received within 90 s; send it faster or in smaller pieces' },
   },
   413: {
@@ -190,12 +202,18 @@ export const CreatedSchema = t.Object({
 /** A new content item: with `?wait=true`, also where its indexing ended. */
 export const ContentCreatedSchema = t.Object({
   success: t.Literal(true),
-  data: t.Object({ id: t.String(), status: t.Optional(t.Union([t.Literal('pending'), t.Literal('processing'), t.Literal('ready'), t.Literal('failed')], { description: 'With ?wait=true: ready or failed (or pending/processing if the wait timed out).' })) }),
+  data: t.Object({
+    id: t.String(),
+    status: t.Optional(
+      t.Union([t.Literal('pending'), t.Literal('processing'), t.Literal('ready'), t.Literal('failed')], {
+        description: 'With ?wait=true: ready or failed (or pending/processing if the wait timed out).',
+      }),
+    ),
+  }),
 });
 
 /** An integer field that rejects numeric strings (Elysia's t.Integer would coerce "5"). */
-export const StrictInteger = (options: { minimum?: number; maximum?: number; default?: number; description?: string }) =>
-  Type.Integer(options);
+export const StrictInteger = (options: { minimum?: number; maximum?: number; default?: number; description?: string }) => Type.Integer(options);
 
 /** Names: 1–256 characters after trimming (checked by `trimmed`); the schema only bounds input. */
 export const NameSchema = t.String({ maxLength: 1024, description: '1–256 characters after trimming.', examples: ['Support articles'] });
@@ -228,5 +246,8 @@ export const JSON_BODY = 'application/json' as const;
  * of literals; its type a one-member tuple of their union, which Elysia maps to that union).
  */
 export function literalUnion<const T extends readonly string[]>(values: T, options?: SchemaOptions): TUnion<[TLiteral<T[number]>]> {
-  return t.Union(values.map((v) => t.Literal(v)), options) as TUnion<[TLiteral<T[number]>]>;
+  return t.Union(
+    values.map((v) => t.Literal(v)),
+    options,
+  ) as TUnion<[TLiteral<T[number]>]>;
 }

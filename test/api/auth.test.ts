@@ -17,7 +17,12 @@ beforeAll(async () => {
   const res = await server.api('POST', `${API}/knowledge-bases`, { name: 'Theirs', description: 'foreign', type: 'TEXT_COST_EFFECTIVE' }, other);
   expect(res.status).toBe(201);
   foreignKb = res.body.data.id;
-  const c = await server.api('POST', `${API}/knowledge-bases/${foreignKb}/contents?wait=true`, { text: 'secret falcon plans', metadata: { owner: 'them' } }, other);
+  const c = await server.api(
+    'POST',
+    `${API}/knowledge-bases/${foreignKb}/contents?wait=true`,
+    { text: 'secret falcon plans', metadata: { owner: 'them' } },
+    other,
+  );
   expect(c.body.data.status).toBe('ready');
   foreignContent = c.body.data.id;
 });
@@ -54,8 +59,8 @@ const BAD_AUTH: [string, { org?: string; key?: string } | null][] = [
   ['key header missing', { org: ORG }],
   ['organization header missing', { key: KEY }],
   ['wrong key', { org: ORG, key: 'not-the-key' }],
-  ['another org\'s valid key with this org\'s id', { org: ORG, key: OTHER_KEY }],
-  ['this org\'s key with another org\'s id', { org: OTHER_ORG, key: KEY }],
+  ["another org's valid key with this org's id", { org: ORG, key: OTHER_KEY }],
+  ["this org's key with another org's id", { org: OTHER_ORG, key: KEY }],
   ['unknown organization', { org: 'org_nobody', key: KEY }],
   ['empty header values', { org: '', key: '' }],
   ['key with a different case', { org: ORG, key: KEY.toUpperCase() }],
@@ -127,7 +132,7 @@ describe('401 UNAUTHORIZED on every /api/v1 route', () => {
 describe('organization isolation', () => {
   const kbPath = () => `${API}/knowledge-bases/${foreignKb}`;
 
-  test('another org\'s KB is 404 on get, put, delete, configuration, contents and search — and stays intact', async () => {
+  test("another org's KB is 404 on get, put, delete, configuration, contents and search — and stays intact", async () => {
     const theirsBefore = await server.api('GET', kbPath(), undefined, other);
     expect(theirsBefore.status).toBe(200);
     const calls: [string, string, unknown][] = [
@@ -154,19 +159,19 @@ describe('organization isolation', () => {
     expect(theirContents.body.total).toBe(1);
   });
 
-  test('a PUT with the wrong type on another org\'s KB is 404, not KB_TYPE_IMMUTABLE (existence is not revealed)', async () => {
+  test("a PUT with the wrong type on another org's KB is 404, not KB_TYPE_IMMUTABLE (existence is not revealed)", async () => {
     const res = await server.api('PUT', kbPath(), { name: 'x', type: 'TEXT_HIGH_QUALITY' });
     expectError(res, 404, 'NOT_FOUND');
   });
 
-  test('the 404 for another org\'s KB is identical to the 404 for a KB that does not exist', async () => {
+  test("the 404 for another org's KB is identical to the 404 for a KB that does not exist", async () => {
     const foreign = await server.api('GET', kbPath());
     const missing = await server.api('GET', `${API}/knowledge-bases/kb_${'0'.repeat(16)}${'b'.repeat(12)}`);
     expect(foreign.status).toBe(missing.status);
     expect(foreign.body).toEqual(missing.body);
   });
 
-  test('another org\'s KB is not listed, and ours is not listed for them', async () => {
+  test("another org's KB is not listed, and ours is not listed for them", async () => {
     const mine = await server.api('GET', `${API}/knowledge-bases`);
     expect(mine.body.data.map((k: { id: string }) => k.id)).not.toContain(foreignKb);
     expect(mine.body.data.map((k: { id: string }) => k.id)).toContain(kb);
@@ -175,7 +180,7 @@ describe('organization isolation', () => {
     expect(theirs.body.data.map((k: { id: string }) => k.id)).not.toContain(kb);
   });
 
-  test('content of another org\'s KB is 404 on get, put and delete, and stays intact', async () => {
+  test("content of another org's KB is 404 on get, put and delete, and stays intact", async () => {
     const p = `${API}/knowledge-bases/${foreignKb}/contents/${foreignContent}`;
     expectError(await server.api('GET', p), 404, 'NOT_FOUND');
     expectError(await server.api('PUT', p, { text: 'overwritten by ORG' }), 404, 'NOT_FOUND');

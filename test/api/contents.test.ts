@@ -8,10 +8,7 @@ let server: InProcessServer;
 let small: InProcessServer; // MAX_TEXT_BYTES=1000, MAX_JSON_BODY_BYTES=2048
 
 beforeAll(async () => {
-  [server, small] = await Promise.all([
-    InProcessServer.start(),
-    InProcessServer.start({ env: { MAX_TEXT_BYTES: '1000', MAX_JSON_BODY_BYTES: '2048' } }),
-  ]);
+  [server, small] = await Promise.all([InProcessServer.start(), InProcessServer.start({ env: { MAX_TEXT_BYTES: '1000', MAX_JSON_BODY_BYTES: '2048' } })]);
 });
 
 afterAll(async () => {
@@ -116,7 +113,7 @@ describe('POST /knowledge-bases/:id/contents', () => {
     }
   });
 
-  test('unknown, malformed, or another KB\'s content id → 404 NOT_FOUND', async () => {
+  test("unknown, malformed, or another KB's content id → 404 NOT_FOUND", async () => {
     const kbA = await createKb(server, 'A');
     const kbB = await createKb(server, 'B');
     const inA = await addContent(server, kbA, 'belongs to A');

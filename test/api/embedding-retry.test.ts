@@ -162,6 +162,10 @@ describe('re-indexing failed items', () => {
   test('unknown item or knowledge base → 404; another organization → 404', async () => {
     expectError(await server.api('POST', `${API}/knowledge-bases/${kb}/contents/ct_nope/reindex`), 404, 'NOT_FOUND');
     expectError(await server.api('POST', `${API}/knowledge-bases/kb_nope/reindex-failed`), 404, 'NOT_FOUND');
-    expectError(await server.api('POST', `${API}/knowledge-bases/${kb}/reindex-failed`, undefined, { org: 'org_other', key: 'other-key-9876543210' }), 404, 'NOT_FOUND');
+    expectError(
+      await server.api('POST', `${API}/knowledge-bases/${kb}/reindex-failed`, undefined, { org: 'org_other', key: 'other-key-9876543210' }),
+      404,
+      'NOT_FOUND',
+    );
   });
 });

@@ -75,7 +75,10 @@ function matchesFilter(metadata: Record<string, unknown>, filter: Record<string,
 // --- a knowledge base mixing texts found by keyword and texts found by meaning ------------------
 
 const DOCS = {
-  refund: { text: 'Refunds: purchases can be returned within 30 days for reimbursement to the original payment method.', metadata: { topic: 'refund', group: 'a', tags: ['billing'] } },
+  refund: {
+    text: 'Refunds: purchases can be returned within 30 days for reimbursement to the original payment method.',
+    metadata: { topic: 'refund', group: 'a', tags: ['billing'] },
+  },
   money: { text: 'Money back guarantee applies to electronics only.', metadata: { topic: 'money', group: 'b', tags: ['billing', 'legal'] } },
   cat: { text: 'A cat sat on the mat.', metadata: { topic: 'cat', group: 'a', tags: ['pets'] } },
   rugsale: { text: 'Handmade rugs are on sale this week at half price.', metadata: { topic: 'rugsale', group: 'b', tags: ['shop'] } },
@@ -233,7 +236,7 @@ describe('scores', () => {
     expect((await hybrid(kb, { query, limit: 2, semanticWeight: 1 })).map((h) => h.contentId)).toEqual(sem.map((h) => h.contentId));
   });
 
-  test('the keyword-only match is not lifted to 1 by being the only one: (1 − w)·BM25 / the query\'s maximum BM25 + w·cosine', async () => {
+  test("the keyword-only match is not lifted to 1 by being the only one: (1 − w)·BM25 / the query's maximum BM25 + w·cosine", async () => {
     const query = 'automobile maintenance';
     // Only the building text matches a keyword ("maintenance"); "automobile" occurs nowhere.
     const ft = await search(kb, 'full-text', { query, limit: 100 });
@@ -280,7 +283,11 @@ describe('fusion recomputed from the legs', () => {
       }
       const ftScore = new Map(ft.map((h) => [h.id, h.score]));
       const chunks = sem.map((h) => h.id);
-      const scale = maxBm25(query, TEXTS.map((t) => new Set(analyze(t))), await k1Of(coffee));
+      const scale = maxBm25(
+        query,
+        TEXTS.map((t) => new Set(analyze(t))),
+        await k1Of(coffee),
+      );
       const normSem = sem.map((h) => h.score);
       const normFt = chunks.map((id) => (ftScore.get(id) ?? 0) / scale);
       for (const v of normFt) expect(v).toBeLessThan(1);
@@ -308,7 +315,8 @@ describe('metadataFilter in both legs', () => {
         for (const semanticWeight of [0, 0.3, 0.5, 0.7, 1]) {
           for (const fusion of ['weighted', 'rrf']) {
             const hits = await hybrid(kb, { query, metadataFilter, semanticWeight, fusion, limit: 100 });
-            for (const h of hits) expect({ filter: metadataFilter, metadata: h.metadata, ok: matchesFilter(h.metadata, metadataFilter) }).toMatchObject({ ok: true });
+            for (const h of hits)
+              expect({ filter: metadataFilter, metadata: h.metadata, ok: matchesFilter(h.metadata, metadataFilter) }).toMatchObject({ ok: true });
             hitsSeen += hits.length;
           }
         }

@@ -330,7 +330,7 @@ describe('DELETE /knowledge-bases/:id', () => {
 });
 
 describe('malformed and unknown ids → 404 NOT_FOUND', () => {
-  const ids = ['nope', 'kb_', 'kb_xyz', unknownId('kb'), unknownId('ct'), 'KB_' + '0'.repeat(28), '%20', 'kb_' + 'f'.repeat(40)];
+  const ids = ['nope', 'kb_', 'kb_xyz', unknownId('kb'), unknownId('ct'), `KB_${'0'.repeat(28)}`, '%20', `kb_${'f'.repeat(40)}`];
   for (const id of ids) {
     test(`id "${id}"`, async () => {
       const p = `${API}/knowledge-bases/${id}`;

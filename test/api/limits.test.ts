@@ -12,7 +12,15 @@ const QUERY_CHARS = 64;
 const SEARCH_LIMIT = 20;
 
 beforeAll(async () => {
-  server = await InProcessServer.start({ env: { MAX_QUERY_CHARS: String(QUERY_CHARS), MAX_SEARCH_LIMIT: String(SEARCH_LIMIT), LIST_TEXT_CHARS: '50', MAX_KNOWLEDGE_BASES_PER_ORG: '3', MAX_CONTENTS_PER_ORG: '4' } });
+  server = await InProcessServer.start({
+    env: {
+      MAX_QUERY_CHARS: String(QUERY_CHARS),
+      MAX_SEARCH_LIMIT: String(SEARCH_LIMIT),
+      LIST_TEXT_CHARS: '50',
+      MAX_KNOWLEDGE_BASES_PER_ORG: '3',
+      MAX_CONTENTS_PER_ORG: '4',
+    },
+  });
 });
 
 afterAll(async () => {
@@ -35,13 +43,13 @@ describe('bounded lists', () => {
     expect(la.contentChunk).toBe(long.slice(0, 50));
     expect(lb).toMatchObject({ id: b, contentChunk: short, truncated: false });
     // "a" then pairs: code unit 49 is a high surrogate, so a cut at 50 would split a pair.
-    const c = (await server.api('POST', `${API}/knowledge-bases/${kb}/contents`, { text: 'a' + '😀'.repeat(30) })).body.data.id;
+    const c = (await server.api('POST', `${API}/knowledge-bases/${kb}/contents`, { text: `a${'😀'.repeat(30)}` })).body.data.id;
     const cut = (await server.api('GET', `${API}/knowledge-bases/${kb}/contents?page=2&limit=1`)).body.data[0];
     expect(cut.id).toBe(b);
     const third = (await server.api('GET', `${API}/knowledge-bases/${kb}/contents?page=3&limit=1`)).body.data[0];
     expect(third.id).toBe(c);
     // The cut keeps 49 code units, never half a pair.
-    expect(third.contentChunk).toBe('a' + '😀'.repeat(24));
+    expect(third.contentChunk).toBe(`a${'😀'.repeat(24)}`);
     expect(third.truncated).toBe(true);
     const got = await server.api('GET', `${API}/knowledge-bases/${kb}/contents/${a}`);
     expect(got.body.data.contentChunk).toBe(long);
@@ -81,7 +89,13 @@ describe('bounded lists', () => {
     // With the default bounds (4096, 100) these would pass: the server's own bounds are in force.
     expectValidation(await server.api('POST', `${API}/knowledge-bases/${kb}/search/full-text`, { query: 'alpha', limit: 50 }), 'limit');
     const spec = (await (await fetch(`${server.url}/openapi.json`)).json()) as any;
-    const deref = (node: any): any => (typeof node?.$ref === 'string' ? node.$ref.slice(2).split('/').reduce((at: any, key: string) => at[key], spec) : node);
+    const deref = (node: any): any =>
+      typeof node?.$ref === 'string'
+        ? node.$ref
+            .slice(2)
+            .split('/')
+            .reduce((at: any, key: string) => at[key], spec)
+        : node;
     for (const mode of ['full-text', 'semantic', 'hybrid']) {
       const body = deref(spec.paths[`${API}/knowledge-bases/{id}/search/${mode}`].post.requestBody.content['application/json'].schema);
       const [query, limit] = [deref(body.properties.query), deref(body.properties.limit)];
@@ -111,7 +125,12 @@ describe('per-organization quotas', () => {
 
   test('content items past MAX_CONTENTS_PER_ORG (across its knowledge bases) → 403, for text and file uploads alike', async () => {
     const [k1, k2] = [await createKb(server, 'C1'), await createKb(server, 'C2')];
-    for (const [kb, text] of [[k1, 'one'], [k1, 'two'], [k2, 'three'], [k2, 'four']] as const) {
+    for (const [kb, text] of [
+      [k1, 'one'],
+      [k1, 'two'],
+      [k2, 'three'],
+      [k2, 'four'],
+    ] as const) {
       expect((await server.api('POST', `${API}/knowledge-bases/${kb}/contents`, { text })).status).toBe(201);
     }
     expectError(await server.api('POST', `${API}/knowledge-bases/${k1}/contents`, { text: 'five' }), 403, 'QUOTA_EXCEEDED');
@@ -139,7 +158,9 @@ test('orgContext: a route never runs for a request whose credentials were not ve
     ran = true;
     return org;
   });
-  const res = await app.handle(new Request('http://localhost/api/v1/probe', { headers: { 'x-service-organization-id': 'org_any', 'x-service-api-key': 'anything' } }));
+  const res = await app.handle(
+    new Request('http://localhost/api/v1/probe', { headers: { 'x-service-organization-id': 'org_any', 'x-service-api-key': 'anything' } }),
+  );
   expect(res.status).toBe(401);
   expect(ran).toBe(false);
 });

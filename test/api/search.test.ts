@@ -2,7 +2,7 @@
 // validation, metadata filters, determinism and text analysis.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { addContent, createKb, InProcessServer } from '../helpers/server';
-import { API, expectError, expectSearchAnswer, expectNamesField, expectValidation, unknownId } from './util';
+import { API, expectError, expectSearchAnswer, expectValidation, unknownId } from './util';
 
 let server: InProcessServer;
 
@@ -41,8 +41,13 @@ describe('ranking and hit shape', () => {
 
   beforeAll(async () => {
     kb = await createKb(server, 'Ranking');
-    weak = await addContent(server, kb, 'Shipping takes five business days. A refund is possible in rare cases, and shipping is tracked.', { kind: 'shipping' });
-    strong = await addContent(server, kb, 'Refund policy: refunds are issued within 14 days. Refund requests go to billing.', { kind: 'refund', tags: ['billing'] });
+    weak = await addContent(server, kb, 'Shipping takes five business days. A refund is possible in rare cases, and shipping is tracked.', {
+      kind: 'shipping',
+    });
+    strong = await addContent(server, kb, 'Refund policy: refunds are issued within 14 days. Refund requests go to billing.', {
+      kind: 'refund',
+      tags: ['billing'],
+    });
     unrelated = await addContent(server, kb, 'Our office dog is named Biscuit.');
   });
 
@@ -252,7 +257,11 @@ describe('metadataFilter', () => {
 
   test('keys named like Object.prototype members are plain keys', async () => {
     const protoKb = await createKb(server, 'Proto keys');
-    const id = await server.api('POST', `${API}/knowledge-bases/${protoKb}/contents?wait=true`, '{"text":"kiwi fruit","metadata":{"constructor":"a","__proto__":"b"}}');
+    const id = await server.api(
+      'POST',
+      `${API}/knowledge-bases/${protoKb}/contents?wait=true`,
+      '{"text":"kiwi fruit","metadata":{"constructor":"a","__proto__":"b"}}',
+    );
     expect(id.status).toBe(201);
     await addContent(server, protoKb, 'kiwi bird');
     for (const metadataFilter of [{ constructor: 'a' }, JSON.parse('{"__proto__":"b"}')]) {

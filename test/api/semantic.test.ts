@@ -44,7 +44,10 @@ const snapshot = (hits: any[]) => hits.map((h) => ({ id: h.id, contentId: h.cont
 // --- the main knowledge base: short texts about different things, plus keyword distractors --------
 
 const DOCS = {
-  refund: { text: 'Refunds: purchases can be returned within 30 days for reimbursement to the original payment method.', metadata: { topic: 'refund', group: 'a', tags: ['billing'] } },
+  refund: {
+    text: 'Refunds: purchases can be returned within 30 days for reimbursement to the original payment method.',
+    metadata: { topic: 'refund', group: 'a', tags: ['billing'] },
+  },
   hours: { text: 'The office is open Monday to Friday from 9am to 5pm.', metadata: { topic: 'hours', group: 'b', tags: ['office'] } },
   cat: { text: 'A cat sat on the mat.', metadata: { topic: 'cat', group: 'a', tags: ['pets'] } },
   car: { text: 'Our garage repairs cars: oil changes, brake replacement and engine tune-ups.', metadata: { topic: 'car', group: 'a', tags: ['auto'] } },
@@ -350,7 +353,7 @@ describe('updates and deletes', () => {
     expect(birds[0].score).toBeGreaterThan(birdsBeforeScore + 0.1);
 
     // The new metadata is what the filter sees.
-    expect((await semantic(upd, { query: 'penguins', metadataFilter: { state: 'old' } }))).toEqual([]);
+    expect(await semantic(upd, { query: 'penguins', metadataFilter: { state: 'old' } })).toEqual([]);
     expect((await semantic(upd, { query: 'penguins', metadataFilter: { state: 'new' } })).map((h) => h.contentId)).toEqual([changing]);
   });
 
@@ -488,7 +491,10 @@ describe('HTTP embedding provider', () => {
     });
     // Embedding retries short, so an unreachable endpoint ends in `failed` within the test.
     const failingEnv = { ...httpEnv(`http://127.0.0.1:${port}`), EMBEDDING_RETRY_ATTEMPTS: '2', EMBEDDING_RETRY_BASE_MS: '100' };
-    [failing, working] = await Promise.all([InProcessServer.start({ env: failingEnv }), InProcessServer.start({ env: httpEnv(`http://127.0.0.1:${fake.port}`) })]);
+    [failing, working] = await Promise.all([
+      InProcessServer.start({ env: failingEnv }),
+      InProcessServer.start({ env: httpEnv(`http://127.0.0.1:${fake.port}`) }),
+    ]);
   });
 
   afterAll(async () => {

@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { PDFDocument } from 'pdf-lib';
 import { enc, randomBytes, sampleDocx, textPdf, textPng, utf16 } from '../extract/fixtures';
 import { createKb, KEY, ORG, OTHER_KEY, OTHER_ORG, InProcessServer, type RunningServer, TestServer, type ApiResponse } from '../helpers/server';
-import { API, expectError, expectNamesField, expectValidation, unknownId } from './util';
+import { API, expectError, expectValidation, unknownId } from './util';
 
 const MAIN_ENV = { CHUNK_SIZE: '300', CHUNK_OVERLAP: '0' };
 const SMALL_ENV = { MAX_FILE_BYTES: '100000', MAX_TEXT_BYTES: '2000' };
@@ -363,7 +363,7 @@ describe('size limits', () => {
   // The extraction caps first: the oversize-body cases below have crashed the server.
   test('extracted text over MAX_TEXT_BYTES → 413 PAYLOAD_TOO_LARGE (file itself under MAX_FILE_BYTES)', async () => {
     const kb = await createKb(small, 'Long text');
-    const csv = 'name,note\n' + Array.from({ length: 200 }, (_, i) => `row${i},some words here`).join('\n');
+    const csv = `name,note\n${Array.from({ length: 200 }, (_, i) => `row${i},some words here`).join('\n')}`;
     expectError(await upload(small, kb, { name: 'long.csv', bytes: csv, type: 'text/csv' }), 413, 'PAYLOAD_TOO_LARGE');
     const pdf = await textPdf([[Array.from({ length: 60 }, (_, i) => `Line ${i} of a long page of text for the cap.`)]]);
     expectError(await upload(small, kb, { name: 'long.pdf', bytes: pdf, type: 'application/pdf' }), 413, 'PAYLOAD_TOO_LARGE');
@@ -433,7 +433,12 @@ describe('size limits', () => {
 describe('multipart form', () => {
   test('metadata: a JSON object is stored and filterable in search', async () => {
     const kb = await createKb(server, 'Metadata');
-    const legal = await uploadReady(server, kb, { name: 'legal.txt', bytes: 'The heron contract renews yearly.' }, { metadata: JSON.stringify({ team: 'legal', year: 2026, tags: ['contracts', 'renewal'], draft: false }) });
+    const legal = await uploadReady(
+      server,
+      kb,
+      { name: 'legal.txt', bytes: 'The heron contract renews yearly.' },
+      { metadata: JSON.stringify({ team: 'legal', year: 2026, tags: ['contracts', 'renewal'], draft: false }) },
+    );
     const ops = await uploadReady(server, kb, { name: 'ops.txt', bytes: 'The heron feeder is cleaned weekly.' }, { metadata: JSON.stringify({ team: 'ops' }) });
     expect((await getContent(server, kb, legal)).metadata).toEqual({ team: 'legal', year: 2026, tags: ['contracts', 'renewal'], draft: false });
     expect((await getContent(server, kb, ops)).metadata).toEqual({ team: 'ops' });

@@ -26,13 +26,22 @@ async function node(name: string, shard: number): Promise<Engine> {
     compute: { documentWorkers: 1, settings: { allowRemoteModels: false, threads: 1 } },
     log: () => {},
     quotas: QUOTAS,
-    cluster: { servers: nats.urls, stream: 'KB_ENGINE_NODE', replicas: 1, shards: new ShardSet(2, [shard]), nodeId: name, advertiseUrl: `http://${name}.invalid`, heartbeatMs: 200 },
+    cluster: {
+      servers: nats.urls,
+      stream: 'KB_ENGINE_NODE',
+      replicas: 1,
+      shards: new ShardSet(2, [shard]),
+      nodeId: name,
+      advertiseUrl: `http://${name}.invalid`,
+      heartbeatMs: 200,
+    },
   });
   engine.startIngestion();
   return engine;
 }
 
-const create = (engine: Engine, org: string) => engine.createKnowledgeBase(org, { name: 'kb', description: '', type: 'TEXT_HIGH_QUALITY', config: textKbConfig(NO_EMBEDDING) });
+const create = (engine: Engine, org: string) =>
+  engine.createKnowledgeBase(org, { name: 'kb', description: '', type: 'TEXT_HIGH_QUALITY', config: textKbConfig(NO_EMBEDDING) });
 
 /** Knowledge bases made through `engine` until one is on each shard: [shard 0, shard 1]. */
 async function onEachShard(engine: Engine, org: string): Promise<KnowledgeBaseRecord[]> {
@@ -64,11 +73,19 @@ afterAll(async () => {
 describe('two engines as two nodes', () => {
   test('content is served only by the node holding its shard; knowledge bases everywhere', async () => {
     const [kb0, kb1] = await onEachShard(a, 'org_shards');
-    await eventually('B has applied both', async () => b.listKnowledgeBases('org_shards').length, (n) => n >= 2, 10_000);
+    await eventually(
+      'B has applied both',
+      async () => b.listKnowledgeBases('org_shards').length,
+      (n) => n >= 2,
+      10_000,
+    );
     // A holds shard 0: its content calls work there and fail typed on B, and the other way round.
     const item = await a.addContent('org_shards', kb0!.id, { text: 'held by node A' });
     expect(a.getContent('org_shards', kb0!.id, item.id).current.text).toBe('held by node A');
-    for (const [engine, kb, shard] of [[b, kb0!, 0], [a, kb1!, 1]] as const) {
+    for (const [engine, kb, shard] of [
+      [b, kb0!, 0],
+      [a, kb1!, 1],
+    ] as const) {
       for (const call of [
         () => engine.addContent('org_shards', kb.id, { text: 'not here' }),
         () => engine.listContents('org_shards', kb.id, 0, 10),
@@ -106,17 +123,35 @@ describe('two engines as two nodes', () => {
     const fulfilled = made.filter((r) => r.status === 'fulfilled');
     expect(fulfilled).toHaveLength(QUOTAS.knowledgeBases);
     for (const r of made) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { quota: 'knowledgeBases' } });
-    for (const engine of [a, b]) await eventually('both nodes see the same knowledge bases', async () => engine.listKnowledgeBases(org).length, (n) => n === QUOTAS.knowledgeBases, 10_000);
+    for (const engine of [a, b])
+      await eventually(
+        'both nodes see the same knowledge bases',
+        async () => engine.listKnowledgeBases(org).length,
+        (n) => n === QUOTAS.knowledgeBases,
+        10_000,
+      );
   }, 60_000);
 
   test('the item quota counts every shard and holds exactly across nodes', async () => {
     const org = 'org_items';
     const [kb0, kb1] = await onEachShard(a, org);
-    await eventually('B has applied both', async () => b.listKnowledgeBases(org).length, (n) => n >= 2, 10_000);
+    await eventually(
+      'B has applied both',
+      async () => b.listKnowledgeBases(org).length,
+      (n) => n >= 2,
+      10_000,
+    );
     // Each node adds to the knowledge base it holds, all at once.
-    const added = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => (i % 2 ? a.addContent(org, kb0!.id, { text: `a ${i}` }) : b.addContent(org, kb1!.id, { text: `b ${i}` }))));
+    const added = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) => (i % 2 ? a.addContent(org, kb0!.id, { text: `a ${i}` }) : b.addContent(org, kb1!.id, { text: `b ${i}` }))),
+    );
     expect(added.filter((r) => r.status === 'fulfilled')).toHaveLength(QUOTAS.contents);
     for (const r of added) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { quota: 'contents' } });
-    await eventually('both nodes count the same items', async () => a.listContents(org, kb0!.id, 0, 10).total + b.listContents(org, kb1!.id, 0, 10).total, (n) => n === QUOTAS.contents, 10_000);
+    await eventually(
+      'both nodes count the same items',
+      async () => a.listContents(org, kb0!.id, 0, 10).total + b.listContents(org, kb1!.id, 0, 10).total,
+      (n) => n === QUOTAS.contents,
+      10_000,
+    );
   }, 60_000);
 });

@@ -102,7 +102,10 @@ describe('JetStream log on a three-server cluster', () => {
     let replicas: { name: string; current: boolean }[] = [];
     for (const until = Date.now() + 30_000; Date.now() < until; await Bun.sleep(250)) {
       const info = await jsm.streams.info('KB_KILL');
-      replicas = [{ name: info.cluster!.leader!, current: true }, ...(info.cluster!.replicas ?? []).map((r) => ({ name: r.name, current: r.current && !r.offline }))];
+      replicas = [
+        { name: info.cluster!.leader!, current: true },
+        ...(info.cluster!.replicas ?? []).map((r) => ({ name: r.name, current: r.current && !r.offline })),
+      ];
       if (replicas.length === 3 && replicas.every((r) => r.current)) break;
     }
     expect(replicas.map((r) => r.name).sort()).toEqual(['n1', 'n2', 'n3']);

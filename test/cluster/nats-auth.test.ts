@@ -38,11 +38,46 @@ async function makeCertificates(): Promise<void> {
     if (code !== 0) throw new Error(`openssl ${args.join(' ')}: ${err}`);
   };
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  await run('req', '-x509', ...ec, '-keyout', 'ca-key.pem', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=kb test CA', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
-  for (const [name, usage, san] of [['server', 'serverAuth', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], ['client', 'clientAuth', 'subjectAltName=DNS:kb-node']] as const) {
+  await run(
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    'ca-key.pem',
+    '-out',
+    'ca.pem',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=kb test CA',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  );
+  for (const [name, usage, san] of [
+    ['server', 'serverAuth', 'subjectAltName=IP:127.0.0.1,DNS:localhost'],
+    ['client', 'clientAuth', 'subjectAltName=DNS:kb-node'],
+  ] as const) {
     await run('req', ...ec, '-keyout', `${name}-key.pem`, '-out', `${name}.csr`, '-subj', `/CN=kb test ${name}`);
     writeFileSync(certs(`${name}.ext`), `${san}\nextendedKeyUsage=${usage}\nbasicConstraints=CA:FALSE\n`);
-    await run('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca-key.pem', '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', '-extfile', `${name}.ext`);
+    await run(
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      'ca.pem',
+      '-CAkey',
+      'ca-key.pem',
+      '-CAcreateserial',
+      '-out',
+      `${name}.pem`,
+      '-days',
+      '2',
+      '-extfile',
+      `${name}.ext`,
+    );
   }
 }
 
@@ -73,7 +108,15 @@ async function failedStart(env: Record<string, string>): Promise<{ code: number;
   try {
     const proc = Bun.spawn(['bun', join(ROOT, 'src/main.ts')], {
       cwd: ROOT,
-      env: { ...withoutNatsSettings(), PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, KB_API_KEYS: `${ORG}:${KEY},${OTHER_ORG}:${OTHER_KEY}`, INGEST_WORKERS: '1', ...env },
+      env: {
+        ...withoutNatsSettings(),
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        KB_API_KEYS: `${ORG}:${KEY},${OTHER_ORG}:${OTHER_KEY}`,
+        INGEST_WORKERS: '1',
+        ...env,
+      },
       stdin: 'ignore',
       stdout: 'pipe',
       stderr: 'pipe',
@@ -163,7 +206,8 @@ describe('NATS credentials', () => {
 });
 
 describe('NATS over TLS', () => {
-  const tlsEnv = (extra: Record<string, string>) => clusterEnv(tlsNats, { CLUSTER_NATS_URLS: tlsNats.urls.map((u) => u.replace('nats://', 'tls://')).join(','), ...extra });
+  const tlsEnv = (extra: Record<string, string>) =>
+    clusterEnv(tlsNats, { CLUSTER_NATS_URLS: tlsNats.urls.map((u) => u.replace('nats://', 'tls://')).join(','), ...extra });
 
   test('the CA and a client certificate: ready and takes writes; without the CA, or without a client certificate → exit 1, saying why', async () => {
     const client = { CLUSTER_NATS_TLS_CERT: certs('client.pem'), CLUSTER_NATS_TLS_KEY: certs('client-key.pem') };
@@ -196,7 +240,9 @@ describe('settings refused at start', () => {
     expect(() => configWith({ CLUSTER_NATS_CREDS: certs('ca.pem') })).toThrow('is not a NATS creds file');
     expect(() => configWith({ CLUSTER_NATS_TLS_CERT: certs('client.pem') })).toThrow('CLUSTER_NATS_TLS_CERT is set without CLUSTER_NATS_TLS_KEY');
     expect(() => configWith({ CLUSTER_NATS_USER: USER })).toThrow('CLUSTER_NATS_USER is set without CLUSTER_NATS_PASSWORD');
-    expect(() => configWith({ CLUSTER_NATS_TOKEN: TOKEN, CLUSTER_NATS_USER: USER, CLUSTER_NATS_PASSWORD: PASSWORD })).toThrow('CLUSTER_NATS_USER and CLUSTER_NATS_TOKEN are set');
+    expect(() => configWith({ CLUSTER_NATS_TOKEN: TOKEN, CLUSTER_NATS_USER: USER, CLUSTER_NATS_PASSWORD: PASSWORD })).toThrow(
+      'CLUSTER_NATS_USER and CLUSTER_NATS_TOKEN are set',
+    );
     expect(() => configWith({ CLUSTER_NATS_NKEY_SEED: 'SUnot-a-seed' })).toThrow('CLUSTER_NATS_NKEY_SEED must be an nkey user seed');
     expect(() => configWith({ CLUSTER_NATS_URLS: 'http://127.0.0.1:4222' })).toThrow('CLUSTER_NATS_URLS: "http://127.0.0.1:4222" is neither');
   });

@@ -44,7 +44,8 @@ function allReady(node: TestServer, kbId: string, count?: number, timeoutMs = 60
   return eventually(
     `every item ready on ${node.url}`,
     () => node.api('GET', `/api/v1/knowledge-bases/${kbId}/contents?limit=100`),
-    (r) => r.status === 200 && (count === undefined || r.body.data.length === count) && r.body.data.every((item: { status: string }) => item.status === 'ready'),
+    (r) =>
+      r.status === 200 && (count === undefined || r.body.data.length === count) && r.body.data.every((item: { status: string }) => item.status === 'ready'),
     timeoutMs,
   );
 }
@@ -72,7 +73,13 @@ async function newKb(node: TestServer, name: string): Promise<string> {
   expect(res.status).toBe(201);
   const id = res.body.data.id as string;
   for (const other of nodes) {
-    if (other && other.proc.exitCode === null) await eventually(`knowledge base on ${other.url}`, () => other.api('GET', `/api/v1/knowledge-bases/${id}`), (r) => r.status === 200, 10_000);
+    if (other && other.proc.exitCode === null)
+      await eventually(
+        `knowledge base on ${other.url}`,
+        () => other.api('GET', `/api/v1/knowledge-bases/${id}`),
+        (r) => r.status === 200,
+        10_000,
+      );
   }
   return id;
 }
@@ -82,7 +89,10 @@ describe('cluster of three nodes on JetStream', () => {
     const [n1, n2, n3] = nodes as [TestServer, TestServer, TestServer];
     const kbId = await newKb(n1, 'replicated');
     expect((await n1.api('GET', `/api/v1/knowledge-bases/${kbId}`)).status).toBe(200);
-    const added = await n1.api('POST', `/api/v1/knowledge-bases/${kbId}/contents?wait=true`, { text: 'The lighthouse keeper logs every passing ship at dawn.', metadata: { topic: 'sea' } });
+    const added = await n1.api('POST', `/api/v1/knowledge-bases/${kbId}/contents?wait=true`, {
+      text: 'The lighthouse keeper logs every passing ship at dawn.',
+      metadata: { topic: 'sea' },
+    });
     expect(added.status).toBe(201);
     const id = added.body.data.id;
     expect(added.body.data.status).toBe('ready');
@@ -90,20 +100,32 @@ describe('cluster of three nodes on JetStream', () => {
     expect(own.status).toBe(200);
 
     for (const other of [n2, n3]) {
-      const read = await eventually('item on another node', () => other.api('GET', `/api/v1/knowledge-bases/${kbId}/contents/${id}`), (r) => r.status === 200 && r.body.data.status === 'ready', 10_000);
+      const read = await eventually(
+        'item on another node',
+        () => other.api('GET', `/api/v1/knowledge-bases/${kbId}/contents/${id}`),
+        (r) => r.status === 200 && r.body.data.status === 'ready',
+        10_000,
+      );
       expect(read.body.data.contentChunk).toBe('The lighthouse keeper logs every passing ship at dawn.');
       const hits = await other.api('POST', `/api/v1/knowledge-bases/${kbId}/search/full-text`, { query: 'lighthouse ship' });
       expect(hits.status).toBe(200);
       expect(hits.body.data[0].contentId).toBe(id);
       // Vectors replicated intact: the same semantic scores as on the node that answered the write.
-      const [theirs, mine] = await Promise.all([other, n1].map((n) => n.api('POST', `/api/v1/knowledge-bases/${kbId}/search/semantic`, { query: 'someone watching boats from the coast' })));
+      const [theirs, mine] = await Promise.all(
+        [other, n1].map((n) => n.api('POST', `/api/v1/knowledge-bases/${kbId}/search/semantic`, { query: 'someone watching boats from the coast' })),
+      );
       expect(theirs!.body.data[0].score).toBeGreaterThan(0.2);
       expect(theirs!.body.data).toEqual(mine!.body.data);
     }
 
     // An update on node 2 and a delete of another item on node 3 reach node 1.
     const second = (await n1.api('POST', `/api/v1/knowledge-bases/${kbId}/contents`, { text: 'to be deleted' })).body.data.id;
-    await eventually('item on node 3', () => n3.api('GET', `/api/v1/knowledge-bases/${kbId}/contents/${second}`), (r) => r.status === 200, 10_000);
+    await eventually(
+      'item on node 3',
+      () => n3.api('GET', `/api/v1/knowledge-bases/${kbId}/contents/${second}`),
+      (r) => r.status === 200,
+      10_000,
+    );
     expect((await n2.api('PUT', `/api/v1/knowledge-bases/${kbId}/contents/${id}`, { text: 'The harbour master counts the fishing boats.' })).status).toBe(200);
     expect((await n3.api('DELETE', `/api/v1/knowledge-bases/${kbId}/contents/${second}`)).status).toBe(200);
     await eventually(
@@ -113,7 +135,12 @@ describe('cluster of three nodes on JetStream', () => {
       (r) => r.body.data?.contentChunk === 'The harbour master counts the fishing boats.' && r.body.data?.status === 'ready',
       10_000,
     );
-    await eventually('delete on node 1', () => n1.api('GET', `/api/v1/knowledge-bases/${kbId}/contents/${second}`), (r) => r.status === 404, 10_000);
+    await eventually(
+      'delete on node 1',
+      () => n1.api('GET', `/api/v1/knowledge-bases/${kbId}/contents/${second}`),
+      (r) => r.status === 404,
+      10_000,
+    );
 
     // Each node reports where it stands in the log; all reach the same position.
     const ready = await eventually(
@@ -141,7 +168,12 @@ describe('cluster of three nodes on JetStream', () => {
 
   test('an organization and key issued through the admin command hold on every node', async () => {
     const admin = async (...args: string[]) => {
-      const proc = Bun.spawn(['bun', join(ROOT, 'src/admin.ts'), ...args, '--json'], { cwd: ROOT, env: { ...process.env, ...env(0), DATA_DIR: TestServer.tempDir() }, stdout: 'pipe', stderr: 'pipe' });
+      const proc = Bun.spawn(['bun', join(ROOT, 'src/admin.ts'), ...args, '--json'], {
+        cwd: ROOT,
+        env: { ...process.env, ...env(0), DATA_DIR: TestServer.tempDir() },
+        stdout: 'pipe',
+        stderr: 'pipe',
+      });
       const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
       if (code !== 0) throw new Error(`admin ${args.join(' ')} exited ${code}: ${err}`);
       return JSON.parse(out);
@@ -149,18 +181,33 @@ describe('cluster of three nodes on JetStream', () => {
     const org = await admin('org', 'create', '--name', 'Cluster Org');
     const issued = await admin('key', 'issue', '--org', org.id, '--label', 'cluster');
     for (const node of nodes) {
-      const res = await eventually('key valid on node', () => node.api('GET', '/api/v1/knowledge-bases', undefined, { org: org.id, key: issued.key }), (r) => r.status === 200, 10_000);
+      const res = await eventually(
+        'key valid on node',
+        () => node.api('GET', '/api/v1/knowledge-bases', undefined, { org: org.id, key: issued.key }),
+        (r) => r.status === 200,
+        10_000,
+      );
       expect(res.body.data).toEqual([]);
     }
     await admin('key', 'revoke', issued.keyId);
     for (const node of nodes) {
-      await eventually('key revoked on node', () => node.api('GET', '/api/v1/knowledge-bases', undefined, { org: org.id, key: issued.key }), (r) => r.status === 401, 10_000);
+      await eventually(
+        'key revoked on node',
+        () => node.api('GET', '/api/v1/knowledge-bases', undefined, { org: org.id, key: issued.key }),
+        (r) => r.status === 401,
+        10_000,
+      );
     }
   }, 60_000);
 
   test('kill -9 of one node during concurrent writes to all three, 10 rounds: every acknowledged write is on every node', async () => {
     const kbId = await newKb(nodes[0]!, 'crash rounds');
-    await eventually('knowledge base everywhere', () => Promise.all(nodes.map((n) => n.api('GET', `/api/v1/knowledge-bases/${kbId}`))), (rs) => rs.every((r) => r.status === 200), 10_000);
+    await eventually(
+      'knowledge base everywhere',
+      () => Promise.all(nodes.map((n) => n.api('GET', `/api/v1/knowledge-bases/${kbId}`))),
+      (rs) => rs.every((r) => r.status === 200),
+      10_000,
+    );
     const random = mulberry32(15);
     const acknowledged = new Map<string, string>();
     let searchesDuringKill = 0;
@@ -214,7 +261,12 @@ describe('cluster of three nodes on JetStream', () => {
 
   test('kill -9 of one NATS server during writes through all three nodes: writes go on (quorum of two), none acknowledged is lost, it rejoins', async () => {
     const kbId = await newKb(nodes[2]!, 'nats loss');
-    await eventually('knowledge base everywhere', () => Promise.all(nodes.map((n) => n.api('GET', `/api/v1/knowledge-bases/${kbId}`))), (rs) => rs.every((r) => r.status === 200), 10_000);
+    await eventually(
+      'knowledge base everywhere',
+      () => Promise.all(nodes.map((n) => n.api('GET', `/api/v1/knowledge-bases/${kbId}`))),
+      (rs) => rs.every((r) => r.status === 200),
+      10_000,
+    );
     const acknowledged = new Map<string, string>();
     let writing = true;
     let duringOutage = 0;
@@ -232,7 +284,12 @@ describe('cluster of three nodes on JetStream', () => {
     await nats.kill(1);
     outage = true;
     // Writes go on through the two servers left (after a leader election when the stream's leader was the one killed).
-    await eventually('writes acknowledged while a NATS server is down', async () => duringOutage, (n) => n > 20, 30_000);
+    await eventually(
+      'writes acknowledged while a NATS server is down',
+      async () => duringOutage,
+      (n) => n > 20,
+      30_000,
+    );
     await Bun.sleep(1000);
     outage = false;
     nats.restart(1);
@@ -256,7 +313,9 @@ describe('cluster of three nodes on JetStream', () => {
   test('kill -9 of a node holding indexing jobs: the items still become ready through the others, each indexed once', async () => {
     const kbId = await newKb(nodes[1]!, 'jobs');
     const texts = Array.from({ length: 40 }, (_, i) => `job item ${i}: ${'the quick brown fox jumps over the lazy dog. '.repeat(40)} unique${i}`);
-    const ids = await Promise.all(texts.map(async (text, i) => (await nodes[i % 3]!.api('POST', `/api/v1/knowledge-bases/${kbId}/contents`, { text })).body.data.id as string));
+    const ids = await Promise.all(
+      texts.map(async (text, i) => (await nodes[i % 3]!.api('POST', `/api/v1/knowledge-bases/${kbId}/contents`, { text })).body.data.id as string),
+    );
     // Kill the node with the most indexing work in hand.
     const depths = await Promise.all(nodes.map(async (n) => Number(/kb_ingestion_queue_depth (\d+)/.exec((await n.api('GET', '/metrics')).body)?.[1] ?? 0)));
     const victim = depths.indexOf(Math.max(...depths));
@@ -287,7 +346,14 @@ describe('cluster of three nodes on JetStream', () => {
     try {
       const kbId = await newKb(nodes[1]!, 'join');
       const ids: string[] = [];
-      for (let i = 0; i < 30; i++) ids.push((await nodes[i % 3]!.api('POST', `/api/v1/knowledge-bases/${kbId}/contents`, { text: `Field note ${i}: ${['herons wade', 'otters dive', 'kestrels hover'][i % 3]} near the ${['river', 'estuary', 'meadow'][i % 3]} at hour ${i}.` })).body.data.id);
+      for (let i = 0; i < 30; i++)
+        ids.push(
+          (
+            await nodes[i % 3]!.api('POST', `/api/v1/knowledge-bases/${kbId}/contents`, {
+              text: `Field note ${i}: ${['herons wade', 'otters dive', 'kestrels hover'][i % 3]} near the ${['river', 'estuary', 'meadow'][i % 3]} at hour ${i}.`,
+            })
+          ).body.data.id,
+        );
       await allReady(nodes[0]!, kbId, 30);
       // Node 1 snapshots on a graceful stop into its folder of the bucket, then rejoins as before.
       await nodes[0]!.stop();
@@ -299,8 +365,18 @@ describe('cluster of three nodes on JetStream', () => {
       expect(await nodes[0]!.stop()).toBe(0);
       await startNode(0);
       // The tail: writes after that snapshot.
-      for (let i = 30; i < 40; i++) ids.push((await nodes[1]!.api('POST', `/api/v1/knowledge-bases/${kbId}/contents`, { text: `Field note ${i}: herons and otters share the estuary at hour ${i}.` })).body.data.id);
-      expect((await nodes[2]!.api('PUT', `/api/v1/knowledge-bases/${kbId}/contents/${ids[0]}`, { text: 'Field note 0, rewritten: a kestrel over the estuary.' })).status).toBe(200);
+      for (let i = 30; i < 40; i++)
+        ids.push(
+          (
+            await nodes[1]!.api('POST', `/api/v1/knowledge-bases/${kbId}/contents`, {
+              text: `Field note ${i}: herons and otters share the estuary at hour ${i}.`,
+            })
+          ).body.data.id,
+        );
+      expect(
+        (await nodes[2]!.api('PUT', `/api/v1/knowledge-bases/${kbId}/contents/${ids[0]}`, { text: 'Field note 0, rewritten: a kestrel over the estuary.' }))
+          .status,
+      ).toBe(200);
       expect((await nodes[2]!.api('DELETE', `/api/v1/knowledge-bases/${kbId}/contents/${ids[1]}`)).status).toBe(200);
 
       fourth = await TestServer.start({ env: { ...env(3), ...s3.env, ...noPurge } });
@@ -311,15 +387,25 @@ describe('cluster of three nodes on JetStream', () => {
       await allReady(fourth, kbId, 39); // the tail applied and indexed on the new node
       await allReady(nodes[1]!, kbId, 39);
       for (const query of ['herons estuary', 'otters', 'kestrel rewritten', 'hour 35', 'meadow']) {
-        const [mine, theirs] = await Promise.all([fourth, nodes[1]!].map((n) => n.api('POST', `/api/v1/knowledge-bases/${kbId}/search/full-text`, { query, limit: 20 })));
+        const [mine, theirs] = await Promise.all(
+          [fourth, nodes[1]!].map((n) => n.api('POST', `/api/v1/knowledge-bases/${kbId}/search/full-text`, { query, limit: 20 })),
+        );
         expect(mine!.status).toBe(200);
         expect(mine!.body.data.length).toBeGreaterThan(0);
-        expect(mine!.body.data.map((h: { id: string; score: number }) => [h.id, h.score.toFixed(6)])).toEqual(theirs!.body.data.map((h: { id: string; score: number }) => [h.id, h.score.toFixed(6)]));
+        expect(mine!.body.data.map((h: { id: string; score: number }) => [h.id, h.score.toFixed(6)])).toEqual(
+          theirs!.body.data.map((h: { id: string; score: number }) => [h.id, h.score.toFixed(6)]),
+        );
       }
-      const semantic = await Promise.all([fourth, nodes[1]!].map((n) => n.api('POST', `/api/v1/knowledge-bases/${kbId}/search/semantic`, { query: 'birds standing in shallow water', limit: 10 })));
+      const semantic = await Promise.all(
+        [fourth, nodes[1]!].map((n) =>
+          n.api('POST', `/api/v1/knowledge-bases/${kbId}/search/semantic`, { query: 'birds standing in shallow water', limit: 10 }),
+        ),
+      );
       expect(semantic[0]!.status).toBe(200);
       expect(semantic[0]!.body.data).toHaveLength(10);
-      expect(semantic[0]!.body.data.map((h: { id: string; score: number }) => [h.id, h.score.toFixed(5)])).toEqual(semantic[1]!.body.data.map((h: { id: string; score: number }) => [h.id, h.score.toFixed(5)]));
+      expect(semantic[0]!.body.data.map((h: { id: string; score: number }) => [h.id, h.score.toFixed(5)])).toEqual(
+        semantic[1]!.body.data.map((h: { id: string; score: number }) => [h.id, h.score.toFixed(5)]),
+      );
     } finally {
       await fourth?.kill9();
       fourth?.cleanup();
@@ -332,11 +418,25 @@ describe('cluster of three nodes on JetStream', () => {
     // What a writer leaves when it dies between logging the item and queuing its job: the record, no job.
     const id = newId('ct');
     const nc = await nats.connect();
-    const record = { t: 'content.put', kbId, id, version: 1, text: 'a lost job about albatrosses', metadata: {}, source: { kind: 'text' }, at: new Date().toISOString() };
+    const record = {
+      t: 'content.put',
+      kbId,
+      id,
+      version: 1,
+      text: 'a lost job about albatrosses',
+      metadata: {},
+      source: { kind: 'text' },
+      at: new Date().toISOString(),
+    };
     await jetstream(nc).publish('KB_TEST.records', encodePayload(record));
     await nc.close();
     for (const node of nodes) {
-      const item = await eventually('indexed', () => node.api('GET', `/api/v1/knowledge-bases/${kbId}/contents/${id}`), (r) => r.body.data?.status === 'ready', 30_000);
+      const item = await eventually(
+        'indexed',
+        () => node.api('GET', `/api/v1/knowledge-bases/${kbId}/contents/${id}`),
+        (r) => r.body.data?.status === 'ready',
+        30_000,
+      );
       expect(item.body.data.contentChunk).toBe('a lost job about albatrosses');
     }
     expect(nodes.some((n) => n.output.some((l) => l.includes('queued indexing jobs found missing')))).toBe(true);
@@ -371,17 +471,23 @@ describe('cluster of three nodes on JetStream', () => {
 
       // Node 3's own state ends before the purged part: it starts from the store's newest snapshot.
       nodes[2] = await TestServer.start({ dataDir: dataDirs[2], env: { ...env(2), ...s3.env } });
-      expect(nodes[2]!.output.join('\n')).toContain("starting from the newest snapshot in the store");
+      expect(nodes[2]!.output.join('\n')).toContain('starting from the newest snapshot in the store');
       await allReady(nodes[2]!, kbId, 15);
       await allReady(nodes[0]!, kbId, 15);
       for (const query of ['pelicans dusk', 'lagoon dawn', 'purge note 12']) {
-        const [mine, theirs] = await Promise.all([nodes[2]!, nodes[0]!].map((n) => n.api('POST', `/api/v1/knowledge-bases/${kbId}/search/full-text`, { query, limit: 20 })));
+        const [mine, theirs] = await Promise.all(
+          [nodes[2]!, nodes[0]!].map((n) => n.api('POST', `/api/v1/knowledge-bases/${kbId}/search/full-text`, { query, limit: 20 })),
+        );
         expect(mine!.body.data.length).toBeGreaterThan(0);
         expect(mine!.body.data).toEqual(theirs!.body.data);
       }
     } catch (err) {
       // With the last lines of both nodes; the clean-up below may fail too and must not hide it.
-      const tail = (node?: TestServer) => node?.output.filter((l) => !l.includes('"msg":"request"')).slice(-20).join('\n');
+      const tail = (node?: TestServer) =>
+        node?.output
+          .filter((l) => !l.includes('"msg":"request"'))
+          .slice(-20)
+          .join('\n');
       failure = new Error(`${String(err)}\n--- node 3:\n${tail(nodes[2])}\n--- purger:\n${tail(purger)}`);
     }
     await purger?.kill9();
@@ -402,15 +508,24 @@ describe('cluster of three nodes on JetStream', () => {
     const kbId = await newKb(node, 'partition');
     await node.api('POST', `/api/v1/knowledge-bases/${kbId}/contents?wait=true`, { text: 'otters hold hands while sleeping' });
     for (let i = 0; i < 3; i++) await nats.kill(i);
-    const ready = await eventually('503 without NATS', () => node.api('GET', '/ready'), (r) => r.status === 503, 20_000);
+    const ready = await eventually(
+      '503 without NATS',
+      () => node.api('GET', '/ready'),
+      (r) => r.status === 503,
+      20_000,
+    );
     expect(ready.body.error.message).toContain("the cluster's log is unreachable");
     const hits = await node.api('POST', `/api/v1/knowledge-bases/${kbId}/search/full-text`, { query: 'otters' });
     expect(hits.status).toBe(200);
     expect(hits.body.data).toHaveLength(1);
     for (let i = 0; i < 3; i++) nats.restart(i);
     await nats.waitForJetStream();
-    await eventually('ready again', () => node.api('GET', '/ready'), (r) => r.status === 200, 60_000);
+    await eventually(
+      'ready again',
+      () => node.api('GET', '/ready'),
+      (r) => r.status === 200,
+      60_000,
+    );
     expect((await node.api('POST', `/api/v1/knowledge-bases/${kbId}/contents?wait=true`, { text: 'beavers build dams' })).status).toBe(201);
   }, 120_000);
 });
-

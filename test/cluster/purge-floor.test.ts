@@ -8,7 +8,16 @@ import { S3ClusterSnapshots } from '../../snapshots';
 
 let s3: TestS3;
 let client: Client;
-const options = () => ({ endpoint: '127.0.0.1', port: s3.port, useSSL: false, accessKey: 'S3RVER', secretKey: 'S3RVER', region: 'us-east-1', bucket: s3.bucket, prefix: 'kb' });
+const options = () => ({
+  endpoint: '127.0.0.1',
+  port: s3.port,
+  useSSL: false,
+  accessKey: 'S3RVER',
+  secretKey: 'S3RVER',
+  region: 'us-east-1',
+  bucket: s3.bucket,
+  prefix: 'kb',
+});
 
 beforeAll(async () => {
   s3 = await startS3();
@@ -17,7 +26,15 @@ beforeAll(async () => {
 afterAll(() => s3?.stop());
 
 async function putSnapshot(node: string, seq: number, shards?: { count: number; held: number[] }): Promise<void> {
-  const manifest = { format: 1, seq, createdAt: new Date().toISOString(), files: [], graphs: [], stats: { knowledgeBases: 0, contents: 0, chunks: 0, records: 0 }, ...(shards ? { shards } : {}) };
+  const manifest = {
+    format: 1,
+    seq,
+    createdAt: new Date().toISOString(),
+    files: [],
+    graphs: [],
+    stats: { knowledgeBases: 0, contents: 0, chunks: 0, records: 0 },
+    ...(shards ? { shards } : {}),
+  };
   await client.putObject(s3.bucket, `kb/nodes/${node}/snap-${String(seq).padStart(20, '0')}/manifest.json`, JSON.stringify(manifest));
 }
 

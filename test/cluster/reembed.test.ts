@@ -62,9 +62,19 @@ describe('re-embedding in a cluster', () => {
     const created = await nodes[0]!.api('POST', `${API}/knowledge-bases`, { name: 'Notes', type: 'TEXT_HIGH_QUALITY' });
     const kb = created.body.data.id as string;
     for (let i = 0; i < ITEMS; i += 50) {
-      await Promise.all(Array.from({ length: 50 }, (_, j) => nodes[(i + j) % 2]!.api('POST', `${API}/knowledge-bases/${kb}/contents`, { text: `Note ${i + j} about a car and a dog.` })));
+      await Promise.all(
+        Array.from({ length: 50 }, (_, j) =>
+          nodes[(i + j) % 2]!.api('POST', `${API}/knowledge-bases/${kb}/contents`, { text: `Note ${i + j} about a car and a dog.` }),
+        ),
+      );
     }
-    for (const node of nodes) await eventually(`all ready on ${node.url}`, () => node.api('GET', `${API}/knowledge-bases/${kb}`), (r) => r.body.data?.ingestion.contents.ready === ITEMS, 60_000);
+    for (const node of nodes)
+      await eventually(
+        `all ready on ${node.url}`,
+        () => node.api('GET', `${API}/knowledge-bases/${kb}`),
+        (r) => r.body.data?.ingestion.contents.ready === ITEMS,
+        60_000,
+      );
     const oldConfig = (await nodes[0]!.api('GET', `${API}/knowledge-bases/${kb}/configuration`)).body.data;
 
     await Promise.all(nodes.map((n) => n.stop()));
@@ -75,7 +85,14 @@ describe('re-embedding in a cluster', () => {
       expect(search.status).toBe(200);
     }
     const switched = await Promise.all(
-      nodes.map((node) => eventually(`switched on ${node.url}`, () => node.api('GET', `${API}/knowledge-bases/${kb}/configuration`), (r) => r.body.data?.embedding.model === 'test/tiny-new', 120_000)),
+      nodes.map((node) =>
+        eventually(
+          `switched on ${node.url}`,
+          () => node.api('GET', `${API}/knowledge-bases/${kb}/configuration`),
+          (r) => r.body.data?.embedding.model === 'test/tiny-new',
+          120_000,
+        ),
+      ),
     );
     // One configuration for the whole cluster.
     expect(switched[0]!.body.data.id).toBe(switched[1]!.body.data.id);

@@ -49,7 +49,13 @@ async function startNode(i: number): Promise<TestServer> {
 
 /** Until both nodes have applied the knowledge base (the holder of its shard may trail the node that made it). */
 async function onBothNodes(kbId: string, auth?: { org: string; key: string }): Promise<void> {
-  for (const node of nodes) await eventually(`${kbId} on ${node.url}`, () => node.api('GET', '/api/v1/knowledge-bases', undefined, auth), (r) => r.body.data?.some((k: { id: string }) => k.id === kbId), 10_000);
+  for (const node of nodes)
+    await eventually(
+      `${kbId} on ${node.url}`,
+      () => node.api('GET', '/api/v1/knowledge-bases', undefined, auth),
+      (r) => r.body.data?.some((k: { id: string }) => k.id === kbId),
+      10_000,
+    );
 }
 
 /** Knowledge bases made through node A until there is one on each shard: [shard 0, shard 1]. */
@@ -63,7 +69,11 @@ beforeAll(async () => {
   await Promise.all([0, 1].map(startNode));
   // Each node lists the other among the live nodes before anything is forwarded.
   for (const node of nodes) {
-    await eventually('both nodes live', () => node.api('GET', '/ready'), (r) => r.status === 200 && r.body.cluster?.liveNodeCount === 2);
+    await eventually(
+      'both nodes live',
+      () => node.api('GET', '/ready'),
+      (r) => r.status === 200 && r.body.cluster?.liveNodeCount === 2,
+    );
   }
   for (let n = 0; kbOnShard.filter(Boolean).length < SHARDS && n < 64; n++) {
     const res = await nodes[0]!.api('POST', '/api/v1/knowledge-bases', { name: `kb ${n}`, type: 'TEXT_COST_EFFECTIVE' });
@@ -89,9 +99,17 @@ const TEXTS = [
 ];
 
 describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
-  test('/ready tells each node\'s shards and the live nodes', async () => {
+  test("/ready tells each node's shards and the live nodes", async () => {
     // /ready answers 503 while NATS is slow to answer (a loaded machine): read it once it is 200.
-    const [a, b] = await Promise.all(nodes.map((n) => eventually(`${n.url} ready`, () => n.api('GET', '/ready'), (r) => r.status === 200)));
+    const [a, b] = await Promise.all(
+      nodes.map((n) =>
+        eventually(
+          `${n.url} ready`,
+          () => n.api('GET', '/ready'),
+          (r) => r.status === 200,
+        ),
+      ),
+    );
     expect(a!.body.cluster.shards).toEqual({ count: 2, held: [0] });
     expect(b!.body.cluster.shards).toEqual({ count: 2, held: [1] });
     // /ready needs no key: where the nodes answer is shown only with READY_DETAILS=true.
@@ -138,7 +156,9 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
     // An update and a delete through A.
     const put = await nodes[0]!.api('PUT', `/api/v1/knowledge-bases/${kb}/contents/${ids[2]}?wait=true`, { text: 'Moraines mark where a glacier stopped.' });
     expect(put.status).toBe(200);
-    expect((await nodes[1]!.api('GET', `/api/v1/knowledge-bases/${kb}/contents/${ids[2]}`)).body.data.contentChunk).toBe('Moraines mark where a glacier stopped.');
+    expect((await nodes[1]!.api('GET', `/api/v1/knowledge-bases/${kb}/contents/${ids[2]}`)).body.data.contentChunk).toBe(
+      'Moraines mark where a glacier stopped.',
+    );
     expect((await nodes[0]!.api('DELETE', `/api/v1/knowledge-bases/${kb}/contents/${ids[1]}`)).status).toBe(200);
     expect((await nodes[1]!.api('GET', `/api/v1/knowledge-bases/${kb}/contents/${ids[1]}`)).status).toBe(404);
     // Bad input is answered 4xx in the envelope, as the holder answers it.
@@ -146,7 +166,10 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
     expect(bad.status).toBe(400);
     expect(bad.body.success).toBe(false);
     // HTTP/1.0 without a Host header, forwarded like any other request (it answered 500 "Invalid URL").
-    const raw = await http10(nodes[0]!, `GET /api/v1/knowledge-bases/${kb}/contents/${ids[0]} HTTP/1.0\r\nx-service-organization-id: ${ORG}\r\nx-service-api-key: ${KEY}\r\n\r\n`);
+    const raw = await http10(
+      nodes[0]!,
+      `GET /api/v1/knowledge-bases/${kb}/contents/${ids[0]} HTTP/1.0\r\nx-service-organization-id: ${ORG}\r\nx-service-api-key: ${KEY}\r\n\r\n`,
+    );
     expect(raw.status, raw.text).toBe(200);
     expect(JSON.parse(raw.text.split('\r\n\r\n')[1]!).data.id).toBe(ids[0]);
   }, 60_000);
@@ -229,10 +252,15 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
     for (const kb of otherKbOnShard) await onBothNodes(kb, other);
     // Three items on each shard, each written at its holder: six, the quota.
     for (const [shard, kb] of otherKbOnShard.entries()) {
-      for (let i = 0; i < 3; i++) expect((await nodes[shard]!.api('POST', `/api/v1/knowledge-bases/${kb}/contents`, { text: `quota item ${i}` }, other)).status).toBe(201);
+      for (let i = 0; i < 3; i++)
+        expect((await nodes[shard]!.api('POST', `/api/v1/knowledge-bases/${kb}/contents`, { text: `quota item ${i}` }, other)).status).toBe(201);
     }
     const caughtUp = () =>
-      eventually('both nodes at the stream head', () => Promise.all(nodes.map((n) => n.api('GET', '/ready'))), (rs) => rs.every((r) => r.body.cluster?.lag === 0 && r.body.cluster.appliedSeq === rs[0]!.body.cluster.appliedSeq));
+      eventually(
+        'both nodes at the stream head',
+        () => Promise.all(nodes.map((n) => n.api('GET', '/ready'))),
+        (rs) => rs.every((r) => r.body.cluster?.lag === 0 && r.body.cluster.appliedSeq === rs[0]!.body.cluster.appliedSeq),
+      );
     await caughtUp();
     // A seventh is refused on either shard, sent to either node: each holder counts the other shard's items.
     for (const node of nodes) {
@@ -262,13 +290,17 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
     // Shard 0 goes on answering.
     expect((await nodes[0]!.api('GET', `/api/v1/knowledge-bases/${kbOnShard[0]}/contents`)).status).toBe(200);
     const b = await startNode(1);
-    await eventually('B live again on A', () => nodes[0]!.api('GET', '/ready'), (r) => r.body.cluster?.liveNodes?.some((n: { url: string }) => n.url === b.url));
+    await eventually(
+      'B live again on A',
+      () => nodes[0]!.api('GET', '/ready'),
+      (r) => r.body.cluster?.liveNodes?.some((n: { url: string }) => n.url === b.url),
+    );
     const after = await nodes[0]!.api('POST', `/api/v1/knowledge-bases/${kb}/search/full-text`, search);
     expect(after.status).toBe(200);
     expect(after.body.data).toEqual(before.body.data);
   }, 60_000);
 
-  test('a snapshot holds its node\'s shards; a new node starts only from one holding its own', async () => {
+  test("a snapshot holds its node's shards; a new node starts only from one holding its own", async () => {
     const s3 = await startS3();
     const joined: TestServer[] = [];
     try {
@@ -280,7 +312,15 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
       nodes[0] = await TestServer.start({ dataDir: dataDirs[0], env: { ...env(0), ...s3.env, SNAPSHOT_ON_SHUTDOWN: 'true' } });
       expect(await nodes[0]!.stop()).toBe(0);
       await startNode(0);
-      const storeOptions = { endpoint: '127.0.0.1', port: s3.port, useSSL: false, accessKey: 'S3RVER', secretKey: 'S3RVER', region: 'us-east-1', bucket: s3.bucket };
+      const storeOptions = {
+        endpoint: '127.0.0.1',
+        port: s3.port,
+        useSSL: false,
+        accessKey: 'S3RVER',
+        secretKey: 'S3RVER',
+        region: 'us-east-1',
+        bucket: s3.bucket,
+      };
       const store = new S3ClusterSnapshots(storeOptions);
       const [stored] = await store.list();
       const manifest = await S3ClusterSnapshots.ofNode(storeOptions, 'node-a').manifest(stored!.seq);
@@ -309,9 +349,17 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
       const e = await TestServer.start({ env: { ...env(1, { NODE_ID: 'node-e' }), ...s3.env } });
       joined.push(e);
       expect((await e.api('GET', '/ready')).body.recovery.snapshot.seq).toBe(allSeq);
-      for (const [node, kb, holder] of [[c, kbOnShard[1]!, nodes[1]!], [d, kbOnShard[0]!, nodes[0]!], [e, kbOnShard[1]!, nodes[1]!]] as const) {
+      for (const [node, kb, holder] of [
+        [c, kbOnShard[1]!, nodes[1]!],
+        [d, kbOnShard[0]!, nodes[0]!],
+        [e, kbOnShard[1]!, nodes[1]!],
+      ] as const) {
         const path = `/api/v1/knowledge-bases/${kb}/contents`;
-        const mine = await eventually(`${path} on the new node`, () => node.api('GET', path), (r) => r.status === 200 && r.body.data.every((i: { status: string }) => i.status === 'ready'));
+        const mine = await eventually(
+          `${path} on the new node`,
+          () => node.api('GET', path),
+          (r) => r.status === 200 && r.body.data.every((i: { status: string }) => i.status === 'ready'),
+        );
         expect(mine.body).toEqual((await holder.api('GET', path)).body);
         expect(mine.body.total).toBeGreaterThan(0);
       }

@@ -18,17 +18,71 @@ describe('analysis depends on the text alone', () => {
   });
 
   test('pieces split at spaces, no-break spaces, tabs and line breaks', () => {
-    expect(analyze('alpha\tbeta\ngamma\u00a0delta\u2009epsilon\r\n\r\nzeta  eta\u3000theta')).toEqual(['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta']);
+    expect(analyze('alpha\tbeta\ngamma\u00a0delta\u2009epsilon\r\n\r\nzeta  eta\u3000theta')).toEqual([
+      'alpha',
+      'beta',
+      'gamma',
+      'delta',
+      'epsilon',
+      'zeta',
+      'eta',
+      'theta',
+    ]);
   });
 });
 
 describe('the memo gives the terms of segmenting the whole text', () => {
   test('random texts of words, numbers, hyphens, apostrophes, periods and brackets', () => {
     const token = fc.constantFrom(
-      'cell', 'Cells', "cell's", "Huntington's", 'IL-6', 'il', '6', 'covid-19', 'e.g.', 'U.S.', 'Dr.', "can't", 'cannot', 'gonna',
-      '3.5', '1,000', '(p<0.05)', '[12]', '--', '—', '–', '“quoted”', "'s", ',', '.', 'résumé', 'ﬁrst', 'x-ray', 'well-known',
-      'anti-inflammatory', 'http://example.com/a-b', 'a@b.org', '#tag', '@user', ':)', '10:30', '1st', '$5', '1990s', 'C57BL/6',
-      'patients’', 'FDA’s', 'α-helix', 'km²', 'naïve', 'a\u00adb', 'x\ufeffy', '日本語', '👍🏽',
+      'cell',
+      'Cells',
+      "cell's",
+      "Huntington's",
+      'IL-6',
+      'il',
+      '6',
+      'covid-19',
+      'e.g.',
+      'U.S.',
+      'Dr.',
+      "can't",
+      'cannot',
+      'gonna',
+      '3.5',
+      '1,000',
+      '(p<0.05)',
+      '[12]',
+      '--',
+      '—',
+      '–',
+      '“quoted”',
+      "'s",
+      ',',
+      '.',
+      'résumé',
+      'ﬁrst',
+      'x-ray',
+      'well-known',
+      'anti-inflammatory',
+      'http://example.com/a-b',
+      'a@b.org',
+      '#tag',
+      '@user',
+      ':)',
+      '10:30',
+      '1st',
+      '$5',
+      '1990s',
+      'C57BL/6',
+      'patients’',
+      'FDA’s',
+      'α-helix',
+      'km²',
+      'naïve',
+      'a\u00adb',
+      'x\ufeffy',
+      '日本語',
+      '👍🏽',
     );
     const separator = fc.constantFrom(' ', '  ', '\n', '\t', '\u00a0', '', '\r\n\r\n', ' - ', '\u2009', '\u3000');
     const text = fc.array(fc.tuple(token, separator), { maxLength: 30 }).map((parts) => parts.map(([t, s]) => t + s).join(''));

@@ -109,7 +109,10 @@ describe('InvertedIndex', () => {
   test('scoreDocs and explain agree with search', () => {
     const index = corpus();
     const hits = index.search(['b', 'e', 'a'], 10);
-    const scores = index.scoreDocs(['b', 'e', 'a'], hits.map((h) => h.doc));
+    const scores = index.scoreDocs(
+      ['b', 'e', 'a'],
+      hits.map((h) => h.doc),
+    );
     expect(scores).toEqual(hits.map((h) => h.score));
     const ex = index.explain(['b', 'e'], 2)!;
     expect(ex.score).toBeCloseTo(index.search(['b', 'e'], 1)[0]!.score, 12);
@@ -176,7 +179,7 @@ describe('InvertedIndex', () => {
     // Whole items deleted, as a knowledge base drops an item's chunks.
     const gone = new Set<number>();
     items.forEach((docs, i) => {
-      if (i % 5 === 0) for (const x of docs) (index.remove(x), gone.add(x));
+      if (i % 5 === 0) for (const x of docs) index.remove(x), gone.add(x);
     });
     const live = items.filter((_, i) => i % 5 !== 0);
     expect(index.groupCount).toBe(live.length);

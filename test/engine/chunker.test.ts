@@ -81,13 +81,13 @@ describe('chunkText', () => {
 
   test('invariants hold on random texts', () => {
     let seed = 7;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (let round = 0; round < 40; round++) {
       const parts: string[] = [];
       const n = 20 + Math.floor(rand() * 300);
       for (let i = 0; i < n; i++) {
         const r = rand();
-        parts.push(r < 0.05 ? '\n\n' : r < 0.15 ? '. ' : r < 0.2 ? 'y'.repeat(1 + Math.floor(rand() * 80)) + ' ' : `w${Math.floor(rand() * 1000)} `);
+        parts.push(r < 0.05 ? '\n\n' : r < 0.15 ? '. ' : r < 0.2 ? `${'y'.repeat(1 + Math.floor(rand() * 80))} ` : `w${Math.floor(rand() * 1000)} `);
       }
       const size = 40 + Math.floor(rand() * 200);
       checkInvariants(parts.join(''), size, Math.floor(rand() * size * 0.4));

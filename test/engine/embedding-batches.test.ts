@@ -21,26 +21,34 @@ describe('planBatches', () => {
   });
 
   test('texts of equal length keep their order; none is empty', () => {
-    expect(planBatches([5, 5, 5, 5], { texts: 16, padded: 10 })).toEqual([[0, 1], [2, 3]]);
+    expect(planBatches([5, 5, 5, 5], { texts: 16, padded: 10 })).toEqual([
+      [0, 1],
+      [2, 3],
+    ]);
     expect(planBatches([], { texts: 16, padded: 256 })).toEqual([]);
     expect(planBatches([0, 0], { texts: 16, padded: 1 })).toEqual([[0, 1]]);
   });
 
   test('property: every index once; each call within its limits (or alone); calls ascend in length', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 600 }), { maxLength: 80 }), fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 1200 }), (lengths, texts, padded) => {
-        const batches = planBatches(lengths, { texts, padded });
-        expect(batches.flat().sort((a, b) => a - b)).toEqual(lengths.map((_, i) => i));
-        let previous = -1;
-        for (const batch of batches) {
-          expect(batch.length).toBeGreaterThan(0);
-          expect(batch.length).toBeLessThanOrEqual(texts);
-          const ls = batch.map((i) => lengths[i]!);
-          if (batch.length > 1) expect(batch.length * Math.max(...ls)).toBeLessThanOrEqual(padded);
-          expect(Math.min(...ls)).toBeGreaterThanOrEqual(previous);
-          previous = Math.max(...ls);
-        }
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 600 }), { maxLength: 80 }),
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1, max: 1200 }),
+        (lengths, texts, padded) => {
+          const batches = planBatches(lengths, { texts, padded });
+          expect(batches.flat().sort((a, b) => a - b)).toEqual(lengths.map((_, i) => i));
+          let previous = -1;
+          for (const batch of batches) {
+            expect(batch.length).toBeGreaterThan(0);
+            expect(batch.length).toBeLessThanOrEqual(texts);
+            const ls = batch.map((i) => lengths[i]!);
+            if (batch.length > 1) expect(batch.length * Math.max(...ls)).toBeLessThanOrEqual(padded);
+            expect(Math.min(...ls)).toBeGreaterThanOrEqual(previous);
+            previous = Math.max(...ls);
+          }
+        },
+      ),
     );
   });
 });

@@ -43,10 +43,11 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-const newKb = (orgId = ORG, embedding = NO_EMBEDDING) => engine.createKnowledgeBase(orgId, { name: 'kb', description: '', type: 'TEXT_HIGH_QUALITY', config: textKbConfig(embedding) });
+const newKb = (orgId = ORG, embedding = NO_EMBEDDING) =>
+  engine.createKnowledgeBase(orgId, { name: 'kb', description: '', type: 'TEXT_HIGH_QUALITY', config: textKbConfig(embedding) });
 
 describe('typed outcomes of the engine', () => {
-  test('KNOWLEDGE_BASE_NOT_FOUND: an unknown id, or another organization\'s, for every method about a knowledge base', async () => {
+  test("KNOWLEDGE_BASE_NOT_FOUND: an unknown id, or another organization's, for every method about a knowledge base", async () => {
     const kb = await newKb();
     const calls: [string, (kbId: string, org: string) => unknown][] = [
       ['getKnowledgeBase', (id, org) => engine.getKnowledgeBase(org, id)],
@@ -62,7 +63,10 @@ describe('typed outcomes of the engine', () => {
       ['searchHybrid', (id, org) => engine.searchHybrid(org, id, { query: 'hello', limit: 5, semanticWeight: 0.5, fusion: 'weighted' })],
     ];
     for (const [name, call] of calls) {
-      for (const [id, org] of [['kb_0000000000000000000000000000', ORG], [kb.id, 'org_someone_else']] as const) {
+      for (const [id, org] of [
+        ['kb_0000000000000000000000000000', ORG],
+        [kb.id, 'org_someone_else'],
+      ] as const) {
         const { code, details } = await codeOf(() => call(id, org));
         expect({ name, code }).toEqual({ name, code: 'KNOWLEDGE_BASE_NOT_FOUND' });
         expect(details).toEqual({ kbId: id });
@@ -97,7 +101,8 @@ describe('typed outcomes of the engine', () => {
     const org = 'org_quota';
     const made = await Promise.allSettled(Array.from({ length: 20 }, () => newKb(org)));
     expect(made.filter((r) => r.status === 'fulfilled')).toHaveLength(5);
-    for (const r of made) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { quota: 'knowledgeBases', limit: 5 } });
+    for (const r of made)
+      if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { quota: 'knowledgeBases', limit: 5 } });
     expect(engine.listKnowledgeBases(org)).toHaveLength(5);
 
     const kbId = engine.listKnowledgeBases(org)[0]!.id;
@@ -109,7 +114,14 @@ describe('typed outcomes of the engine', () => {
   });
 
   test('EMBEDDING_FAILED: a semantic search whose model cannot load', async () => {
-    const kb = await newKb('org_model', { provider: 'transformers', model: 'nobody/no-such-model', dimensions: 8, pooling: 'mean', metric: 'cosine', quantization: 'f32' });
+    const kb = await newKb('org_model', {
+      provider: 'transformers',
+      model: 'nobody/no-such-model',
+      dimensions: 8,
+      pooling: 'mean',
+      metric: 'cosine',
+      quantization: 'f32',
+    });
     expect((await codeOf(() => engine.searchSemantic('org_model', kb.id, { query: 'hello', limit: 5 }))).code).toBe('EMBEDDING_FAILED');
     // Full-text search of the same knowledge base still answers.
     expect(engine.searchFullText('org_model', kb.id, { query: 'hello', limit: 5 })).toEqual([]);
@@ -124,7 +136,7 @@ describe('typed outcomes of the engine', () => {
   });
 });
 
-describe('the server\'s one table of engine codes', () => {
+describe("the server's one table of engine codes", () => {
   test('every engine code has an API code, and so a status', () => {
     const codes = Object.keys(API_CODE_OF_ENGINE) as EngineErrorCode[];
     for (const code of EXTRACTION_ERROR_CODES) expect(codes).toContain(code);
@@ -147,9 +159,15 @@ describe('the server\'s one table of engine codes', () => {
   });
 
   test('answers carry what a client can act on, and nothing internal', () => {
-    const quota = apiErrorOf(new EngineError('QUOTA_EXCEEDED', 'the organization already holds its quota of 5 knowledge bases', { quota: 'knowledgeBases', limit: 5 }));
-    expect({ code: quota.code, status: quota.status, details: quota.details }).toEqual({ code: 'QUOTA_EXCEEDED', status: 403, details: [{ path: '/', message: 'at most 5 knowledge bases per organization' }] });
-    const moved = apiErrorOf(new EngineError('SHARD_NOT_HELD', 'This node does not hold the knowledge base\'s content', { kbId: 'kb_x', shard: 1, nodes: [] }));
+    const quota = apiErrorOf(
+      new EngineError('QUOTA_EXCEEDED', 'the organization already holds its quota of 5 knowledge bases', { quota: 'knowledgeBases', limit: 5 }),
+    );
+    expect({ code: quota.code, status: quota.status, details: quota.details }).toEqual({
+      code: 'QUOTA_EXCEEDED',
+      status: 403,
+      details: [{ path: '/', message: 'at most 5 knowledge bases per organization' }],
+    });
+    const moved = apiErrorOf(new EngineError('SHARD_NOT_HELD', "This node does not hold the knowledge base's content", { kbId: 'kb_x', shard: 1, nodes: [] }));
     expect(moved.headers).toEqual({ 'retry-after': '1' });
     const internal = apiErrorOf(new EngineError('CONTENT_ID_TAKEN', 'The content id ct_x is malformed or already used', { kbId: 'kb_x', contentId: 'ct_x' }));
     expect(internal.message).toBe('Internal server error');

@@ -54,7 +54,7 @@ describe('FairQueue', () => {
     expect(drain(q, 2)).toEqual(['b1:0-1', 'c1:0-1', 'a1:0-0', 'b1:2-3', 'c1:2-3', 'b1:4-5']);
   });
 
-  test("a newcomer goes next, before another turn of the organization served alone so far", () => {
+  test('a newcomer goes next, before another turn of the organization served alone so far', () => {
     const q = filled([['B', 'b1', 100]]);
     expect(drain1(q, 16)).toBe('b1:0-15');
     expect(drain1(q, 16)).toBe('b1:16-31');
@@ -287,7 +287,7 @@ describe('IngestionQueue order', () => {
     expect(h.calls).toHaveLength(0);
   });
 
-  test('an embedding retry re-enters the fair queue: at the back of its knowledge base, in its organization\'s turn', async () => {
+  test("an embedding retry re-enters the fair queue: at the back of its knowledge base, in its organization's turn", async () => {
     const h = harness({ held: true, retry: { attempts: 3, baseMs: 1, maxMs: 1 } });
     h.addKb('A', 'a1', 2);
     h.addKb('B', 'b1', 40);
@@ -295,7 +295,10 @@ describe('IngestionQueue order', () => {
     // A's batch was taken first; then B was alone in the queue: a full batch.
     expect(h.calls.map((c) => span(c.texts))).toEqual(['a1:0-1', 'b1:0-15']);
     // a1:0 fails to embed (chunks kept): tried again after the backoff.
-    const a = await h.finish([{ ok: false, error: 'model down', chunks: [] }, { ok: true, chunks: [] }]);
+    const a = await h.finish([
+      { ok: false, error: 'model down', chunks: [] },
+      { ok: true, chunks: [] },
+    ]);
     expect(a).toEqual(['a1:0', 'a1:1']);
     expect(h.kbs.get('a1')!.contents.get('a1:0')!.status).toBe('pending');
     expect(span(h.calls.at(-1)!.texts)).toBe('b1:16-31'); // A has nothing waiting until the retry
@@ -303,7 +306,12 @@ describe('IngestionQueue order', () => {
     await h.finish();
     expect(span(h.calls.at(-1)!.texts)).toBe('a1:0-0');
     while (h.calls.length > 0) await h.finish();
-    expect(h.committed.filter((r) => r.t === 'content.indexed').map((r) => (r as { id: string }).id).filter((id) => id.startsWith('a1'))).toEqual(['a1:1', 'a1:0']);
+    expect(
+      h.committed
+        .filter((r) => r.t === 'content.indexed')
+        .map((r) => (r as { id: string }).id)
+        .filter((id) => id.startsWith('a1')),
+    ).toEqual(['a1:1', 'a1:0']);
     expect(h.queue.depth).toBe(0);
   });
 });

@@ -65,7 +65,14 @@ describe('FairSlots', () => {
     const slots = new FairSlots(1);
     const log: string[] = [];
     const running = gate(slots, 'A', log, 'a0');
-    const tasks = [gate(slots, 'A', log, 'a1'), gate(slots, 'A', log, 'a2'), gate(slots, 'A', log, 'a3'), gate(slots, 'B', log, 'b1'), gate(slots, 'B', log, 'b2'), gate(slots, 'C', log, 'c1')];
+    const tasks = [
+      gate(slots, 'A', log, 'a1'),
+      gate(slots, 'A', log, 'a2'),
+      gate(slots, 'A', log, 'a3'),
+      gate(slots, 'B', log, 'b1'),
+      gate(slots, 'B', log, 'b2'),
+      gate(slots, 'C', log, 'c1'),
+    ];
     await tick();
     expect(slots.queued).toBe(6);
     running.finish();

@@ -34,7 +34,7 @@ test('MetadataIndex agrees with matchesFilter', () => {
     { nothing: 1 },
   ];
   for (const f of filters) {
-    const expected = docs.map((m, d) => d).filter((d) => d % 4 !== 0 && matchesFilter(docs[d]!, f));
+    const expected = docs.map((_m, d) => d).filter((d) => d % 4 !== 0 && matchesFilter(docs[d]!, f));
     expect(index.matching(f)).toEqual(expected);
   }
 });

@@ -9,7 +9,10 @@ describe('normalized: fixed scales', () => {
   });
   test('a candidate keeps its normalized score whatever the other candidates score', () => {
     const lone: Candidate = { doc: 1, fullText: 1, semantic: 0.2 };
-    const others: Candidate[] = [{ doc: 2, fullText: 0, semantic: 0.6 }, { doc: 3, fullText: 0, semantic: 0.5 }];
+    const others: Candidate[] = [
+      { doc: 2, fullText: 0, semantic: 0.6 },
+      { doc: 3, fullText: 0, semantic: 0.5 },
+    ];
     const alone = weightedFusion([lone], 0.5, 10, 10)[0]!.score;
     const among = weightedFusion([lone, ...others], 0.5, 10, 10).find((c) => c.doc === 1)!.score;
     expect(among).toBe(alone);
@@ -63,7 +66,15 @@ describe('weightedFusion', () => {
     const b = 1.5 + 2 ** -51;
     expect(b).toBeGreaterThan(a);
     expect(a / 3).toBe(b / 3);
-    const out = weightedFusion([{ doc: 1, fullText: a, semantic: 0.9 }, { doc: 2, fullText: b, semantic: 0.1 }], 0, 10, 3);
+    const out = weightedFusion(
+      [
+        { doc: 1, fullText: a, semantic: 0.9 },
+        { doc: 2, fullText: b, semantic: 0.1 },
+      ],
+      0,
+      10,
+      3,
+    );
     expect(out.map((c) => c.doc)).toEqual([2, 1]);
   });
 

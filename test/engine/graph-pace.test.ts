@@ -45,7 +45,7 @@ describe('background HNSW pace', () => {
           let h = 2166136261;
           const v = Array.from({ length: 128 }, (_, i) => {
             h = Math.imul(h ^ (text.charCodeAt(i % text.length) + i), 16777619);
-            return ((h >>> 0) / 2 ** 32) - 0.5;
+            return (h >>> 0) / 2 ** 32 - 0.5;
           });
           return { index, embedding: v };
         });

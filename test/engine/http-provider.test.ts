@@ -45,7 +45,11 @@ test('embeds a batch in order, normalized, with the API key and model sent', asy
 
 test('retries 5xx and 429 with backoff, then succeeds', async () => {
   const { url, calls } = serve((_req, body, n) =>
-    n === 1 ? new Response('busy', { status: 503 }) : n === 2 ? new Response('slow down', { status: 429 }) : Response.json({ data: body.input.map((t: string, index: number) => ({ index, embedding: vectorFor(t) })) }),
+    n === 1
+      ? new Response('busy', { status: 503 })
+      : n === 2
+        ? new Response('slow down', { status: 429 })
+        : Response.json({ data: body.input.map((t: string, index: number) => ({ index, embedding: vectorFor(t) })) }),
   );
   const p = createHttpProvider({ url, model: 'm', dimensions: 4, retries: 3, backoffMs: 5 });
   expect((await p.embed(['x'], 'query')).length).toBe(1);

@@ -28,7 +28,11 @@ function build(items: string[][][], sync = true) {
       owner.push(item);
     }
   });
-  const view = arrayItems(owner, docs, items.map(() => ''));
+  const view = arrayItems(
+    owner,
+    docs,
+    items.map(() => ''),
+  );
   if (sync) syncItems(index, view);
   return { index, owner, docs, view };
 }
@@ -38,7 +42,15 @@ const K = (length: number, avg: number) => params.k1 * (1 - params.b + (params.b
 describe('BM25 over items (groups of chunk documents)', () => {
   test('idf counts items: N live items, n items holding the term, however many of their chunks do', () => {
     // Item 0: two chunks both say "solar"; item 1 one chunk with "solar"; items 2 and 3 without.
-    const { index } = build([[['solar', 'roof'], ['solar', 'output']], [['solar', 'heat']], [['bike']], [['heat', 'pump']]]);
+    const { index } = build([
+      [
+        ['solar', 'roof'],
+        ['solar', 'output'],
+      ],
+      [['solar', 'heat']],
+      [['bike']],
+      [['heat', 'pump']],
+    ]);
     expect(index.groupCount).toBe(4);
     const [score] = index.scoreDocs(['solar'], [2]);
     // Chunk 2 (item 1, "solar heat"): idf(4 items, 2 holding "solar"), its own length against the average chunk.
@@ -48,13 +60,30 @@ describe('BM25 over items (groups of chunk documents)', () => {
   });
 
   test('without items every document is one: the usual document counts', () => {
-    const { index } = build([[['solar', 'roof'], ['solar', 'output']], [['solar', 'heat']], [['bike']]], false);
+    const { index } = build(
+      [
+        [
+          ['solar', 'roof'],
+          ['solar', 'output'],
+        ],
+        [['solar', 'heat']],
+        [['bike']],
+      ],
+      false,
+    );
     expect(index.groupCount).toBe(4);
     expect(index.scoreDocs(['solar'], [2])[0]).toBeCloseTo(weightedTermScore(termWeight(params, idf(4, 3), 1), 1, K(2, index.avgDocLength)), 12);
   });
 
-  test('removing an item\'s chunks one by one: the item holds a term until its last chunk holding it goes', () => {
-    const { index } = build([[['solar', 'roof'], ['solar', 'output']], [['solar', 'heat']], [['bike']]]);
+  test("removing an item's chunks one by one: the item holds a term until its last chunk holding it goes", () => {
+    const { index } = build([
+      [
+        ['solar', 'roof'],
+        ['solar', 'output'],
+      ],
+      [['solar', 'heat']],
+      [['bike']],
+    ]);
     const n = () => index.explain(['solar'], 2)!.terms[0]!.docFreq;
     expect(n()).toBe(2);
     index.remove(0);
@@ -67,11 +96,23 @@ describe('BM25 over items (groups of chunk documents)', () => {
   });
 
   test('items of chunks added later are learned at the next sync; until then each chunk counts alone', () => {
-    const { index, view } = build([[['solar', 'roof'], ['solar', 'output']]]);
+    const { index, view } = build([
+      [
+        ['solar', 'roof'],
+        ['solar', 'output'],
+      ],
+    ]);
     index.add(2, doc(['solar', 'heat']));
     index.add(3, doc(['solar', 'pump']));
     expect(index.groupCount).toBe(3);
-    const later = arrayItems([0, 0, 1, 1], [[0, 1], [2, 3]], ['', '']);
+    const later = arrayItems(
+      [0, 0, 1, 1],
+      [
+        [0, 1],
+        [2, 3],
+      ],
+      ['', ''],
+    );
     syncItems(index, later);
     expect(index.groupCount).toBe(2);
     expect(index.explain(['solar'], 2)!.terms[0]!.docFreq).toBe(2);
@@ -88,7 +129,17 @@ describe('InvertedIndex.groupScores', () => {
   });
 
   test('an item scores as one document: frequencies and lengths summed over its chunks, against the average item', () => {
-    const { index } = build([[['solar', 'panel', 'roof'], ['panel', 'output', 'june', 'panel']], [['heat', 'pump'], ['solar', 'heat']], [['bike', 'rack']]]);
+    const { index } = build([
+      [
+        ['solar', 'panel', 'roof'],
+        ['panel', 'output', 'june', 'panel'],
+      ],
+      [
+        ['heat', 'pump'],
+        ['solar', 'heat'],
+      ],
+      [['bike', 'rack']],
+    ]);
     const q = ['panel', 'solar'];
     const avg = (7 + 4 + 2) / 3;
     expect(index.avgGroupLength).toBeCloseTo(avg, 12);
@@ -117,10 +168,17 @@ describe('InvertedIndex.groupScores', () => {
 describe('full-text leg', () => {
   // Item 0: the title chunk names the topic, the body chunk has the details; item 1 one chunk.
   const corpus = build([
-    [['solar', 'roof', 'installation'], ['output', 'kilowatt', 'june', 'noon']],
+    [
+      ['solar', 'roof', 'installation'],
+      ['output', 'kilowatt', 'june', 'noon'],
+    ],
     [['solar', 'output', 'report', 'kilowatt']],
     [['bike', 'rack', 'entrance']],
-    [['heat', 'pump', 'winter'], ['filter', 'service'], ['outdoor', 'fan']],
+    [
+      ['heat', 'pump', 'winter'],
+      ['filter', 'service'],
+      ['outdoor', 'fan'],
+    ],
   ]);
   const { index } = corpus;
   const q = ['solar', 'output', 'kilowatt'];
@@ -155,7 +213,13 @@ describe('full-text leg', () => {
     const cands = fullTextCandidates(index, q, 100);
     expect(cands.map((c) => c.doc).sort()).toEqual([0, 1, 2]);
     for (let i = 1; i < cands.length; i++) expect(cands[i - 1]!.score >= cands[i]!.score).toBe(true);
-    expect(cands.map((c) => c.score)).toEqual(fullTextScoresOf(index, q, cands.map((c) => c.doc)));
+    expect(cands.map((c) => c.score)).toEqual(
+      fullTextScoresOf(
+        index,
+        q,
+        cands.map((c) => c.doc),
+      ),
+    );
     // The body chunk holds two query terms of three and carries its item, which holds all three;
     // the title chunk keeps its own score, below.
     const at = (doc: number) => cands.findIndex((c) => c.doc === doc);

@@ -20,7 +20,9 @@ function importsOf(dir: string): { file: string; target: string }[] {
 }
 
 test('src/ and snapshots/ import the engine only through engine/index.ts', () => {
-  const reaching = [...importsOf('src'), ...importsOf('snapshots')].filter(({ target }) => target.startsWith('engine/') || (target.startsWith('engine') && target !== 'engine' && target !== 'engine/index'));
+  const reaching = [...importsOf('src'), ...importsOf('snapshots')].filter(
+    ({ target }) => target.startsWith('engine/') || (target.startsWith('engine') && target !== 'engine' && target !== 'engine/index'),
+  );
   expect(reaching.map(({ file, target }) => `${file} → ${target}`)).toEqual([]);
   // The check sees imports at all (it would pass vacuously on a broken pattern otherwise).
   expect(importsOf('src').some(({ target }) => target === 'engine')).toBe(true);

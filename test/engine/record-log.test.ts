@@ -44,8 +44,17 @@ describe.each(kinds)('%s', (_name, open) => {
     expect(seqs).toEqual([2, 3, 4, 5]);
     expect(log.lastSequence).toBe(5);
     await log.sync();
-    expect(await readAll(log)).toEqual([[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd'], [5, 'e']]);
-    expect(await readAll(log, 3)).toEqual([[4, 'd'], [5, 'e']]);
+    expect(await readAll(log)).toEqual([
+      [1, 'a'],
+      [2, 'b'],
+      [3, 'c'],
+      [4, 'd'],
+      [5, 'e'],
+    ]);
+    expect(await readAll(log, 3)).toEqual([
+      [4, 'd'],
+      [5, 'e'],
+    ]);
     expect(await readAll(log, 5)).toEqual([]);
     await log.close();
   });
@@ -76,7 +85,10 @@ describe.each(kinds)('%s', (_name, open) => {
     expect([six, seven]).toEqual([6, 7]);
     const ranged: LogEntry[] = [];
     await readLogRange(log.range(2, 4), (e) => ranged.push(e));
-    expect(ranged.map((e) => [e.seq, dec(e.payload)])).toEqual([[3, 'a3'], [4, 'a4']]);
+    expect(ranged.map((e) => [e.seq, dec(e.payload)])).toEqual([
+      [3, 'a3'],
+      [4, 'a4'],
+    ]);
     const sealed: number[] = [];
     await readLogRange(log.range(0, 5), (e) => sealed.push(e.seq));
     expect(sealed).toEqual([1, 2, 3, 4, 5]);
@@ -97,7 +109,10 @@ describe.each(kinds)('%s', (_name, open) => {
     // Parts [1..5] and [6..7]: below 5 nothing whole, below 6 the first part, below 8 the second.
     expect(await log.truncateBefore(5)).toBe(0);
     expect(await log.truncateBefore(6)).toBe(1);
-    expect(await readAll(log)).toEqual([[6, 'b6'], [7, 'b7']]);
+    expect(await readAll(log)).toEqual([
+      [6, 'b6'],
+      [7, 'b7'],
+    ]);
     expect(await log.sizeBytes()).toBe(framed(2) + 2 * 2);
     expect(await log.truncateBefore(8)).toBe(1);
     expect(await readAll(log)).toEqual([]);

@@ -36,7 +36,13 @@ async function settle(e: Engine) {
   while (e.stats().queueDepth > 0) await Bun.sleep(20);
 }
 
-const TOPICS = ['volcanic eruptions and lava', 'glaciers melting in the arctic', 'desert dunes and camels', 'coral reefs under the sea', 'rainforest canopies and birds'];
+const TOPICS = [
+  'volcanic eruptions and lava',
+  'glaciers melting in the arctic',
+  'desert dunes and camels',
+  'coral reefs under the sea',
+  'rainforest canopies and birds',
+];
 
 async function searches(e: Engine, kbId: string) {
   const out: unknown[] = [];

@@ -10,7 +10,12 @@ import { joinResults, splitSpans } from '../../engine/ingest/split';
 
 const USE: EmbeddingSpec = { provider: 'use-lite', model: 'universal-sentence-encoder-lite', dimensions: 512 };
 const chunking = { size: 200, overlap: 20 };
-const sentences = ['Refunds are issued within fourteen days.', 'The station is north of the river.', 'Tea grows on hillsides in the rain.', 'Passwords reset from the account page.'];
+const sentences = [
+  'Refunds are issued within fourteen days.',
+  'The station is north of the river.',
+  'Tea grows on hillsides in the rain.',
+  'Passwords reset from the account page.',
+];
 const big = Array.from({ length: 400 }, (_, i) => `${sentences[i % 4]} Item ${i} of the list.${i % 7 === 0 ? '\n\n' : ' '}`).join('');
 
 const one = new Compute({ documentWorkers: 1, queryWorkers: 1 });
@@ -52,8 +57,17 @@ describe('splitting a large item across workers', () => {
     const chunk = (start: number) => ({ start, end: start + 1, terms: ['a'], tfs: [1], length: 1 });
     const ok = (start: number): ItemResult => ({ ok: true, chunks: [chunk(start)], vectors: [Float32Array.of(start)] });
     expect(joinResults([ok(0), ok(1)])).toEqual({ ok: true, chunks: [chunk(0), chunk(1)], vectors: [Float32Array.of(0), Float32Array.of(1)] });
-    expect(joinResults([ok(0), { ok: false, error: 'embedding failed: down', chunks: [chunk(1)] }])).toEqual({ ok: false, error: 'embedding failed: down', chunks: [chunk(0), chunk(1)] });
+    expect(joinResults([ok(0), { ok: false, error: 'embedding failed: down', chunks: [chunk(1)] }])).toEqual({
+      ok: false,
+      error: 'embedding failed: down',
+      chunks: [chunk(0), chunk(1)],
+    });
     expect(joinResults([ok(0), { ok: false, error: 'chunking failed: x' }])).toEqual({ ok: false, error: 'chunking failed: x' });
-    expect(joinResults([{ ok: true, chunks: [chunk(0)] }, { ok: true, chunks: [chunk(1)] }])).toEqual({ ok: true, chunks: [chunk(0), chunk(1)] });
+    expect(
+      joinResults([
+        { ok: true, chunks: [chunk(0)] },
+        { ok: true, chunks: [chunk(1)] },
+      ]),
+    ).toEqual({ ok: true, chunks: [chunk(0), chunk(1)] });
   });
 });

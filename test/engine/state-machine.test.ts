@@ -45,7 +45,18 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ op: fc.constant('deleteKb' as const), kb }), weight: 1 },
   { arbitrary: fc.record({ op: fc.constant('put' as const), kb, item }), weight: 8 },
   { arbitrary: fc.record({ op: fc.constant('delete' as const), kb, item }), weight: 1 },
-  { arbitrary: fc.record({ op: fc.constant('indexed' as const), kb, item, stale: rarely, oldAnalyzer: rarely, embeddingError: fc.boolean(), next: fc.boolean() }), weight: 5 },
+  {
+    arbitrary: fc.record({
+      op: fc.constant('indexed' as const),
+      kb,
+      item,
+      stale: rarely,
+      oldAnalyzer: rarely,
+      embeddingError: fc.boolean(),
+      next: fc.boolean(),
+    }),
+    weight: 5,
+  },
   { arbitrary: fc.record({ op: fc.constant('failed' as const), kb, item, stale: rarely, next: fc.boolean() }), weight: 2 },
   { arbitrary: fc.record({ op: fc.constant('retry' as const), kb, item, stale: rarely }), weight: 3 },
   // Shape 0 indexes as the configuration knowledge bases are created with (a cancel while it is active).
@@ -68,7 +79,19 @@ function toRecords(ops: Op[]): LogRecord[] {
   for (const o of ops) {
     const kbId = KBS[o.kb]!;
     if (o.op === 'create') {
-      out.push({ t: 'kb.create', kb: { id: kbId, orgId: 'org', name: 'n', description: '', type: 'TEXT_HIGH_QUALITY', config: { ...textKbConfig(NO_EMBEDDING), id: 'cfg', createdAt: AT }, createdAt: AT, updatedAt: AT } });
+      out.push({
+        t: 'kb.create',
+        kb: {
+          id: kbId,
+          orgId: 'org',
+          name: 'n',
+          description: '',
+          type: 'TEXT_HIGH_QUALITY',
+          config: { ...textKbConfig(NO_EMBEDDING), id: 'cfg', createdAt: AT },
+          createdAt: AT,
+          updatedAt: AT,
+        },
+      });
       nextDoc.set(kbId, 0);
       continue;
     }
@@ -88,7 +111,12 @@ function toRecords(ops: Op[]): LogRecord[] {
       continue;
     }
     if (o.op === 'activate') {
-      out.push({ t: 'kb.activate', kbId, configId: lastBuild.get(kbId) ?? 'cfg_none', at: `2026-01-02T00:00:${String(out.length % 60).padStart(2, '0')}.000Z` });
+      out.push({
+        t: 'kb.activate',
+        kbId,
+        configId: lastBuild.get(kbId) ?? 'cfg_none',
+        at: `2026-01-02T00:00:${String(out.length % 60).padStart(2, '0')}.000Z`,
+      });
       continue;
     }
     const id = ITEMS[o.item]!;
@@ -96,7 +124,16 @@ function toRecords(ops: Op[]): LogRecord[] {
     const current = versions.get(key) ?? 0;
     if (o.op === 'put') {
       versions.set(key, current + 1);
-      out.push({ t: 'content.put', kbId, id, version: current + 1, text: `text of ${id} v${current + 1} walrus falcon`, metadata: { v: current + 1 }, source: { kind: 'text' }, at: AT });
+      out.push({
+        t: 'content.put',
+        kbId,
+        id,
+        version: current + 1,
+        text: `text of ${id} v${current + 1} walrus falcon`,
+        metadata: { v: current + 1 },
+        source: { kind: 'text' },
+        at: AT,
+      });
     } else if (o.op === 'delete') {
       out.push({ t: 'content.delete', kbId, id });
     } else if (o.op === 'indexed') {
@@ -137,11 +174,26 @@ function observe(state: LiveState) {
   return [...state.kbs.values()]
     .sort((a, b) => (a.id < b.id ? -1 : 1))
     .map((k) => ({
-      kb: { id: k.id, name: k.record.name, description: k.record.description, updatedAt: k.record.updatedAt, config: k.record.config.id, building: k.building?.id, progress: k.buildProgress() },
+      kb: {
+        id: k.id,
+        name: k.record.name,
+        description: k.record.description,
+        updatedAt: k.record.updatedAt,
+        config: k.record.config.id,
+        building: k.building?.id,
+        progress: k.buildProgress(),
+      },
       built: k.building
-        ? [...k.contents.values()].sort((a, b) => (a.id < b.id ? -1 : 1)).map((i) => ({ id: i.id, status: k.statusIn(k.indexSet(k.building!.id)!, i), live: k.indexSet(k.building!.id)!.live.get(i.id)?.version.version }))
+        ? [...k.contents.values()]
+            .sort((a, b) => (a.id < b.id ? -1 : 1))
+            .map((i) => ({ id: i.id, status: k.statusIn(k.indexSet(k.building!.id)!, i), live: k.indexSet(k.building!.id)!.live.get(i.id)?.version.version }))
         : undefined,
-      builtWalrus: k.building ? k.indexSet(k.building.id)!.fullTextTop(['walrus'], 100).map((h) => ({ chunk: k.indexSet(k.building!.id)!.chunkIdOf(h.doc), score: h.score })) : undefined,
+      builtWalrus: k.building
+        ? k
+            .indexSet(k.building.id)!
+            .fullTextTop(['walrus'], 100)
+            .map((h) => ({ chunk: k.indexSet(k.building!.id)!.chunkIdOf(h.doc), score: h.score }))
+        : undefined,
       items: [...k.contents.values()]
         .sort((a, b) => (a.id < b.id ? -1 : 1))
         .map((i) => ({ id: i.id, version: i.current.version, status: i.status, error: i.error, live: i.live?.version.version, docs: i.live?.docs })),
@@ -155,10 +207,7 @@ describe('the state machine', () => {
     // How often the logs exercise re-embedding, so the property is known to cover it.
     const applied = { reconfigure: 0, activate: 0, builtResults: 0 };
     // Half the logs start a build at once, with items to build, and run long enough to see it through.
-    const reembedding: Op[] = [
-      ...[0, 1, 2].map((item): Op => ({ op: 'put', kb: 0, item })),
-      { op: 'reconfigure', kb: 0, shape: 1 },
-    ];
+    const reembedding: Op[] = [...[0, 1, 2].map((item): Op => ({ op: 'put', kb: 0, item })), { op: 'reconfigure', kb: 0, shape: 1 }];
     try {
       fc.assert(
         fc.property(fc.boolean(), fc.array(opArb, { minLength: 1, maxLength: 80, size: 'max' }), (build, ops) => {
@@ -216,7 +265,16 @@ describe('the state machine', () => {
           });
           // What the whole log builds, less the content of the knowledge base not held.
           const expected = observe(whole).map((k) =>
-            holds(k.kb.id) ? k : { ...k, kb: { ...k.kb, progress: k.kb.progress && { done: 0, total: 0 } }, items: [], walrus: [], built: k.built && [], builtWalrus: k.builtWalrus && [] },
+            holds(k.kb.id)
+              ? k
+              : {
+                  ...k,
+                  kb: { ...k.kb, progress: k.kb.progress && { done: 0, total: 0 } },
+                  items: [],
+                  walrus: [],
+                  built: k.built && [],
+                  builtWalrus: k.builtWalrus && [],
+                },
           );
           expect(observe(sharded)).toEqual(expected);
           const compacted = liveState(root, holds);
@@ -241,7 +299,10 @@ describe('the state machine', () => {
     const root = mkdtempSync(join(tmpdir(), 'kb-machine-'));
     try {
       const state = liveState(root);
-      const [create, put] = toRecords([{ op: 'create', kb: 0 }, { op: 'put', kb: 0, item: 0 }]);
+      const [create, put] = toRecords([
+        { op: 'create', kb: 0 },
+        { op: 'put', kb: 0, item: 0 },
+      ]);
       expect(state.apply(create!)).toBe(true);
       expect(state.apply(put!)).toBe(true);
       const before = JSON.stringify(observe(state));
@@ -268,12 +329,33 @@ describe('the state machine', () => {
       const old = { ...textKbConfig(NO_EMBEDDING), id: 'cfg_old', createdAt: AT } as ReturnType<typeof textKbConfig> & { id: string; createdAt: string };
       delete old.analyzer;
       const kbOld = KBS[1]!;
-      expect(state.apply({ t: 'kb.create', kb: { id: kbOld, orgId: 'org', name: 'old', description: '', type: 'TEXT_HIGH_QUALITY', config: old, createdAt: AT, updatedAt: AT } })).toBe(true);
-      expect(state.apply({ t: 'content.put', kbId: kbOld, id: ITEMS[0]!, version: 1, text: 'walrus', metadata: {}, source: { kind: 'text' }, at: AT })).toBe(true);
+      expect(
+        state.apply({
+          t: 'kb.create',
+          kb: { id: kbOld, orgId: 'org', name: 'old', description: '', type: 'TEXT_HIGH_QUALITY', config: old, createdAt: AT, updatedAt: AT },
+        }),
+      ).toBe(true);
+      expect(state.apply({ t: 'content.put', kbId: kbOld, id: ITEMS[0]!, version: 1, text: 'walrus', metadata: {}, source: { kind: 'text' }, at: AT })).toBe(
+        true,
+      );
       expect(state.apply({ t: 'content.indexed', kbId: kbOld, id: ITEMS[0]!, version: 1, analyzer: 1, chunks: [], firstDoc: 0, at: AT })).toBe(true);
       expect(state.apply({ t: 'kb.reconfigure', kbId: kbOld, config: { ...textKbConfig(NO_EMBEDDING), id: 'cfg_new', createdAt: AT }, at: AT })).toBe(true);
-      expect(state.apply({ t: 'content.indexed', kbId: kbOld, id: ITEMS[0]!, version: 1, analyzer: 1, chunks: [], firstDoc: 0, configId: 'cfg_new', at: AT })).toBe(false);
-      expect(state.apply({ t: 'content.indexed', kbId: kbOld, id: ITEMS[0]!, version: 1, analyzer: ANALYZER_VERSION, chunks: [], firstDoc: 0, configId: 'cfg_new', at: AT })).toBe(true);
+      expect(
+        state.apply({ t: 'content.indexed', kbId: kbOld, id: ITEMS[0]!, version: 1, analyzer: 1, chunks: [], firstDoc: 0, configId: 'cfg_new', at: AT }),
+      ).toBe(false);
+      expect(
+        state.apply({
+          t: 'content.indexed',
+          kbId: kbOld,
+          id: ITEMS[0]!,
+          version: 1,
+          analyzer: ANALYZER_VERSION,
+          chunks: [],
+          firstDoc: 0,
+          configId: 'cfg_new',
+          at: AT,
+        }),
+      ).toBe(true);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

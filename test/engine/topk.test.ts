@@ -3,7 +3,7 @@ import { TopK } from '../../engine/topk';
 
 test('TopK equals a full sort by (score desc, doc asc)', () => {
   let seed = 42;
-  const rand = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+  const rand = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
   for (const k of [1, 3, 10, 100]) {
     const items = Array.from({ length: 500 }, (_, doc) => ({ doc, score: Math.floor(rand() * 50) / 10 }));
     const top = new TopK(k);

@@ -117,14 +117,7 @@ describe('transformers provider (tiny generated model)', () => {
 
   test('a batch equals one-by-one results (padding does not leak)', async () => {
     const p = await open();
-    const texts = [
-      'car',
-      'the automobile and the truck drive in the rain',
-      'banana',
-      'my puppy is a fast dog',
-      '',
-      'what is the price of this laptop ?',
-    ];
+    const texts = ['car', 'the automobile and the truck drive in the rain', 'banana', 'my puppy is a fast dog', '', 'what is the price of this laptop ?'];
     // More texts than one internal batch, in mixed lengths.
     for (let i = 0; i < 14; i++) texts.push(`${'fruit '.repeat(i % 5)}cat ${i % 2 ? 'kitten' : 'snow'}`);
     const batch = await p.embed(texts, 'document');
@@ -176,10 +169,7 @@ describe('transformers provider (tiny generated model)', () => {
     const qdir = mkdtempSync(join(tmpdir(), 'kb-tiny-q8-'));
     try {
       const q = await writeTinyModel(qdir, { modelId: 'test/tiny-bert-q8', quantizedFile: true });
-      const p = await createTransformersProvider(
-        { provider: 'transformers', model: q.modelId, dimensions: q.dimensions, pooling: 'mean' },
-        { modelDir: qdir },
-      );
+      const p = await createTransformersProvider({ provider: 'transformers', model: q.modelId, dimensions: q.dimensions, pooling: 'mean' }, { modelDir: qdir });
       const [v] = await p.embed(['car'], 'document');
       expect(v!.length).toBe(q.dimensions);
       await p.close?.();
@@ -198,7 +188,10 @@ describe('transformers provider (tiny generated model)', () => {
   test('precision picks the ONNX export: the real MiniLM in fp32 and int8 gives close but different vectors', async () => {
     const shared = resolve(import.meta.dir, '..', '..', '..', 'shared', 'models');
     const minilm = (precision: 'fp32' | 'int8') =>
-      createTransformersProvider({ provider: 'transformers', model: 'Xenova/all-MiniLM-L6-v2', dimensions: 384, pooling: 'mean', maxTokens: 256, precision }, { modelDir: shared, threads: 1 });
+      createTransformersProvider(
+        { provider: 'transformers', model: 'Xenova/all-MiniLM-L6-v2', dimensions: 384, pooling: 'mean', maxTokens: 256, precision },
+        { modelDir: shared, threads: 1 },
+      );
     const [fp32, int8] = await Promise.all([minilm('fp32'), minilm('int8')]);
     try {
       const text = 'Refunds are issued within fourteen days of the purchase.';
@@ -218,7 +211,10 @@ describe('transformers provider (tiny generated model)', () => {
     const shipped = resolve(import.meta.dir, '..', '..', 'models');
     const shared = resolve(import.meta.dir, '..', '..', '..', 'shared', 'models');
     const minilm = (precision: 'fp32' | 'int8', modelDir: string, fallbackModelDirs: string[]) =>
-      createTransformersProvider({ provider: 'transformers', model: 'Xenova/all-MiniLM-L6-v2', dimensions: 384, pooling: 'mean', maxTokens: 256, precision }, { modelDir, fallbackModelDirs, threads: 1 });
+      createTransformersProvider(
+        { provider: 'transformers', model: 'Xenova/all-MiniLM-L6-v2', dimensions: 384, pooling: 'mean', maxTokens: 256, precision },
+        { modelDir, fallbackModelDirs, threads: 1 },
+      );
     try {
       const text = 'Refunds are issued within fourteen days of the purchase.';
       // The shipped int8 export, found after an empty model directory, equals the same file loaded directly.
@@ -230,16 +226,16 @@ describe('transformers provider (tiny generated model)', () => {
       // fp32 is not in the shipped folder: the error names every folder looked in.
       const err = await minilm('fp32', empty, [shipped]).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(EmbeddingError);
-      expect((err as Error).message).toContain(`onnx/model.onnx in ${join(empty, 'Xenova/all-MiniLM-L6-v2')} (nor in ${join(shipped, 'Xenova/all-MiniLM-L6-v2')})`);
+      expect((err as Error).message).toContain(
+        `onnx/model.onnx in ${join(empty, 'Xenova/all-MiniLM-L6-v2')} (nor in ${join(shipped, 'Xenova/all-MiniLM-L6-v2')})`,
+      );
     } finally {
       rmSync(empty, { recursive: true, force: true });
     }
   }, 60_000);
 
   test('a dimension mismatch is an EmbeddingError', async () => {
-    const err = await createTransformersProvider(spec({ dimensions: dimensions + 1 }), { modelDir: dir }).catch(
-      (e: unknown) => e,
-    );
+    const err = await createTransformersProvider(spec({ dimensions: dimensions + 1 }), { modelDir: dir }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EmbeddingError);
     expect((err as Error).message).toContain(`${dimensions}-dimensional`);
   });
@@ -260,9 +256,7 @@ describe('transformers provider (tiny generated model)', () => {
         expect(message).toContain('remote downloads are disabled');
       }
       // Default for allowRemote is false as well.
-      const err = await createTransformersProvider(spec({ model: 'nobody/no-such-model' }), { modelDir: empty }).catch(
-        (e: unknown) => e,
-      );
+      const err = await createTransformersProvider(spec({ model: 'nobody/no-such-model' }), { modelDir: empty }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(EmbeddingError);
     } finally {
       rmSync(empty, { recursive: true, force: true });

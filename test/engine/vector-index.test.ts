@@ -19,7 +19,10 @@ describe('VectorIndex', () => {
     const { index, vecs } = build(300, 32, 'f32', 10_000);
     const q = randomUnit(32);
     const hits = index.search(q, 5);
-    const expected = vecs.map((v, doc) => ({ doc, score: dot(q, v) })).sort((a, b) => b.score - a.score).slice(0, 5);
+    const expected = vecs
+      .map((v, doc) => ({ doc, score: dot(q, v) }))
+      .sort((a, b) => b.score - a.score)
+      .slice(0, 5);
     expect(hits.map((h) => h.doc)).toEqual(expected.map((e) => e.doc));
     hits.forEach((h, i) => expect(h.score).toBeCloseTo(expected[i]!.score, 5));
     expect(index.graphReady).toBe(false);

@@ -51,7 +51,19 @@ describe('HTML', () => {
   test('drops scripts, styles, navigation and hidden parts; keeps headings, lists and tables', async () => {
     const { text, mediaType } = await extractFile(enc(page), 'help.html', OPTS);
     expect(mediaType).toBe('text/html');
-    for (const noise of ['secretToken', 'color', 'Home', 'Pricing', 'Skip to menu', 'Hidden promo', 'Invisible', 'enable JavaScript', 'trackPageView', 'Send', 'typed']) {
+    for (const noise of [
+      'secretToken',
+      'color',
+      'Home',
+      'Pricing',
+      'Skip to menu',
+      'Hidden promo',
+      'Invisible',
+      'enable JavaScript',
+      'trackPageView',
+      'Send',
+      'typed',
+    ]) {
       expect(text).not.toContain(noise);
     }
     expect(text).toBe(
@@ -98,7 +110,14 @@ describe('CSV', () => {
 
 describe('JSON', () => {
   test('keys and values as key.path lines, one block per top-level record', async () => {
-    const json = { title: 'Handbook', version: 3, draft: false, owner: null, tags: ['hr', 'policy'], sections: [{ name: 'Leave', days: 25 }, { name: 'Travel' }] };
+    const json = {
+      title: 'Handbook',
+      version: 3,
+      draft: false,
+      owner: null,
+      tags: ['hr', 'policy'],
+      sections: [{ name: 'Leave', days: 25 }, { name: 'Travel' }],
+    };
     const r = await extractFile(enc(JSON.stringify(json)), 'handbook.json', OPTS);
     expect(r.mediaType).toBe('application/json');
     expect(r.text).toBe(
@@ -172,7 +191,10 @@ describe('PDF', () => {
 
   test('more pages than maxPages, or more text than maxChars, is refused', async () => {
     const pdf = await textPdf(pages);
-    await expect(extractFile(pdf, 'r.pdf', { ...OPTS, maxPages: 3 })).rejects.toMatchObject({ code: 'TOO_LARGE', message: 'The PDF has 4 pages; at most 3 are accepted.' });
+    await expect(extractFile(pdf, 'r.pdf', { ...OPTS, maxPages: 3 })).rejects.toMatchObject({
+      code: 'TOO_LARGE',
+      message: 'The PDF has 4 pages; at most 3 are accepted.',
+    });
     await expect(extractFile(pdf, 'r.pdf', { ...OPTS, maxChars: 50 })).rejects.toMatchObject({ code: 'TOO_LARGE' });
   });
 

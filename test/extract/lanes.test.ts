@@ -126,7 +126,8 @@ describe('OCR budget', () => {
     expect(err).toBeInstanceOf(ExtractionError);
     expect(err).toMatchObject({
       code: 'TOO_LARGE',
-      message: 'Reading the text of the image took longer than the 1.5 s OCR budget and was stopped. Upload a smaller or cleaner image: cropped to the text, with sharp dark text on a plain background.',
+      message:
+        'Reading the text of the image took longer than the 1.5 s OCR budget and was stopped. Upload a smaller or cleaner image: cropped to the text, with sharp dark text on a plain background.',
     });
     expect(ms).toBeGreaterThanOrEqual(1400);
     expect(ms).toBeLessThan(10_000);

@@ -31,6 +31,11 @@ export function noisePng(size: number, seed = 1): Uint8Array {
     x ^= x << 5;
     rows[i] = x & 0xff;
   }
-  const parts = [new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk('IHDR', ihdr), pngChunk('IDAT', deflateSync(rows, { level: 1 })), pngChunk('IEND', new Uint8Array())];
+  const parts = [
+    new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    pngChunk('IHDR', ihdr),
+    pngChunk('IDAT', deflateSync(rows, { level: 1 })),
+    pngChunk('IEND', new Uint8Array()),
+  ];
   return new Uint8Array(Buffer.concat(parts));
 }

@@ -78,9 +78,18 @@ const special = fc.constantFrom(
 
 /** Short strings mixing ordinary text with control characters, lone surrogates and format characters. */
 export const nastyString = fc
-  .array(fc.oneof({ arbitrary: fc.string({ maxLength: 6 }), weight: 3 }, { arbitrary: fc.string({ unit: 'binary', maxLength: 4 }), weight: 2 }, loneSurrogate, control, special), {
-    maxLength: 8,
-  })
+  .array(
+    fc.oneof(
+      { arbitrary: fc.string({ maxLength: 6 }), weight: 3 },
+      { arbitrary: fc.string({ unit: 'binary', maxLength: 4 }), weight: 2 },
+      loneSurrogate,
+      control,
+      special,
+    ),
+    {
+      maxLength: 8,
+    },
+  )
   .map((parts) => parts.join(''));
 
 export const hostileString = fc.oneof(
@@ -120,7 +129,25 @@ export const hostileString = fc.oneof(
 const hostileSmallString = hostileString.filter((s) => s.length < 100_000);
 
 export const hostileKey = fc.oneof(
-  { arbitrary: fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', '', ' ', '\u0000', '\u202e', '\ud800', 'k'.repeat(65), 'k'.repeat(64)), weight: 3 },
+  {
+    arbitrary: fc.constantFrom(
+      '__proto__',
+      'constructor',
+      'prototype',
+      'toString',
+      'hasOwnProperty',
+      'valueOf',
+      '__defineGetter__',
+      '',
+      ' ',
+      '\u0000',
+      '\u202e',
+      '\ud800',
+      'k'.repeat(65),
+      'k'.repeat(64),
+    ),
+    weight: 3,
+  },
   { arbitrary: nastyString, weight: 2 },
   { arbitrary: fc.string({ maxLength: 10 }), weight: 2 },
 );
@@ -128,7 +155,25 @@ export const hostileKey = fc.oneof(
 // --- values ----------------------------------------------------------------------------------
 
 const numberToken = fc.oneof(
-  fc.constantFrom('0', '-0', '1', '1.0', '1e0', '1E2', '-1', '0.5', '1.5', '100', '101', '1e999', '-1e999', '1e-400', '12345678901234567890', '9007199254740993', '0.30000000000000004'),
+  fc.constantFrom(
+    '0',
+    '-0',
+    '1',
+    '1.0',
+    '1e0',
+    '1E2',
+    '-1',
+    '0.5',
+    '1.5',
+    '100',
+    '101',
+    '1e999',
+    '-1e999',
+    '1e-400',
+    '12345678901234567890',
+    '9007199254740993',
+    '0.30000000000000004',
+  ),
   fc.double({ noNaN: true, noDefaultInfinity: true }).map((d) => String(d)),
   fc.integer().map(String),
 );
@@ -167,15 +212,18 @@ export function deepJson(depth: number, shape: 'array' | 'object' | 'array-open'
     case 'array-open':
       return '['.repeat(depth);
     case 'object':
-      return '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+      return `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
     case 'object-open':
       return '{"a":'.repeat(depth);
     case 'mixed':
-      return '[{"a":'.repeat(depth) + 'null' + '}]'.repeat(depth);
+      return `${'[{"a":'.repeat(depth)}null${'}]'.repeat(depth)}`;
   }
 }
 
-const deepBody = fc.tuple(fc.constantFrom(65, 100, 1000, 10_000), fc.constantFrom<'array' | 'object' | 'array-open' | 'object-open' | 'mixed'>('array', 'object', 'array-open', 'object-open', 'mixed'));
+const deepBody = fc.tuple(
+  fc.constantFrom(65, 100, 1000, 10_000),
+  fc.constantFrom<'array' | 'object' | 'array-open' | 'object-open' | 'mixed'>('array', 'object', 'array-open', 'object-open', 'mixed'),
+);
 
 /** Bytes that are not (or not only) JSON text. */
 export const garbageBody: fc.Arbitrary<string | Uint8Array> = fc.oneof(
@@ -254,7 +302,12 @@ export function bodyFor(fields: Record<string, FieldSpec>): fc.Arbitrary<string 
   });
   // Every field valid but one, which is hostile: these reach the checks behind the schema.
   const nearValid = fc
-    .tuple(fc.tuple(...names.map((n) => fields[n]!.valid)), fc.nat({ max: names.length - 1 }), fc.oneof(jsonTree, ...names.map((n) => fields[n]!.hostile ?? jsonTree)), fc.boolean())
+    .tuple(
+      fc.tuple(...names.map((n) => fields[n]!.valid)),
+      fc.nat({ max: names.length - 1 }),
+      fc.oneof(jsonTree, ...names.map((n) => fields[n]!.hostile ?? jsonTree)),
+      fc.boolean(),
+    )
     .map(([values, which, bad, drop]) => {
       const entries: [string, Json][] = names.map((n, i) => [n, i === which ? bad : values[i]!]);
       return printJson(obj(drop ? entries.filter((_, i) => i !== which) : entries));

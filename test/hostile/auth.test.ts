@@ -8,7 +8,22 @@
 //   and trailing slashes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { KEY, ORG, OTHER_KEY, OTHER_ORG, InProcessServer } from '../helpers/server';
-import { API, call, expectEnvelope, expectErrorAnswer, expectRawEnvelope, expectSameState, fingerprint, printServerErrors, rawRequest, reportRequests, requestsSent, type Answer, type Auth, type RawAnswer } from './util';
+import {
+  API,
+  call,
+  expectEnvelope,
+  expectErrorAnswer,
+  expectRawEnvelope,
+  expectSameState,
+  fingerprint,
+  printServerErrors,
+  rawRequest,
+  reportRequests,
+  requestsSent,
+  type Answer,
+  type Auth,
+  type RawAnswer,
+} from './util';
 
 const startedAt = requestsSent();
 const OTHER: Auth = { org: OTHER_ORG, key: OTHER_KEY };
@@ -78,14 +93,24 @@ const ROUTES: Route[] = [
   { method: 'GET', path: () => `${API}/knowledge-bases`, scoped: false },
   { method: 'POST', path: () => `${API}/knowledge-bases`, body: () => ({ name: 'Intruder', type: 'TEXT_HIGH_QUALITY' }), scoped: false },
   { method: 'GET', path: () => `${API}/knowledge-bases/${kb}`, scoped: true },
-  { method: 'PUT', path: () => `${API}/knowledge-bases/${kb}`, body: () => ({ name: 'Hacked', description: 'owned', type: 'TEXT_HIGH_QUALITY' }), scoped: true },
+  {
+    method: 'PUT',
+    path: () => `${API}/knowledge-bases/${kb}`,
+    body: () => ({ name: 'Hacked', description: 'owned', type: 'TEXT_HIGH_QUALITY' }),
+    scoped: true,
+  },
   { method: 'DELETE', path: () => `${API}/knowledge-bases/${kb}`, scoped: true },
   { method: 'GET', path: () => `${API}/knowledge-bases/${kb}/configuration`, scoped: true },
   { method: 'GET', path: () => `${API}/knowledge-bases/${kb}/contents`, scoped: true },
   { method: 'POST', path: () => `${API}/knowledge-bases/${kb}/contents?wait=true`, body: () => ({ text: 'injected falcon text' }), scoped: true },
   { method: 'POST', path: () => `${API}/knowledge-bases/${kb}/contents/file?wait=true`, body: uploadForm, scoped: true },
   { method: 'GET', path: () => `${API}/knowledge-bases/${kb}/contents/${content}`, scoped: true },
-  { method: 'PUT', path: () => `${API}/knowledge-bases/${kb}/contents/${content}?wait=true`, body: () => ({ text: 'overwritten falcon', metadata: { owner: 'intruder' } }), scoped: true },
+  {
+    method: 'PUT',
+    path: () => `${API}/knowledge-bases/${kb}/contents/${content}?wait=true`,
+    body: () => ({ text: 'overwritten falcon', metadata: { owner: 'intruder' } }),
+    scoped: true,
+  },
   { method: 'DELETE', path: () => `${API}/knowledge-bases/${kb}/contents/${content}`, scoped: true },
   { method: 'POST', path: () => `${API}/knowledge-bases/${kb}/search/full-text`, body: () => ({ query: 'falcon' }), scoped: true },
   { method: 'POST', path: () => `${API}/knowledge-bases/${kb}/search/semantic`, body: () => ({ query: 'falcon' }), scoped: true },
@@ -118,61 +143,53 @@ const label = (route: Route) => `${route.method} ${route.path().replace(kb, ':id
 
 describe('auth matrix: every /api/v1 route', () => {
   for (const route of ROUTES) {
-    test(
-      routeName(route),
-      async () => {
-        const before = await bothStates();
-        for (const [name, auth] of BAD_AUTH) {
-          const res = await call(server, route.method, route.path(), route.body?.(), auth);
-          expectErrorAnswer(res, 401, 'UNAUTHORIZED', `${label(route)} with ${name}`);
-          expectNoData(res.raw, `${label(route)} with ${name}`);
-        }
-        expectSameState(before, await bothStates(), `${label(route)} without valid credentials`);
+    test(routeName(route), async () => {
+      const before = await bothStates();
+      for (const [name, auth] of BAD_AUTH) {
+        const res = await call(server, route.method, route.path(), route.body?.(), auth);
+        expectErrorAnswer(res, 401, 'UNAUTHORIZED', `${label(route)} with ${name}`);
+        expectNoData(res.raw, `${label(route)} with ${name}`);
+      }
+      expectSameState(before, await bothStates(), `${label(route)} without valid credentials`);
 
-        // A valid other organization.
-        const res: Answer = await call(server, route.method, route.path(), route.body?.(), OTHER);
-        const what = `${label(route)} as the other organization`;
-        expectNoData(res.raw, what);
-        if (route.scoped) {
-          expectErrorAnswer(res, 404, 'NOT_FOUND', what);
-          expectSameState(before, await bothStates(), what);
-        } else {
-          // Its own collection: its own data only, and this organization's state untouched.
-          expectEnvelope(res, what);
-          expect(res.status).toBe(route.method === 'POST' ? 201 : 200);
-          const mine = JSON.parse(before)[0];
-          expectSameState(mine, await fingerprint(server), what);
-          if (route.method === 'GET') expect(res.body.data.map((k: { id: string }) => k.id)).toEqual([foreignKb]);
-          else {
-            const del = await call(server, 'DELETE', `${API}/knowledge-bases/${res.body.data.id}`, undefined, OTHER);
-            expect(del.status).toBe(200);
-            expectSameState(before, await bothStates(), `${what} (after deleting what it created)`);
-          }
+      // A valid other organization.
+      const res: Answer = await call(server, route.method, route.path(), route.body?.(), OTHER);
+      const what = `${label(route)} as the other organization`;
+      expectNoData(res.raw, what);
+      if (route.scoped) {
+        expectErrorAnswer(res, 404, 'NOT_FOUND', what);
+        expectSameState(before, await bothStates(), what);
+      } else {
+        // Its own collection: its own data only, and this organization's state untouched.
+        expectEnvelope(res, what);
+        expect(res.status).toBe(route.method === 'POST' ? 201 : 200);
+        const mine = JSON.parse(before)[0];
+        expectSameState(mine, await fingerprint(server), what);
+        if (route.method === 'GET') expect(res.body.data.map((k: { id: string }) => k.id)).toEqual([foreignKb]);
+        else {
+          const del = await call(server, 'DELETE', `${API}/knowledge-bases/${res.body.data.id}`, undefined, OTHER);
+          expect(del.status).toBe(200);
+          expectSameState(before, await bothStates(), `${what} (after deleting what it created)`);
         }
-      },
-      60_000,
-    );
+      }
+    }, 60_000);
   }
 
-  test(
-    "the other organization's ids are 404 for this organization, and their data never shows",
-    async () => {
-      const before = await bothStates();
-      for (const [method, path, body] of [
-        ['GET', `${API}/knowledge-bases/${foreignKb}`],
-        ['DELETE', `${API}/knowledge-bases/${foreignKb}`],
-        ['GET', `${API}/knowledge-bases/${foreignKb}/contents`],
-        ['POST', `${API}/knowledge-bases/${foreignKb}/search/full-text`, { query: 'falcon' }],
-        ['POST', `${API}/knowledge-bases/${foreignKb}/contents`, { text: 'cross-tenant write' }],
-      ] as [string, string, unknown?][]) {
-        const res = await call(server, method, path, body);
-        expectErrorAnswer(res, 404, 'NOT_FOUND', `${method} ${path} (foreign)`);
-        expect(res.raw).not.toContain('their falcon plans');
-      }
-      expectSameState(before, await bothStates(), 'requests for the other organization');
-    },
-    60_000,
-  );
+  test("the other organization's ids are 404 for this organization, and their data never shows", async () => {
+    const before = await bothStates();
+    for (const [method, path, body] of [
+      ['GET', `${API}/knowledge-bases/${foreignKb}`],
+      ['DELETE', `${API}/knowledge-bases/${foreignKb}`],
+      ['GET', `${API}/knowledge-bases/${foreignKb}/contents`],
+      ['POST', `${API}/knowledge-bases/${foreignKb}/search/full-text`, { query: 'falcon' }],
+      ['POST', `${API}/knowledge-bases/${foreignKb}/contents`, { text: 'cross-tenant write' }],
+    ] as [string, string, unknown?][]) {
+      const res = await call(server, method, path, body);
+      expectErrorAnswer(res, 404, 'NOT_FOUND', `${method} ${path} (foreign)`);
+      expect(res.raw).not.toContain('their falcon plans');
+    }
+    expectSameState(before, await bothStates(), 'requests for the other organization');
+  }, 60_000);
 });
 
 // --- raw sockets -------------------------------------------------------------------------------
@@ -203,160 +220,146 @@ async function kbStillThere(): Promise<void> {
 }
 
 describe('raw requests', () => {
-  test(
-    'a short Host with a path prefix before /api/v1 never reaches an API route (404 or 401, never data)',
-    async () => {
-      const before = await bothStates();
-      for (const host of ['x', 'ab', 'abc', 'abcd', 'x:1', '127.0.0.1']) {
-        for (const prefix of ['/z', '/zz', '/zzz', '/zzzz', '/api', '/v1', '/zz/']) {
-          for (const [method, suffix] of [
-            ['GET', `/api/v1/knowledge-bases/${kb}`],
-            ['GET', `/api/v1/knowledge-bases/${kb}/contents`],
-            ['DELETE', `/api/v1/knowledge-bases/${kb}`],
-            ['POST', `/api/v1/knowledge-bases/${kb}/search/full-text`],
-          ] as const) {
-            const target = `${prefix}${suffix}`.replace('//', '/');
-            const body = method === 'POST' ? '{"query":"falcon"}' : '';
-            const res = await rawRequest(server, req(method, target, host, ORG_ONLY, body));
-            expectRefused(res, [401, 404], `${method} ${target} Host: ${host} (organization header only)`);
-          }
-        }
-      }
-      await kbStillThere();
-      expectSameState(before, await bothStates(), 'Host/path-prefix requests');
-    },
-    120_000,
-  );
-
-  test(
-    'absolute-form targets without a key are 401 (and never data)',
-    async () => {
-      const before = await bothStates();
-      const port = new URL(server.url).port;
-      for (const [method, target] of [
-        ['GET', `http://x/api/v1/knowledge-bases/${kb}`],
-        ['GET', `http://x/api/v1/knowledge-bases/${kb}/contents/${content}`],
-        ['DELETE', `http://x/api/v1/knowledge-bases/${kb}`],
-        ['DELETE', `http://x/api/v1/knowledge-bases/${kb}/contents/${content}`],
-        ['GET', `http://127.0.0.1:${port}/api/v1/knowledge-bases/${kb}`],
-        ['GET', `http://localhost/api/v1/knowledge-bases`],
-        ['POST', `http://x/api/v1/knowledge-bases/${kb}/search/full-text`],
-      ] as const) {
-        for (const host of ['x', 'localhost']) {
+  test('a short Host with a path prefix before /api/v1 never reaches an API route (404 or 401, never data)', async () => {
+    const before = await bothStates();
+    for (const host of ['x', 'ab', 'abc', 'abcd', 'x:1', '127.0.0.1']) {
+      for (const prefix of ['/z', '/zz', '/zzz', '/zzzz', '/api', '/v1', '/zz/']) {
+        for (const [method, suffix] of [
+          ['GET', `/api/v1/knowledge-bases/${kb}`],
+          ['GET', `/api/v1/knowledge-bases/${kb}/contents`],
+          ['DELETE', `/api/v1/knowledge-bases/${kb}`],
+          ['POST', `/api/v1/knowledge-bases/${kb}/search/full-text`],
+        ] as const) {
+          const target = `${prefix}${suffix}`.replace('//', '/');
           const body = method === 'POST' ? '{"query":"falcon"}' : '';
           const res = await rawRequest(server, req(method, target, host, ORG_ONLY, body));
-          expectRefused(res, [401], `${method} ${target} Host: ${host} (organization header only)`);
-          expect(res.json.error.code).toBe('UNAUTHORIZED');
-          const none = await rawRequest(server, req(method, target, host, '', body));
-          expectRefused(none, [401], `${method} ${target} Host: ${host} (no credentials)`);
+          expectRefused(res, [401, 404], `${method} ${target} Host: ${host} (organization header only)`);
         }
       }
-      // Absolute forms that hide or move the path: never a success.
-      for (const target of [`http://x/zz/api/v1/knowledge-bases/${kb}`, `http://x?/api/v1/knowledge-bases/${kb}`, `http://x:1/api/v1/knowledge-bases/${kb}`, `http://a@x/api/v1/knowledge-bases/${kb}`, `//api/v1/knowledge-bases/${kb}`]) {
-        const res = await rawRequest(server, req('GET', target, 'x', ORG_ONLY));
-        if (res.status === 200 || res.status === 0) throw new Error(`GET ${target} → ${res.raw.slice(0, 300)}`);
-        expectNoData(res.raw, `GET ${target}`);
-        if (res.body.length > 0) expectRawEnvelope(res, `GET ${target}`);
-      }
-      await kbStillThere();
-      expectSameState(before, await bothStates(), 'absolute-form requests');
-    },
-    120_000,
-  );
+    }
+    await kbStillThere();
+    expectSameState(before, await bothStates(), 'Host/path-prefix requests');
+  }, 120_000);
 
-  test(
-    'malformed Host values are 400 VALIDATION_ERROR in the JSON envelope',
-    async () => {
-      const before = await bothStates();
-      for (const host of ['', 'a b', 'a/b', 'a@b', 'a\\b', 'user:pw@x', 'x:99999999', 'x:port', '[::1', 'x/../y', '%2e', 'a,b']) {
-        for (const [method, path, headers] of [
-          ['GET', `${API}/knowledge-bases/${kb}`, CREDS],
-          ['DELETE', `${API}/knowledge-bases/${kb}/contents/${content}`, CREDS],
-          ['GET', `${API}/knowledge-bases`, ''],
-          ['GET', '/health', ''],
-        ] as const) {
-          const res = await rawRequest(server, req(method, path, host, headers));
-          const what = `${method} ${path} Host: ${JSON.stringify(host)}`;
-          expectRefused(res, [400], what);
-          expect(res.json.error.code).toBe('VALIDATION_ERROR');
-        }
+  test('absolute-form targets without a key are 401 (and never data)', async () => {
+    const before = await bothStates();
+    const port = new URL(server.url).port;
+    for (const [method, target] of [
+      ['GET', `http://x/api/v1/knowledge-bases/${kb}`],
+      ['GET', `http://x/api/v1/knowledge-bases/${kb}/contents/${content}`],
+      ['DELETE', `http://x/api/v1/knowledge-bases/${kb}`],
+      ['DELETE', `http://x/api/v1/knowledge-bases/${kb}/contents/${content}`],
+      ['GET', `http://127.0.0.1:${port}/api/v1/knowledge-bases/${kb}`],
+      ['GET', `http://localhost/api/v1/knowledge-bases`],
+      ['POST', `http://x/api/v1/knowledge-bases/${kb}/search/full-text`],
+    ] as const) {
+      for (const host of ['x', 'localhost']) {
+        const body = method === 'POST' ? '{"query":"falcon"}' : '';
+        const res = await rawRequest(server, req(method, target, host, ORG_ONLY, body));
+        expectRefused(res, [401], `${method} ${target} Host: ${host} (organization header only)`);
+        expect(res.json.error.code).toBe('UNAUTHORIZED');
+        const none = await rawRequest(server, req(method, target, host, '', body));
+        expectRefused(none, [401], `${method} ${target} Host: ${host} (no credentials)`);
       }
-      await kbStillThere();
-      expectSameState(before, await bothStates(), 'malformed Host requests');
-    },
-    120_000,
-  );
+    }
+    // Absolute forms that hide or move the path: never a success.
+    for (const target of [
+      `http://x/zz/api/v1/knowledge-bases/${kb}`,
+      `http://x?/api/v1/knowledge-bases/${kb}`,
+      `http://x:1/api/v1/knowledge-bases/${kb}`,
+      `http://a@x/api/v1/knowledge-bases/${kb}`,
+      `//api/v1/knowledge-bases/${kb}`,
+    ]) {
+      const res = await rawRequest(server, req('GET', target, 'x', ORG_ONLY));
+      if (res.status === 200 || res.status === 0) throw new Error(`GET ${target} → ${res.raw.slice(0, 300)}`);
+      expectNoData(res.raw, `GET ${target}`);
+      if (res.body.length > 0) expectRawEnvelope(res, `GET ${target}`);
+    }
+    await kbStillThere();
+    expectSameState(before, await bothStates(), 'absolute-form requests');
+  }, 120_000);
 
-  test(
-    'dot segments with a valid key never reach a parent route: 404, and the knowledge base and its contents stay',
-    async () => {
-      const before = await bothStates();
-      const base = `${API}/knowledge-bases/${kb}`;
-      const targets: [string, string][] = [
-        ['DELETE', `${base}/contents/..`],
-        ['DELETE', `${base}/contents/%2e%2e`],
-        ['DELETE', `${base}/contents/%2E%2E`],
-        ['DELETE', `${base}/contents/.%2E`],
-        ['DELETE', `${base}/contents/%2e.`],
-        ['DELETE', `${base}/contents/../`],
-        ['DELETE', `${base}/contents/./..`],
-        ['DELETE', `${base}/contents/.`],
-        ['DELETE', `${base}/contents/./`],
-        ['DELETE', `${base}/contents/%2e`],
-        ['DELETE', `${base}/search/..`],
-        ['DELETE', `${base}/search/%2e%2e`],
-        ['DELETE', `${base}/search/../`],
-        ['DELETE', `${base}/search/full-text/..`],
-        ['DELETE', `${base}/search/full-text/../..`],
-        ['DELETE', `${base}/configuration/..`],
-        ['DELETE', `${base}/configuration/%2e%2e`],
-        ['DELETE', `${base}/x/..`],
-        ['DELETE', `${base}/.`],
-        ['DELETE', `${base}/%2e`],
-        ['DELETE', `${base}/contents/${content}/.`],
-        ['DELETE', `${base}/contents/${content}/x/..`],
-        ['DELETE', `${base}/contents/${content}/reindex/..`],
-        ['DELETE', `${base}/contents/${content}/%2e`],
-        ['PUT', `${base}/contents/..`],
-        ['GET', `${base}/contents/${content}/..`],
-        ['GET', `${base}/search/..`],
-      ];
-      for (const [method, target] of targets) {
-        const body = method === 'PUT' ? '{"name":"Hacked","type":"TEXT_HIGH_QUALITY"}' : '';
-        const res = await rawRequest(server, req(method, target, 'localhost', CREDS, body));
-        expectRefused(res, [404], `${method} ${target}`);
-        expect(res.json.error.code).toBe('NOT_FOUND');
-        await kbStillThere();
-      }
-      expectSameState(before, await bothStates(), 'dot-segment requests');
-    },
-    120_000,
-  );
-
-  test(
-    'a trailing slash is 404 (no loose match to the route without it)',
-    async () => {
-      const before = await bothStates();
-      const base = `${API}/knowledge-bases/${kb}`;
-      for (const [method, target] of [
-        ['GET', `${base}/`],
-        ['DELETE', `${base}/`],
-        ['PUT', `${base}/`],
-        ['GET', `${base}//`],
-        ['GET', `${API}/knowledge-bases/`],
-        ['GET', `${base}/contents/`],
-        ['GET', `${base}/contents/${content}/`],
-        ['DELETE', `${base}/contents/${content}/`],
-        ['POST', `${base}/search/full-text/`],
+  test('malformed Host values are 400 VALIDATION_ERROR in the JSON envelope', async () => {
+    const before = await bothStates();
+    for (const host of ['', 'a b', 'a/b', 'a@b', 'a\\b', 'user:pw@x', 'x:99999999', 'x:port', '[::1', 'x/../y', '%2e', 'a,b']) {
+      for (const [method, path, headers] of [
+        ['GET', `${API}/knowledge-bases/${kb}`, CREDS],
+        ['DELETE', `${API}/knowledge-bases/${kb}/contents/${content}`, CREDS],
+        ['GET', `${API}/knowledge-bases`, ''],
+        ['GET', '/health', ''],
       ] as const) {
-        const body = method === 'PUT' ? '{"name":"Hacked","type":"TEXT_HIGH_QUALITY"}' : method === 'POST' ? '{"query":"falcon"}' : '';
-        const res = await rawRequest(server, req(method, target, 'localhost', CREDS, body));
-        expectRefused(res, [404], `${method} ${target}`);
-        expect(res.json.error.code).toBe('NOT_FOUND');
+        const res = await rawRequest(server, req(method, path, host, headers));
+        const what = `${method} ${path} Host: ${JSON.stringify(host)}`;
+        expectRefused(res, [400], what);
+        expect(res.json.error.code).toBe('VALIDATION_ERROR');
       }
+    }
+    await kbStillThere();
+    expectSameState(before, await bothStates(), 'malformed Host requests');
+  }, 120_000);
+
+  test('dot segments with a valid key never reach a parent route: 404, and the knowledge base and its contents stay', async () => {
+    const before = await bothStates();
+    const base = `${API}/knowledge-bases/${kb}`;
+    const targets: [string, string][] = [
+      ['DELETE', `${base}/contents/..`],
+      ['DELETE', `${base}/contents/%2e%2e`],
+      ['DELETE', `${base}/contents/%2E%2E`],
+      ['DELETE', `${base}/contents/.%2E`],
+      ['DELETE', `${base}/contents/%2e.`],
+      ['DELETE', `${base}/contents/../`],
+      ['DELETE', `${base}/contents/./..`],
+      ['DELETE', `${base}/contents/.`],
+      ['DELETE', `${base}/contents/./`],
+      ['DELETE', `${base}/contents/%2e`],
+      ['DELETE', `${base}/search/..`],
+      ['DELETE', `${base}/search/%2e%2e`],
+      ['DELETE', `${base}/search/../`],
+      ['DELETE', `${base}/search/full-text/..`],
+      ['DELETE', `${base}/search/full-text/../..`],
+      ['DELETE', `${base}/configuration/..`],
+      ['DELETE', `${base}/configuration/%2e%2e`],
+      ['DELETE', `${base}/x/..`],
+      ['DELETE', `${base}/.`],
+      ['DELETE', `${base}/%2e`],
+      ['DELETE', `${base}/contents/${content}/.`],
+      ['DELETE', `${base}/contents/${content}/x/..`],
+      ['DELETE', `${base}/contents/${content}/reindex/..`],
+      ['DELETE', `${base}/contents/${content}/%2e`],
+      ['PUT', `${base}/contents/..`],
+      ['GET', `${base}/contents/${content}/..`],
+      ['GET', `${base}/search/..`],
+    ];
+    for (const [method, target] of targets) {
+      const body = method === 'PUT' ? '{"name":"Hacked","type":"TEXT_HIGH_QUALITY"}' : '';
+      const res = await rawRequest(server, req(method, target, 'localhost', CREDS, body));
+      expectRefused(res, [404], `${method} ${target}`);
+      expect(res.json.error.code).toBe('NOT_FOUND');
       await kbStillThere();
-      expectSameState(before, await bothStates(), 'trailing-slash requests');
-    },
-    60_000,
-  );
+    }
+    expectSameState(before, await bothStates(), 'dot-segment requests');
+  }, 120_000);
+
+  test('a trailing slash is 404 (no loose match to the route without it)', async () => {
+    const before = await bothStates();
+    const base = `${API}/knowledge-bases/${kb}`;
+    for (const [method, target] of [
+      ['GET', `${base}/`],
+      ['DELETE', `${base}/`],
+      ['PUT', `${base}/`],
+      ['GET', `${base}//`],
+      ['GET', `${API}/knowledge-bases/`],
+      ['GET', `${base}/contents/`],
+      ['GET', `${base}/contents/${content}/`],
+      ['DELETE', `${base}/contents/${content}/`],
+      ['POST', `${base}/search/full-text/`],
+    ] as const) {
+      const body = method === 'PUT' ? '{"name":"Hacked","type":"TEXT_HIGH_QUALITY"}' : method === 'POST' ? '{"query":"falcon"}' : '';
+      const res = await rawRequest(server, req(method, target, 'localhost', CREDS, body));
+      expectRefused(res, [404], `${method} ${target}`);
+      expect(res.json.error.code).toBe('NOT_FOUND');
+    }
+    await kbStillThere();
+    expectSameState(before, await bothStates(), 'trailing-slash requests');
+  }, 60_000);
 });

@@ -14,7 +14,20 @@ import { readFileSync } from 'node:fs';
 import { textPdf } from '../extract/fixtures';
 import { noisePng } from '../extract/noise';
 import { OTHER_KEY, OTHER_ORG, TestServer } from '../helpers/server';
-import { API, call, expectEnvelope, expectErrorAnswer, MiB, printServerErrors, reportRequests, requestsSent, RssSampler, upload, type Answer, type Auth } from './util';
+import {
+  API,
+  call,
+  expectEnvelope,
+  expectErrorAnswer,
+  MiB,
+  printServerErrors,
+  reportRequests,
+  requestsSent,
+  RssSampler,
+  upload,
+  type Answer,
+  type Auth,
+} from './util';
 
 const startedAt = requestsSent();
 const B: Auth = { org: OTHER_ORG, key: OTHER_KEY };
@@ -33,7 +46,9 @@ const SMALL_TEXT = 'Falcons nest on high cliff ledges.';
 
 /** CPU seconds (user + system) the process has used so far. */
 function cpuSecondsOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /, '')
+    .split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
 }
 
@@ -46,8 +61,11 @@ async function cpuCoresOver(pid: number, ms: number): Promise<number> {
 }
 
 type Timed = { res: Answer; ms: number };
-const timed = (from: number) => (res: Answer): Timed => ({ res, ms: performance.now() - from });
-const describeAnswers = (answers: Timed[]) => answers.map((a) => `${a.res.status} ${a.res.body?.error?.code ?? ''} in ${Math.round(a.ms)} ms`.replace('  ', ' ')).join(', ');
+const timed =
+  (from: number) =>
+  (res: Answer): Timed => ({ res, ms: performance.now() - from });
+const describeAnswers = (answers: Timed[]) =>
+  answers.map((a) => `${a.res.status} ${a.res.body?.error?.code ?? ''} in ${Math.round(a.ms)} ms`.replace('  ', ' ')).join(', ');
 
 async function createKb(name: string, type: string, auth?: Auth): Promise<string> {
   const res = await call(server, 'POST', `${API}/knowledge-bases`, { name, type }, auth);
@@ -61,7 +79,8 @@ async function waitReady(kb: string, id: string, auth?: Auth, timeoutMs = 60_000
   for (;;) {
     const res = await call(server, 'GET', `${API}/knowledge-bases/${kb}/contents/${id}`, undefined, auth);
     if (res.body?.data?.status === 'ready') return;
-    if (res.body?.data?.status === 'failed' || performance.now() - started > timeoutMs) throw new Error(`content ${id} not ready: ${res.status} ${res.raw.slice(0, 300)}`);
+    if (res.body?.data?.status === 'failed' || performance.now() - started > timeoutMs)
+      throw new Error(`content ${id} not ready: ${res.status} ${res.raw.slice(0, 300)}`);
     await Bun.sleep(100);
   }
 }
@@ -80,7 +99,10 @@ beforeAll(async () => {
   kbA = await createKb('A media', 'TEXT_AND_MEDIA_HIGH_QUALITY');
   kbB = await createKb('B text', 'TEXT_HIGH_QUALITY', B);
   // Warm up both (models load on first use), so the measurements are extraction alone.
-  for (const [kb, auth] of [[kbA, undefined], [kbB, B]] as const) {
+  for (const [kb, auth] of [
+    [kbA, undefined],
+    [kbB, B],
+  ] as const) {
     const res = await upload(server, kb, { name: 'warm.txt', bytes: 'A warm-up note about falcons.', auth });
     if (res.body?.data?.status !== 'ready') throw new Error(`warm-up: ${res.status} ${res.raw}`);
   }
@@ -93,100 +115,94 @@ afterAll(async () => {
   reportRequests('tenants-uploads.test.ts', startedAt);
 });
 
-test(
-  "another organization's 34-byte .txt answers in under 2 s while one organization's two OCR bombs are in; each bomb gets the OCR budget's answer",
-  async () => {
-    const bomb = noisePng(6000, 7);
-    expect(bomb.length).toBeGreaterThan(4 * MiB); // ~4.5 MB, 36 M pixels: under the 40 M pixel cap
-    expect(bomb.length).toBeLessThan(5 * MiB);
-    const small = new TextEncoder().encode(SMALL_TEXT);
-    expect(small.length).toBe(34);
+test("another organization's 34-byte .txt answers in under 2 s while one organization's two OCR bombs are in; each bomb gets the OCR budget's answer", async () => {
+  const bomb = noisePng(6000, 7);
+  expect(bomb.length).toBeGreaterThan(4 * MiB); // ~4.5 MB, 36 M pixels: under the 40 M pixel cap
+  expect(bomb.length).toBeLessThan(5 * MiB);
+  const small = new TextEncoder().encode(SMALL_TEXT);
+  expect(small.length).toBe(34);
 
-    const sampler = new RssSampler(server.proc.pid, 25);
-    const started = performance.now();
-    const bombs = Promise.all([1, 2].map((i) => upload(server, kbA, { name: `noise-${i}.png`, bytes: bomb, wait: false }).then(timed(started))));
-    await Bun.sleep(2000); // both bombs are in and in OCR
+  const sampler = new RssSampler(server.proc.pid, 25);
+  const started = performance.now();
+  const bombs = Promise.all([1, 2].map((i) => upload(server, kbA, { name: `noise-${i}.png`, bytes: bomb, wait: false }).then(timed(started))));
+  await Bun.sleep(2000); // both bombs are in and in OCR
 
-    const txtStarted = performance.now();
-    const txt = timed(txtStarted)(await upload(server, kbB, { name: 'small.txt', bytes: small, auth: B, wait: false }));
-    console.log(`[hostile] tenants-uploads: B's 34-byte .txt during two OCR bombs of A: ${txt.res.status} in ${Math.round(txt.ms)} ms`);
-    const answers = await bombs;
-    const mem = sampler.stop();
-    console.log(`[hostile] tenants-uploads: A's two 6000 × 6000 noise PNGs (${(bomb.length / MiB).toFixed(1)} MiB each, OCR_TIMEOUT_MS=${OCR_BUDGET_MS}): ${describeAnswers(answers)}; first message: ${JSON.stringify(answers[0]!.res.body?.error?.message)}`);
-    console.log(`[hostile] tenants-uploads: server RSS during the bombs: baseline ${Math.round(mem.baseline / MiB)} MiB, peak ${Math.round(mem.peak / MiB)} MiB (+${Math.round(mem.growth / MiB)} MiB)`);
+  const txtStarted = performance.now();
+  const txt = timed(txtStarted)(await upload(server, kbB, { name: 'small.txt', bytes: small, auth: B, wait: false }));
+  console.log(`[hostile] tenants-uploads: B's 34-byte .txt during two OCR bombs of A: ${txt.res.status} in ${Math.round(txt.ms)} ms`);
+  const answers = await bombs;
+  const mem = sampler.stop();
+  console.log(
+    `[hostile] tenants-uploads: A's two 6000 × 6000 noise PNGs (${(bomb.length / MiB).toFixed(1)} MiB each, OCR_TIMEOUT_MS=${OCR_BUDGET_MS}): ${describeAnswers(answers)}; first message: ${JSON.stringify(answers[0]!.res.body?.error?.message)}`,
+  );
+  console.log(
+    `[hostile] tenants-uploads: server RSS during the bombs: baseline ${Math.round(mem.baseline / MiB)} MiB, peak ${Math.round(mem.peak / MiB)} MiB (+${Math.round(mem.growth / MiB)} MiB)`,
+  );
 
-    expectEnvelope(txt.res, 'the small .txt');
-    expect(txt.res.status).toBe(201);
-    expect(txt.ms).toBeLessThan(2000);
-    for (const [i, a] of answers.entries()) expectBudgetAnswer(a, `bomb ${i + 1}`);
-    expect(mem.growth).toBeLessThan(2048 * MiB); // each OCR worker stays under EXTRACTION_MEMORY_MB (1 GiB)
+  expectEnvelope(txt.res, 'the small .txt');
+  expect(txt.res.status).toBe(201);
+  expect(txt.ms).toBeLessThan(2000);
+  for (const [i, a] of answers.entries()) expectBudgetAnswer(a, `bomb ${i + 1}`);
+  expect(mem.growth).toBeLessThan(2048 * MiB); // each OCR worker stays under EXTRACTION_MEMORY_MB (1 GiB)
 
-    // The bombs' workers were stopped, not left burning CPU.
-    await Bun.sleep(1000);
-    const cores = await cpuCoresOver(server.proc.pid, 2000);
-    console.log(`[hostile] tenants-uploads: server CPU after the bombs were answered: ${cores.toFixed(2)} cores`);
-    expect(cores).toBeLessThan(0.5);
+  // The bombs' workers were stopped, not left burning CPU.
+  await Bun.sleep(1000);
+  const cores = await cpuCoresOver(server.proc.pid, 2000);
+  console.log(`[hostile] tenants-uploads: server CPU after the bombs were answered: ${cores.toFixed(2)} cores`);
+  expect(cores).toBeLessThan(0.5);
 
-    // Still serving: the .txt gets indexed, and A can upload again.
-    await waitReady(kbB, txt.res.body.data.id, B);
-    expect((await call(server, 'GET', '/health', undefined, null)).status).toBe(200);
-    const after = await upload(server, kbA, { name: 'after.txt', bytes: 'falcon text uploaded after the bombs' });
-    expect(after.status).toBe(201);
-    expect(after.body.data.status).toBe('ready');
-  },
-  400_000,
-);
+  // Still serving: the .txt gets indexed, and A can upload again.
+  await waitReady(kbB, txt.res.body.data.id, B);
+  expect((await call(server, 'GET', '/health', undefined, null)).status).toBe(200);
+  const after = await upload(server, kbA, { name: 'after.txt', bytes: 'falcon text uploaded after the bombs' });
+  expect(after.status).toBe(201);
+  expect(after.body.data.status).toBe('ready');
+}, 400_000);
 
-test(
-  'a .txt answers in under 2 s while both heavy workers are on OCR (one image of each organization)',
-  async () => {
-    const kbMediaB = await createKb('B media', 'TEXT_AND_MEDIA_HIGH_QUALITY', B);
-    const started = performance.now();
-    const images = Promise.all([
-      upload(server, kbA, { name: 'a.png', bytes: noisePng(2000, 201), wait: false }).then(timed(started)),
-      upload(server, kbMediaB, { name: 'b.png', bytes: noisePng(2000, 202), auth: B, wait: false }).then(timed(started)),
-    ]);
-    await Bun.sleep(1000); // both are in OCR: every heavy worker is busy
+test('a .txt answers in under 2 s while both heavy workers are on OCR (one image of each organization)', async () => {
+  const kbMediaB = await createKb('B media', 'TEXT_AND_MEDIA_HIGH_QUALITY', B);
+  const started = performance.now();
+  const images = Promise.all([
+    upload(server, kbA, { name: 'a.png', bytes: noisePng(2000, 201), wait: false }).then(timed(started)),
+    upload(server, kbMediaB, { name: 'b.png', bytes: noisePng(2000, 202), auth: B, wait: false }).then(timed(started)),
+  ]);
+  await Bun.sleep(1000); // both are in OCR: every heavy worker is busy
 
-    const txt = timed(performance.now())(await upload(server, kbA, { name: 'small.txt', bytes: SMALL_TEXT, wait: false }));
-    console.log(`[hostile] tenants-uploads: a 34-byte .txt while both heavy workers are on OCR: ${txt.res.status} in ${Math.round(txt.ms)} ms`);
-    const answers = await images;
-    console.log(`[hostile] tenants-uploads: the two 2000 × 2000 noise PNGs (one per organization): ${describeAnswers(answers)}`);
+  const txt = timed(performance.now())(await upload(server, kbA, { name: 'small.txt', bytes: SMALL_TEXT, wait: false }));
+  console.log(`[hostile] tenants-uploads: a 34-byte .txt while both heavy workers are on OCR: ${txt.res.status} in ${Math.round(txt.ms)} ms`);
+  const answers = await images;
+  console.log(`[hostile] tenants-uploads: the two 2000 × 2000 noise PNGs (one per organization): ${describeAnswers(answers)}`);
 
-    expectEnvelope(txt.res, 'the small .txt');
-    expect(txt.res.status).toBe(201);
-    expect(txt.ms).toBeLessThan(2000);
-    for (const [i, a] of answers.entries()) expectBudgetAnswer(a, `image ${i + 1}`);
-    await waitReady(kbA, txt.res.body.data.id);
-  },
-  400_000,
-);
+  expectEnvelope(txt.res, 'the small .txt');
+  expect(txt.res.status).toBe(201);
+  expect(txt.ms).toBeLessThan(2000);
+  for (const [i, a] of answers.entries()) expectBudgetAnswer(a, `image ${i + 1}`);
+  await waitReady(kbA, txt.res.body.data.id);
+}, 400_000);
 
-test(
-  "another organization's small PDF is not queued behind four slow images of one organization",
-  async () => {
-    const pdf = await textPdf([[['A short report about peregrine falcons.']]]);
-    const started = performance.now();
-    const images = Promise.all([1, 2, 3, 4].map((i) => upload(server, kbA, { name: `slow-${i}.png`, bytes: noisePng(2000, 100 + i), wait: false }).then(timed(started))));
-    await Bun.sleep(1000); // all four are in: two running (before the fix), or one running and three waiting
+test("another organization's small PDF is not queued behind four slow images of one organization", async () => {
+  const pdf = await textPdf([[['A short report about peregrine falcons.']]]);
+  const started = performance.now();
+  const images = Promise.all(
+    [1, 2, 3, 4].map((i) => upload(server, kbA, { name: `slow-${i}.png`, bytes: noisePng(2000, 100 + i), wait: false }).then(timed(started))),
+  );
+  await Bun.sleep(1000); // all four are in: two running (before the fix), or one running and three waiting
 
-    const pdfStarted = performance.now();
-    const doc = timed(pdfStarted)(await upload(server, kbB, { name: 'report.pdf', bytes: pdf, auth: B, wait: false }));
-    const docAt = performance.now() - started;
-    console.log(`[hostile] tenants-uploads: B's small PDF behind four slow images of A: ${doc.res.status} in ${Math.round(doc.ms)} ms`);
-    const answers = await images;
-    console.log(`[hostile] tenants-uploads: A's four 2000 × 2000 noise PNGs: ${describeAnswers(answers)} (B's PDF answered at ${Math.round(docAt)} ms)`);
+  const pdfStarted = performance.now();
+  const doc = timed(pdfStarted)(await upload(server, kbB, { name: 'report.pdf', bytes: pdf, auth: B, wait: false }));
+  const docAt = performance.now() - started;
+  console.log(`[hostile] tenants-uploads: B's small PDF behind four slow images of A: ${doc.res.status} in ${Math.round(doc.ms)} ms`);
+  const answers = await images;
+  console.log(`[hostile] tenants-uploads: A's four 2000 × 2000 noise PNGs: ${describeAnswers(answers)} (B's PDF answered at ${Math.round(docAt)} ms)`);
 
-    expectEnvelope(doc.res, 'the small PDF');
-    expect(doc.res.status).toBe(201);
-    // Not behind any of A's images: a heavy worker is always left for another organization.
-    expect(doc.ms).toBeLessThan(OCR_BUDGET_MS);
-    for (const [i, a] of answers.entries()) {
-      expectErrorAnswer(a.res, 413, 'PAYLOAD_TOO_LARGE', `slow image ${i + 1}`);
-      expect(a.res.body.error.message).toMatch(/longer than the 5 s OCR budget/);
-    }
-    await waitReady(kbB, doc.res.body.data.id, B);
-    expect((await call(server, 'GET', '/health', undefined, null)).status).toBe(200);
-  },
-  400_000,
-);
+  expectEnvelope(doc.res, 'the small PDF');
+  expect(doc.res.status).toBe(201);
+  // Not behind any of A's images: a heavy worker is always left for another organization.
+  expect(doc.ms).toBeLessThan(OCR_BUDGET_MS);
+  for (const [i, a] of answers.entries()) {
+    expectErrorAnswer(a.res, 413, 'PAYLOAD_TOO_LARGE', `slow image ${i + 1}`);
+    expect(a.res.body.error.message).toMatch(/longer than the 5 s OCR budget/);
+  }
+  await waitReady(kbB, doc.res.body.data.id, B);
+  expect((await call(server, 'GET', '/health', undefined, null)).status).toBe(200);
+}, 400_000);

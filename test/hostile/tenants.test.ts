@@ -23,7 +23,11 @@ let kb: string;
 function refundText(paragraphs: number): string {
   const parts: string[] = [];
   for (let i = 0; i < paragraphs; i++) {
-    parts.push(`Section ${i}. A refund is issued when the order is returned within the period; the refund covers item ${i} and its shipping, and customers asked about refund number ${i} get this answer. `.repeat(5));
+    parts.push(
+      `Section ${i}. A refund is issued when the order is returned within the period; the refund covers item ${i} and its shipping, and customers asked about refund number ${i} get this answer. `.repeat(
+        5,
+      ),
+    );
   }
   return parts.join('\n\n');
 }
@@ -44,7 +48,10 @@ afterAll(async () => {
 describe('metadata is bounded on the way in and on the way out', () => {
   test('writes over the caps are refused with a 400 naming the limit, and change nothing', async () => {
     const before = await call(server, 'GET', `${API}/knowledge-bases/${kb}/contents`);
-    const longArray = await call(server, 'POST', `${API}/knowledge-bases/${kb}/contents`, { text: 'x', metadata: { tags: Array.from({ length: 65 }, (_, i) => `t${i}`) } });
+    const longArray = await call(server, 'POST', `${API}/knowledge-bases/${kb}/contents`, {
+      text: 'x',
+      metadata: { tags: Array.from({ length: 65 }, (_, i) => `t${i}`) },
+    });
     expectErrorAnswer(longArray, 400, 'VALIDATION_ERROR', '65 strings in an array');
     expect(JSON.stringify(longArray.body.error)).toContain('64');
     // 20 keys of 1,000 characters: each within its own limit, 20 KB in all.
@@ -59,20 +66,26 @@ describe('metadata is bounded on the way in and on the way out', () => {
     expectErrorAnswer(upload, 400, 'VALIDATION_ERROR', 'an upload with 20 KB of metadata');
     const after = await call(server, 'GET', `${API}/knowledge-bases/${kb}/contents`);
     expect(after.body.total).toBe(before.body.total);
-    console.log(`[tenants] metadata refused: 65-string array → ${longArray.status}, ${Buffer.byteLength(JSON.stringify(wide))} B object → ${big.status} (text and upload)`);
+    console.log(
+      `[tenants] metadata refused: 65-string array → ${longArray.status}, ${Buffer.byteLength(JSON.stringify(wide))} B object → ${big.status} (text and upload)`,
+    );
   });
 
   test('an item stored before the caps loads whole, and every answer carries at most 16 KiB of its metadata', async () => {
     // Written as an older server would have: straight through the engine, past today's HTTP caps.
     await server.stop();
     const { engine } = await openEngine({ dataDir: server.dataDir, compute: { documentWorkers: 1 }, holdIngestion: true, log: () => {} });
-    const huge = { tags: Array.from({ length: 1024 }, (_, i) => `tag-${i}-${'x'.repeat(1000)}`), more: Array.from({ length: 1024 }, () => 'y'.repeat(1024)), team: 'billing' };
+    const huge = {
+      tags: Array.from({ length: 1024 }, (_, i) => `tag-${i}-${'x'.repeat(1000)}`),
+      more: Array.from({ length: 1024 }, () => 'y'.repeat(1024)),
+      team: 'billing',
+    };
     const stored = await engine.addContent(ORG, kb, { text: refundText(140), metadata: huge });
     await engine.close();
     const hugeBytes = Buffer.byteLength(JSON.stringify(huge));
     server = await TestServer.start({ dataDir: server.dataDir, env: ENV });
     // Indexed after the restart (it was pending), metadata and all.
-    let item;
+    let item: Awaited<ReturnType<typeof call>> | undefined;
     for (let i = 0; i < 600; i++) {
       item = await call(server, 'GET', `${API}/knowledge-bases/${kb}/contents/${stored!.id}`);
       if (item.body.data?.status === 'ready') break;
@@ -88,7 +101,9 @@ describe('metadata is bounded on the way in and on the way out', () => {
     ]);
     const ms = performance.now() - started;
     const { baseline, peak } = rss.stop();
-    console.log(`[tenants] item stored with ${(hugeBytes / MiB).toFixed(2)} MiB of metadata: search of 100 hits ${(search.raw.length / 1024).toFixed(0)} KB, hybrid ${(hybrid.raw.length / 1024).toFixed(0)} KB, list ${(list.raw.length / 1024).toFixed(0)} KB, all three in ${ms.toFixed(0)} ms, server RSS ${(baseline / MiB).toFixed(0)} → peak ${(peak / MiB).toFixed(0)} MB`);
+    console.log(
+      `[tenants] item stored with ${(hugeBytes / MiB).toFixed(2)} MiB of metadata: search of 100 hits ${(search.raw.length / 1024).toFixed(0)} KB, hybrid ${(hybrid.raw.length / 1024).toFixed(0)} KB, list ${(list.raw.length / 1024).toFixed(0)} KB, all three in ${ms.toFixed(0)} ms, server RSS ${(baseline / MiB).toFixed(0)} → peak ${(peak / MiB).toFixed(0)} MB`,
+    );
     expect(item!.body.data.metadataTruncated).toBe(true);
     expect(Buffer.byteLength(JSON.stringify(item!.body.data.metadata))).toBeLessThanOrEqual(16 * 1024);
     expect(item!.body.data.metadata.team).toBe('billing');
@@ -122,7 +137,9 @@ describe('metadata is bounded on the way in and on the way out', () => {
     expect(search.status).toBe(200);
     expect(search.body.data.length).toBe(100);
     expect(search.raw.length).toBeLessThan(2 * MiB);
-    console.log(`[tenants] largest search answer provoked within the caps: ${(search.raw.length / 1024).toFixed(0)} KB (${search.body.data.length} hits, ${Buffer.byteLength(JSON.stringify(full))} B of metadata each)`);
+    console.log(
+      `[tenants] largest search answer provoked within the caps: ${(search.raw.length / 1024).toFixed(0)} KB (${search.body.data.length} hits, ${Buffer.byteLength(JSON.stringify(full))} B of metadata each)`,
+    );
   }, 120_000);
 });
 
@@ -159,7 +176,11 @@ describe('/metrics is bounded whatever paths clients send', () => {
     const started = performance.now();
     // 64 at a time, without keys (the paths answer 404 or 401 whatever the key).
     for (let i = 0; i < 30_000; i += 64) {
-      await Promise.all(Array.from({ length: Math.min(64, 30_000 - i) }, (_, j) => fetch(`${server.url}${prefixes[(i + j) % prefixes.length]}${i + j}`).then((r) => r.arrayBuffer())));
+      await Promise.all(
+        Array.from({ length: Math.min(64, 30_000 - i) }, (_, j) =>
+          fetch(`${server.url}${prefixes[(i + j) % prefixes.length]}${i + j}`).then((r) => r.arrayBuffer()),
+        ),
+      );
       sent += Math.min(64, 30_000 - i);
     }
     const sendMs = performance.now() - started;
@@ -168,12 +189,13 @@ describe('/metrics is bounded whatever paths clients send', () => {
     const scrapeMs = performance.now() - scrapeStarted;
     const { growth } = rss.stop();
     const routes = new Set([...metrics.matchAll(/kb_http_requests_total\{[^}]*route="([^"]*)"/g)].map((m) => m[1]!));
-    console.log(`[tenants] ${sent} odd paths in ${(sendMs / 1000).toFixed(1)} s: /metrics ${(before / 1024).toFixed(0)} KB → ${(metrics.length / 1024).toFixed(0)} KB, ${metrics.split('\n').length} lines, scraped in ${scrapeMs.toFixed(0)} ms, server RSS +${(growth / MiB).toFixed(0)} MB; ${routes.size} route labels`);
+    console.log(
+      `[tenants] ${sent} odd paths in ${(sendMs / 1000).toFixed(1)} s: /metrics ${(before / 1024).toFixed(0)} KB → ${(metrics.length / 1024).toFixed(0)} KB, ${metrics.split('\n').length} lines, scraped in ${scrapeMs.toFixed(0)} ms, server RSS +${(growth / MiB).toFixed(0)} MB; ${routes.size} route labels`,
+    );
     expect(metrics.length).toBeLessThan(1024 * 1024);
     for (const route of routes) expect(route === '(unmatched)' || route.startsWith('/'), route).toBe(true);
     for (const route of routes) expect(route, 'a label holds a path a client made up').not.toMatch(/xxx|nothing-|\d{3}/);
   }, 300_000);
-
 });
 
 describe('smaller holes of the same family', () => {
@@ -196,7 +218,7 @@ describe('smaller holes of the same family', () => {
     console.log(`[tenants] second server on port ${port}: exit ${exit}: ${JSON.parse(line!).msg}`);
   }, 60_000);
 
-  test('the data directory is readable by the server\'s user only', async () => {
+  test("the data directory is readable by the server's user only", async () => {
     await call(server, 'POST', `${API}/knowledge-bases/${kb}/contents?wait=true`, { text: 'A private note about refunds.' });
     // A snapshot at shutdown, so its files exist too.
     await server.stop();
@@ -233,7 +255,10 @@ describe('smaller holes of the same family', () => {
     const headers = (type: string, length: number) =>
       `x-service-organization-id: ${ORG}\r\nx-service-api-key: ${KEY}\r\nContent-Type: ${type}\r\nContent-Length: ${length}\r\nHost: localhost\r\n`;
     const cases = [
-      { what: 'upload', request: `POST ${API}/knowledge-bases/${kb}/contents/file HTTP/1.1\r\n${headers(`multipart/form-data; boundary=${boundary}`, head.length + 10_000)}\r\n${head}` },
+      {
+        what: 'upload',
+        request: `POST ${API}/knowledge-bases/${kb}/contents/file HTTP/1.1\r\n${headers(`multipart/form-data; boundary=${boundary}`, head.length + 10_000)}\r\n${head}`,
+      },
       { what: 'JSON body', request: `POST ${API}/knowledge-bases/${kb}/search/full-text HTTP/1.1\r\n${headers('application/json', 10_000)}\r\n{"query":"` },
     ];
     const before = (await call(server, 'GET', `${API}/knowledge-bases/${kb}/contents`)).body.total;

@@ -10,7 +10,22 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { deflateSync } from 'node:zlib';
 import { paragraphBombDocx, ratioBombDocx, textPdf, zipBombDocx } from '../extract/fixtures';
 import { TestServer } from '../helpers/server';
-import { API, call, expectErrorAnswer, expectSameState, fingerprint, heartbeat, MiB, printServerErrors, reportRequests, requestsSent, rssOf, RssSampler, upload, type Answer } from './util';
+import {
+  API,
+  call,
+  expectErrorAnswer,
+  expectSameState,
+  fingerprint,
+  heartbeat,
+  MiB,
+  printServerErrors,
+  reportRequests,
+  requestsSent,
+  rssOf,
+  RssSampler,
+  upload,
+  type Answer,
+} from './util';
 
 const startedAt = requestsSent();
 const EXTRACTION_TIMEOUT_MS = 120_000; // the server's default EXTRACTION_TIMEOUT_MS
@@ -141,7 +156,12 @@ function hugePng(width: number, height: number): Uint8Array {
   view.setUint32(4, height);
   ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB, deflate, adaptive filter, no interlace
   const rows = deflateSync(new Uint8Array(Math.min(width * 3 + 1, 1 << 20) * 4)); // four rows of zeros
-  const parts = [new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk('IHDR', ihdr), pngChunk('IDAT', rows), pngChunk('IEND', new Uint8Array())];
+  const parts = [
+    new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    pngChunk('IHDR', ihdr),
+    pngChunk('IDAT', rows),
+    pngChunk('IEND', new Uint8Array()),
+  ];
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {
@@ -156,61 +176,80 @@ function hugePng(width: number, height: number): Uint8Array {
 describe('hostile uploads (413, memory bounded, server keeps answering)', () => {
   const onMain = { server: () => main, kb: () => mainKb };
 
-  test(
-    'a DOCX zip bomb (4 GiB declared) and a 1,000-fold ratio bomb',
-    async () => {
-      await hostileUpload({ ...onMain, name: 'zip bomb DOCX (zipBombDocx)', files: () => [{ name: 'bomb.docx', bytes: zipBombDocx() }], maxGrowth: 600 * MiB, maxMs: 30_000 });
-      await hostileUpload({ ...onMain, name: 'ratio bomb DOCX (ratioBombDocx, 64 MiB of zeros)', files: () => [{ name: 'ratio.docx', bytes: ratioBombDocx() }], maxGrowth: 600 * MiB, maxMs: 30_000 });
-    },
-    120_000,
-  );
+  test('a DOCX zip bomb (4 GiB declared) and a 1,000-fold ratio bomb', async () => {
+    await hostileUpload({
+      ...onMain,
+      name: 'zip bomb DOCX (zipBombDocx)',
+      files: () => [{ name: 'bomb.docx', bytes: zipBombDocx() }],
+      maxGrowth: 600 * MiB,
+      maxMs: 30_000,
+    });
+    await hostileUpload({
+      ...onMain,
+      name: 'ratio bomb DOCX (ratioBombDocx, 64 MiB of zeros)',
+      files: () => [{ name: 'ratio.docx', bytes: ratioBombDocx() }],
+      maxGrowth: 600 * MiB,
+      maxMs: 30_000,
+    });
+  }, 120_000);
 
-  test(
-    'a DOCX whose document.xml inflates to 70 MB is refused by the XML cap (DOCX_MAX_XML_MB default)',
-    async () => {
-      const docx = inflated();
-      expect(docx.length).toBeGreaterThan(7 * MiB);
-      expect(docx.length).toBeLessThan(9 * MiB);
-      await hostileUpload({ ...onMain, name: 'inflated-XML DOCX, XML cap', files: () => [{ name: 'paragraphs.docx', bytes: docx }], maxGrowth: 600 * MiB, maxMs: 60_000 });
-    },
-    120_000,
-  );
+  test('a DOCX whose document.xml inflates to 70 MB is refused by the XML cap (DOCX_MAX_XML_MB default)', async () => {
+    const docx = inflated();
+    expect(docx.length).toBeGreaterThan(7 * MiB);
+    expect(docx.length).toBeLessThan(9 * MiB);
+    await hostileUpload({
+      ...onMain,
+      name: 'inflated-XML DOCX, XML cap',
+      files: () => [{ name: 'paragraphs.docx', bytes: docx }],
+      maxGrowth: 600 * MiB,
+      maxMs: 60_000,
+    });
+  }, 120_000);
 
-  test(
-    'two inflated DOCX uploads at once are both refused by the XML cap',
-    async () => {
-      const docx = inflated();
-      await hostileUpload({ ...onMain, name: 'two inflated-XML DOCX at once, XML cap', files: () => [{ name: 'a.docx', bytes: docx }, { name: 'b.docx', bytes: docx }], maxGrowth: 600 * MiB, maxMs: 60_000 });
-    },
-    120_000,
-  );
+  test('two inflated DOCX uploads at once are both refused by the XML cap', async () => {
+    const docx = inflated();
+    await hostileUpload({
+      ...onMain,
+      name: 'two inflated-XML DOCX at once, XML cap',
+      files: () => [
+        { name: 'a.docx', bytes: docx },
+        { name: 'b.docx', bytes: docx },
+      ],
+      maxGrowth: 600 * MiB,
+      maxMs: 60_000,
+    });
+  }, 120_000);
 
-  test(
-    'a PNG declaring 100,000 × 100,000 pixels (and other overflowing sizes) to a TEXT_AND_MEDIA_HIGH_QUALITY knowledge base',
-    async () => {
-      await hostileUpload({ ...onMain, name: 'PNG 100,000 × 100,000', files: () => [{ name: 'huge.png', bytes: hugePng(100_000, 100_000) }], maxGrowth: 600 * MiB, maxMs: 30_000 });
-      await hostileUpload({
-        ...onMain,
-        name: 'PNG 65,536 × 65,536 and 1 × 2,147,483,647',
-        files: () => [
-          { name: 'square.png', bytes: hugePng(65_536, 65_536) },
-          { name: 'tall.png', bytes: hugePng(1, 0x7fffffff) },
-        ],
-        maxGrowth: 600 * MiB,
-        maxMs: 30_000,
-      });
-    },
-    120_000,
-  );
+  test('a PNG declaring 100,000 × 100,000 pixels (and other overflowing sizes) to a TEXT_AND_MEDIA_HIGH_QUALITY knowledge base', async () => {
+    await hostileUpload({
+      ...onMain,
+      name: 'PNG 100,000 × 100,000',
+      files: () => [{ name: 'huge.png', bytes: hugePng(100_000, 100_000) }],
+      maxGrowth: 600 * MiB,
+      maxMs: 30_000,
+    });
+    await hostileUpload({
+      ...onMain,
+      name: 'PNG 65,536 × 65,536 and 1 × 2,147,483,647',
+      files: () => [
+        { name: 'square.png', bytes: hugePng(65_536, 65_536) },
+        { name: 'tall.png', bytes: hugePng(1, 0x7fffffff) },
+      ],
+      maxGrowth: 600 * MiB,
+      maxMs: 30_000,
+    });
+  }, 120_000);
 
-  test(
-    'a 60-page PDF over MAX_FILE_PAGES=50',
-    async () => {
-      const pdf = await textPdf(Array.from({ length: 60 }, (_, i) => [[`Page ${i + 1} about falcons.`]]));
-      await hostileUpload({ ...onMain, name: 'PDF of 60 pages (MAX_FILE_PAGES=50)', files: () => [{ name: 'long.pdf', bytes: pdf }], maxGrowth: 600 * MiB, maxMs: 30_000 });
-    },
-    120_000,
-  );
+  test('a 60-page PDF over MAX_FILE_PAGES=50', async () => {
+    const pdf = await textPdf(Array.from({ length: 60 }, (_, i) => [[`Page ${i + 1} about falcons.`]]));
+    await hostileUpload({
+      ...onMain,
+      name: 'PDF of 60 pages (MAX_FILE_PAGES=50)',
+      files: () => [{ name: 'long.pdf', bytes: pdf }],
+      maxGrowth: 600 * MiB,
+      maxMs: 30_000,
+    });
+  }, 120_000);
 
   test(
     'with DOCX_MAX_XML_MB=200 the memory watchdog (EXTRACTION_MEMORY_MB=1024) stops the inflated DOCX: 413 within the time limit',

@@ -1,8 +1,3 @@
-// Shared helpers of the hostile-input suite (test/hostile/*.test.ts): every HTTP request goes
-// through `call`, `rawRequest` or `upload` here so the suite can count them; answers are checked
-// against the error envelope of decisions.md; `fingerprint` captures the observable state that a
-// rejected request must leave untouched; `RssSampler` follows the server's resident memory.
-import { expect } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { STATUS_OF } from '../../src/errors';
@@ -113,7 +108,8 @@ const CODE_STATUS = STATUS_OF as Record<string, number>;
 export function expectEnvelope(res: Answer, what: string): void {
   const where = `${what} → ${res.status} ${res.raw.slice(0, 300)}`;
   if (res.status >= 500) throw new Error(`5xx: ${where}`);
-  if (!(res.headers.get('content-type') ?? '').includes('application/json')) throw new Error(`not JSON (content-type ${res.headers.get('content-type')}): ${where}`);
+  if (!(res.headers.get('content-type') ?? '').includes('application/json'))
+    throw new Error(`not JSON (content-type ${res.headers.get('content-type')}): ${where}`);
   if (typeof res.body !== 'object' || res.body === null || typeof res.body.success !== 'boolean') throw new Error(`no envelope: ${where}`);
   if (res.status < 400) {
     if (res.body.success !== true) throw new Error(`2xx without success: true: ${where}`);
@@ -156,7 +152,8 @@ export async function fingerprint(server: RunningServer, auth: Auth = MINE, quer
       call(server, 'GET', `${API}/knowledge-bases/${kb.id}/contents?limit=100`, undefined, auth),
       call(server, 'POST', `${API}/knowledge-bases/${kb.id}/search/full-text`, { query, limit: 100 }, auth),
     ]);
-    if (list.status !== 200 || search.status !== 200) throw new Error(`fingerprint of ${kb.id}: ${list.status} ${list.raw.slice(0, 200)} / ${search.status} ${search.raw.slice(0, 200)}`);
+    if (list.status !== 200 || search.status !== 200)
+      throw new Error(`fingerprint of ${kb.id}: ${list.status} ${list.raw.slice(0, 200)} / ${search.status} ${search.raw.slice(0, 200)}`);
     parts.push({ kb: kb.id, contents: list.body.data, total: list.body.total, search: search.body.data });
   }
   return JSON.stringify(parts);
@@ -167,7 +164,9 @@ export function expectSameState(before: string, after: string, what: string): vo
   if (before === after) return;
   let at = 0;
   while (at < before.length && before[at] === after[at]) at++;
-  throw new Error(`state changed after ${what}: first difference at ${at}:\n before …${before.slice(Math.max(0, at - 120), at + 200)}\n after  …${after.slice(Math.max(0, at - 120), at + 200)}`);
+  throw new Error(
+    `state changed after ${what}: first difference at ${at}:\n before …${before.slice(Math.max(0, at - 120), at + 200)}\n after  …${after.slice(Math.max(0, at - 120), at + 200)}`,
+  );
 }
 
 // --- raw sockets -----------------------------------------------------------------------------
@@ -201,7 +200,10 @@ export function rawRequest(server: RunningServer, request: string, timeoutMs = 1
       const head = raw.indexOf('\r\n\r\n');
       const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(raw)?.[1] ?? 0);
       const headers: Record<string, string> = {};
-      for (const line of raw.slice(0, head < 0 ? raw.length : head).split('\r\n').slice(1)) {
+      for (const line of raw
+        .slice(0, head < 0 ? raw.length : head)
+        .split('\r\n')
+        .slice(1)) {
         const colon = line.indexOf(':');
         if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
       }
@@ -219,7 +221,10 @@ export function rawRequest(server: RunningServer, request: string, timeoutMs = 1
       const length = /\r\ncontent-length:\s*(\d+)/i.exec(all.subarray(0, head).toString('latin1'));
       return length !== null && all.length - head - 4 >= Number(length[1]);
     };
-    const timer = setTimeout(() => (chunks.length > 0 ? finish() : (settled = true, socket.destroy(), reject(new Error(`no answer to ${JSON.stringify(request.slice(0, 120))}`)))), timeoutMs);
+    const timer = setTimeout(
+      () => (chunks.length > 0 ? finish() : ((settled = true), socket.destroy(), reject(new Error(`no answer to ${JSON.stringify(request.slice(0, 120))}`)))),
+      timeoutMs,
+    );
     socket.on('connect', () => socket.write(Buffer.from(request, 'latin1')));
     socket.on('data', (d: Buffer) => {
       chunks.push(d);
@@ -282,7 +287,13 @@ export class RssSampler {
  * Sends requests to `server` one after another until `stop` resolves: each must answer 200. Returns
  * how many were sent and the slowest one's time.
  */
-export async function heartbeat(server: RunningServer, kb: string, stop: Promise<unknown>, everyMs = 50, onBeat?: (count: number) => void): Promise<{ count: number; maxMs: number; failures: string[] }> {
+export async function heartbeat(
+  server: RunningServer,
+  kb: string,
+  stop: Promise<unknown>,
+  everyMs = 50,
+  onBeat?: (count: number) => void,
+): Promise<{ count: number; maxMs: number; failures: string[] }> {
   let done = false;
   void stop.finally(() => (done = true));
   let count = 0;

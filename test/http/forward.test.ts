@@ -27,7 +27,11 @@ const ok = node('ok', () => Response.json({ success: true, data: [] }, { headers
 const starting = node('starting', () => Response.json({ success: false, error: { code: 'NOT_READY' } }, { status: 503 }));
 const broken = node('broken', () => new Response('boom', { status: 500 }));
 const incoming = (init: RequestInit = {}) =>
-  new Request('http://127.0.0.1:1/api/v1/knowledge-bases/kb_x/search/full-text?x=1', { method: 'POST', headers: { 'x-service-api-key': 'k', 'x-service-organization-id': 'o' }, ...init });
+  new Request('http://127.0.0.1:1/api/v1/knowledge-bases/kb_x/search/full-text?x=1', {
+    method: 'POST',
+    headers: { 'x-service-api-key': 'k', 'x-service-organization-id': 'o' },
+    ...init,
+  });
 
 describe('forward', () => {
   test('the answer of the holder comes back unchanged, the credentials and the body go on', async () => {
@@ -77,7 +81,8 @@ describe('forward', () => {
 });
 
 describe('catching up before answering a forwarded request', () => {
-  const forwarded = (seq: string) => new Request('http://127.0.0.1:1/api/v1/knowledge-bases/kb_x/contents', { headers: { [FORWARDED_HEADER]: 'node-a', [APPLIED_HEADER]: seq } });
+  const forwarded = (seq: string) =>
+    new Request('http://127.0.0.1:1/api/v1/knowledge-bases/kb_x/contents', { headers: { [FORWARDED_HEADER]: 'node-a', [APPLIED_HEADER]: seq } });
 
   test('the forwarding node says how far it had applied the log', async () => {
     seen.length = 0;

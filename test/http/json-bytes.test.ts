@@ -9,10 +9,24 @@ const same = (value: unknown) => {
   expect(ours).toBe(JSON.stringify(value));
 };
 
-
 describe('JsonByteWriter', () => {
   test('strings: escapes at the edges, next to each other, and in long texts', () => {
-    for (const s of ['', 'plain', '"', '\n', '\\', '"\n"', '\n\n\n', 'a"b\nc', '"start', 'end"', 'tab\there', 'cr\rlf\n', '\u0000\u001f\u007f', '\u2028\u2029']) {
+    for (const s of [
+      '',
+      'plain',
+      '"',
+      '\n',
+      '\\',
+      '"\n"',
+      '\n\n\n',
+      'a"b\nc',
+      '"start',
+      'end"',
+      'tab\there',
+      'cr\rlf\n',
+      '\u0000\u001f\u007f',
+      '\u2028\u2029',
+    ]) {
       same(s);
       same('x'.repeat(100) + s + 'y'.repeat(100));
     }
@@ -20,7 +34,16 @@ describe('JsonByteWriter', () => {
   });
 
   test('strings beyond ASCII: Latin-1, BMP, astral pairs and lone surrogates', () => {
-    for (const s of ['café', 'β-cell “quoted”\n', 'naïve – dash', '😀 emoji', 'CJK 漢字\n"', '\ud800 lone high', 'lone low \udc00', 'pair \ud83d\ude00 then lone \ud83d']) {
+    for (const s of [
+      'café',
+      'β-cell “quoted”\n',
+      'naïve – dash',
+      '😀 emoji',
+      'CJK 漢字\n"',
+      '\ud800 lone high',
+      'lone low \udc00',
+      'pair \ud83d\ude00 then lone \ud83d',
+    ]) {
       same(s);
       same(s.repeat(40));
     }

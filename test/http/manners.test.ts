@@ -23,7 +23,10 @@ describe('methods', () => {
     const res = await fetch(`${server.url}/health`, { method: 'DELETE' });
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toBe('GET, HEAD');
-    expect(await res.json()).toEqual({ success: false, error: { code: 'METHOD_NOT_ALLOWED', message: 'DELETE is not allowed here; this path answers to GET, HEAD' } });
+    expect(await res.json()).toEqual({
+      success: false,
+      error: { code: 'METHOD_NOT_ALLOWED', message: 'DELETE is not allowed here; this path answers to GET, HEAD' },
+    });
   });
 
   test('an API path checks the key first, then says which methods it answers to', async () => {
@@ -85,7 +88,11 @@ describe('CORS', () => {
   const preflight = (origin: string, path = '/api/v1/knowledge-bases') =>
     fetch(`${server.url}${path}`, {
       method: 'OPTIONS',
-      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, x-service-api-key, x-service-organization-id' },
+      headers: {
+        origin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type, x-service-api-key, x-service-organization-id',
+      },
     });
 
   test('a preflight from an allowed origin is answered without a key', async () => {

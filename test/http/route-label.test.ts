@@ -14,7 +14,9 @@ const table = new RouteTable([
 
 test('a request is labelled by the template of the route it falls under', () => {
   expect(table.template('GET', '/api/v1/knowledge-bases')).toBe('/api/v1/knowledge-bases');
-  expect(table.template('GET', '/api/v1/knowledge-bases/kb_01a1ffed694e00003ee02bd3b4bc/contents/ct_x')).toBe('/api/v1/knowledge-bases/:id/contents/:contentId');
+  expect(table.template('GET', '/api/v1/knowledge-bases/kb_01a1ffed694e00003ee02bd3b4bc/contents/ct_x')).toBe(
+    '/api/v1/knowledge-bases/:id/contents/:contentId',
+  );
   expect(table.template('POST', '/api/v1/knowledge-bases/anything/search/hybrid')).toBe('/api/v1/knowledge-bases/:id/search/hybrid');
   // The static segment wins over the parameter for its method, as in the router.
   expect(table.template('POST', '/api/v1/knowledge-bases/x/contents/file')).toBe('/api/v1/knowledge-bases/:id/contents/file');

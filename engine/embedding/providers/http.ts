@@ -41,7 +41,10 @@ export function createHttpProvider(options: HttpProviderOptions): EmbeddingProvi
         });
       } catch (err) {
         // The error code only (ECONNREFUSED…): runtime messages are not for API clients.
-        lastError = err instanceof Error && err.name === 'TimeoutError' ? `timed out after ${timeoutMs} ms` : `unreachable (${(err as { code?: string }).code ?? 'network error'})`;
+        lastError =
+          err instanceof Error && err.name === 'TimeoutError'
+            ? `timed out after ${timeoutMs} ms`
+            : `unreachable (${(err as { code?: string }).code ?? 'network error'})`;
         continue;
       }
       if (res.status === 429 || res.status >= 500) {

@@ -15,15 +15,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { endianness } from 'node:os';
-import {
-  AutoModel,
-  AutoTokenizer,
-  env,
-  Tensor,
-  type DataType,
-  type PreTrainedModel,
-  type PreTrainedTokenizer,
-} from '@huggingface/transformers';
+import { AutoModel, AutoTokenizer, env, Tensor, type DataType, type PreTrainedModel, type PreTrainedTokenizer } from '@huggingface/transformers';
 import { planBatches, type SelfBatching, type TokenBatchLimits } from '../batches';
 import { locateModel } from '../hub';
 import { EmbeddingError, normalize, type EmbedKind, type EmbeddingProvider, type EmbeddingSpec } from '../provider';
@@ -95,7 +87,10 @@ function int64(values: Int32Array): BigInt64Array {
  * One model call's inputs: the texts' token ids padded on the right with `padId` to the longest,
  * the attention mask (1 over each text's tokens), and token types (all 0: one segment).
  */
-export function padBatch(batch: readonly Int32Array[], padId: number): { seq: number; inputIds: BigInt64Array; attentionMask: BigInt64Array; tokenTypeIds: BigInt64Array } {
+export function padBatch(
+  batch: readonly Int32Array[],
+  padId: number,
+): { seq: number; inputIds: BigInt64Array; attentionMask: BigInt64Array; tokenTypeIds: BigInt64Array } {
   const seq = Math.max(1, ...batch.map((ids) => ids.length));
   const ids = new Int32Array(batch.length * seq).fill(padId);
   const mask = new Int32Array(batch.length * seq);
@@ -120,19 +115,14 @@ const DTYPES: Record<keyof typeof ONNX_FILES, DataType> = { fp32: 'fp32', int8: 
 
 /** The files a model needs, and which ONNX export serves the requested precision (see EmbeddingSpec). */
 function modelFiles(root: string, precision: TransformersSpec['precision']): { missing: string[]; dtype: DataType | null } {
-  const missing = ['config.json', 'tokenizer.json', 'tokenizer_config.json'].filter(
-    (f) => !existsSync(join(root, f)),
-  );
+  const missing = ['config.json', 'tokenizer.json', 'tokenizer_config.json'].filter((f) => !existsSync(join(root, f)));
   const wanted = precision ? [precision] : (['fp32', 'int8'] as const);
   const found = wanted.find((p) => existsSync(join(root, ONNX_FILES[p])));
   if (!found) missing.push(wanted.map((p) => ONNX_FILES[p]).join(' or '));
   return { missing, dtype: found ? DTYPES[found] : null };
 }
 
-export async function createTransformersProvider(
-  spec: TransformersSpec,
-  options: TransformersProviderOptions = {},
-): Promise<EmbeddingProvider> {
+export async function createTransformersProvider(spec: TransformersSpec, options: TransformersProviderOptions = {}): Promise<EmbeddingProvider> {
   const dirs = [...new Set([options.modelDir ?? env.localModelPath, ...(options.fallbackModelDirs ?? [])].map((d) => resolve(d)))];
   const allowRemote = options.allowRemote ?? false;
   const maxTokens = spec.maxTokens ?? DEFAULT_MAX_TOKENS;
@@ -154,7 +144,13 @@ export async function createTransformersProvider(
   const root = join(modelDir, spec.model);
   const { missing, dtype } = modelFiles(root, spec.precision);
   if (missing.length > 0 && !allowRemote) {
-    const elsewhere = dirs.length > 1 ? ` (nor in ${dirs.slice(1).map((d) => join(d, spec.model)).join(', ')})` : '';
+    const elsewhere =
+      dirs.length > 1
+        ? ` (nor in ${dirs
+            .slice(1)
+            .map((d) => join(d, spec.model))
+            .join(', ')})`
+        : '';
     throw new EmbeddingError(
       `Embedding model "${spec.model}" is not available locally: missing ${missing.join(', ')} in ${root}${elsewhere} ` +
         `(remote downloads are disabled; put the model files there or allow remote loading)`,
@@ -187,16 +183,12 @@ export async function createTransformersProvider(
       env.localModelPath = modelDir;
       env.allowLocalModels = true;
       env.allowRemoteModels = allowRemote;
-      return Promise.all([
-        AutoTokenizer.from_pretrained(spec.model, loadOptions),
-        AutoModel.from_pretrained(spec.model, loadOptions),
-      ]);
+      return Promise.all([AutoTokenizer.from_pretrained(spec.model, loadOptions), AutoModel.from_pretrained(spec.model, loadOptions)]);
     });
   } catch (err) {
-    throw new EmbeddingError(
-      `Failed to load embedding model "${spec.model}" from ${root}: ${err instanceof Error ? err.message : String(err)}`,
-      { cause: err },
-    );
+    throw new EmbeddingError(`Failed to load embedding model "${spec.model}" from ${root}: ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    });
   }
 
   // The closing token (put back after truncation, see encodeTexts) is the last of those the
@@ -221,16 +213,12 @@ export async function createTransformersProvider(
       token_type_ids: new Tensor('int64', tokenTypeIds, dims),
     })) as Record<string, Tensor | undefined>;
     const hidden = outputs.last_hidden_state ?? outputs.token_embeddings ?? outputs.logits;
-    if (!hidden || hidden.dims.length !== 3) {
-      throw new EmbeddingError(
-        `Model "${spec.model}" returned no [batch, seq, dim] output (got ${Object.keys(outputs).join(', ')})`,
-      );
+    if (hidden?.dims.length !== 3) {
+      throw new EmbeddingError(`Model "${spec.model}" returned no [batch, seq, dim] output (got ${Object.keys(outputs).join(', ')})`);
     }
     const [, outSeq, dim] = hidden.dims as [number, number, number];
     if (dim !== spec.dimensions) {
-      throw new EmbeddingError(
-        `Model "${spec.model}" produces ${dim}-dimensional vectors, but its spec says ${spec.dimensions}`,
-      );
+      throw new EmbeddingError(`Model "${spec.model}" produces ${dim}-dimensional vectors, but its spec says ${spec.dimensions}`);
     }
     const data = hidden.data as Float32Array;
     const result: Float32Array[] = [];
@@ -264,16 +252,16 @@ export async function createTransformersProvider(
     const out = new Array<Float32Array>(texts.length);
     try {
       const ids = encodeTexts(tokenizer, prefix ? texts.map((t) => prefix + t) : texts, tokenLimit, closingToken);
-      for (const batch of planBatches(ids.map((t) => t.length), { texts: limits.texts, padded: limits.tokens })) {
+      for (const batch of planBatches(
+        ids.map((t) => t.length),
+        { texts: limits.texts, padded: limits.tokens },
+      )) {
         const vectors = await run(batch.map((i) => ids[i]!));
         batch.forEach((i, k) => (out[i] = vectors[k]!));
       }
     } catch (err) {
       if (err instanceof EmbeddingError) throw err;
-      throw new EmbeddingError(
-        `Embedding with "${spec.model}" failed: ${err instanceof Error ? err.message : String(err)}`,
-        { cause: err },
-      );
+      throw new EmbeddingError(`Embedding with "${spec.model}" failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     return out;
   }

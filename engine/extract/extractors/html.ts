@@ -12,15 +12,66 @@ const isTag = (node: HtmlNode): node is HtmlElement => isTagNode(node);
 
 /** Elements whose content is never text of the page. */
 const SKIP = new Set([
-  'head', 'script', 'style', 'noscript', 'template', 'nav', 'iframe', 'frame', 'frameset', 'object',
-  'embed', 'applet', 'svg', 'math', 'canvas', 'button', 'select', 'option', 'optgroup', 'datalist',
-  'textarea', 'input', 'audio', 'video', 'source', 'track', 'map', 'img', 'picture',
+  'head',
+  'script',
+  'style',
+  'noscript',
+  'template',
+  'nav',
+  'iframe',
+  'frame',
+  'frameset',
+  'object',
+  'embed',
+  'applet',
+  'svg',
+  'math',
+  'canvas',
+  'button',
+  'select',
+  'option',
+  'optgroup',
+  'datalist',
+  'textarea',
+  'input',
+  'audio',
+  'video',
+  'source',
+  'track',
+  'map',
+  'img',
+  'picture',
 ]);
 const SKIP_ROLES = new Set(['navigation', 'search', 'menu', 'menubar', 'toolbar']);
 const BLOCKS = new Set([
-  'p', 'div', 'section', 'article', 'main', 'header', 'footer', 'aside', 'blockquote', 'figure',
-  'figcaption', 'address', 'details', 'summary', 'form', 'fieldset', 'legend', 'dl', 'dt', 'dd',
-  'hr', 'center', 'body', 'html', 'caption', 'hgroup', 'dialog', 'search',
+  'p',
+  'div',
+  'section',
+  'article',
+  'main',
+  'header',
+  'footer',
+  'aside',
+  'blockquote',
+  'figure',
+  'figcaption',
+  'address',
+  'details',
+  'summary',
+  'form',
+  'fieldset',
+  'legend',
+  'dl',
+  'dt',
+  'dd',
+  'hr',
+  'center',
+  'body',
+  'html',
+  'caption',
+  'hgroup',
+  'dialog',
+  'search',
 ]);
 const INDENT = '\u0001'; // survives line trimming, becomes two spaces at the end
 
@@ -173,7 +224,12 @@ function render(node: HtmlNode, out: Writer, ctx: Ctx): void {
 function tidy(raw: string): string {
   return raw
     .split('\n')
-    .map((line) => line.replace(/[ \t\u00a0]+/g, ' ').trim().replaceAll(INDENT, '  '))
+    .map((line) =>
+      line
+        .replace(/[ \t\u00a0]+/g, ' ')
+        .trim()
+        .replaceAll(INDENT, '  '),
+    )
     .join('\n')
     .replace(/\n{3,}/g, '\n\n')
     .trim();

@@ -57,17 +57,12 @@ function readEntries(zip: yauzl.ZipFile, limits: ZipLimits): Promise<yauzl.Entry
       }
       total += entry.uncompressedSize;
       if (total > limits.maxTotalUncompressed) {
-        return fail(
-          new ExtractionError('TOO_LARGE', `The Word document unpacks to more than ${formatCount(limits.maxTotalUncompressed / MiB)} MiB.`),
-        );
+        return fail(new ExtractionError('TOO_LARGE', `The Word document unpacks to more than ${formatCount(limits.maxTotalUncompressed / MiB)} MiB.`));
       }
       const ratio = entry.uncompressedSize / Math.max(1, entry.compressedSize);
       if (entry.uncompressedSize > limits.ratioMinSize && ratio > limits.maxRatio) {
         return fail(
-          new ExtractionError(
-            'TOO_LARGE',
-            `The Word document looks like a zip bomb: a part of it would unpack ${formatCount(Math.round(ratio))}-fold.`,
-          ),
+          new ExtractionError('TOO_LARGE', `The Word document looks like a zip bomb: a part of it would unpack ${formatCount(Math.round(ratio))}-fold.`),
         );
       }
       zip.readEntry();
