@@ -42,7 +42,7 @@ test('"Try it" runs as pasted: a knowledge base, an item, three searches and the
 test('every environment variable src/config.ts reads is in the README', () => {
   const config = readFileSync(join(ROOT, 'src/config.ts'), 'utf8');
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const read = new Set([...config.matchAll(/(?:int|num|existingFile)\('([A-Z][A-Z0-9_]*)'|process\.env\.([A-Z][A-Z0-9_]*)/g)].map((m) => m[1] ?? m[2]!));
+  const read = new Set([...config.matchAll(/(?:int|num|existingFile)\(env, '([A-Z][A-Z0-9_]*)'|\benv\.([A-Z][A-Z0-9_]*)/g)].map((m) => m[1] ?? m[2]!));
   // The pattern sees the reads (it would pass vacuously otherwise).
   expect(read.has('MAX_QUERY_CHARS') && read.has('MAX_SEARCH_LIMIT') && read.has('CLUSTER_NATS_URLS')).toBe(true);
   expect([...read].filter((name) => !readme.includes(`\`${name}\``))).toEqual([]);

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cpuSecondsOf, machineJiffies, machineShare } from '../lib/cpu';
+import { bulkWrite } from '../lib/bulk-write';
 import type { SciFact } from '../lib/eval-data';
 import { fmtInt, fmtMs, pct, secs } from '../lib/format';
 import { CORES } from '../lib/machine';
@@ -142,31 +143,9 @@ export async function httpPart(data: SciFact) {
     const bulkT0 = performance.now();
     const serverCpu0 = cpuSecondsOf(server.pid);
     const machine0 = machineJiffies();
-    let acked = 0;
+    const bulk = bulkWrite(base, kbId, headers, bulkDocs, SIZES.httpWriters);
     let ackEnd = 0;
-    let bulkNext = 0;
-    const ackStatus: Record<number, number> = {};
-    const writers = Promise.all(
-      Array.from({ length: SIZES.httpWriters }, async () => {
-        while (bulkNext < bulkDocs.length) {
-          const doc = bulkDocs[bulkNext++]!;
-          // As a client should: a 429 is retried after its Retry-After (4 writers outrun the
-          // per-organization rate limit), so every document is written once.
-          for (;;) {
-            const res = await fetch(`${base}/api/v1/knowledge-bases/${kbId}/contents`, {
-              method: 'POST',
-              headers,
-              body: JSON.stringify({ text: doc.text, metadata: { sciId: doc.id } }),
-            });
-            await res.arrayBuffer();
-            ackStatus[res.status] = (ackStatus[res.status] ?? 0) + 1;
-            if (res.status !== 429) break;
-            await Bun.sleep(1000 * Number(res.headers.get('retry-after') ?? 1));
-          }
-          acked++;
-        }
-      }),
-    ).then(() => (ackEnd = performance.now()));
+    const writers = bulk.done.then((at) => (ackEnd = at));
     let indexedAt = 0;
     const samples: { t: number; readyItems: number; readyChunks: number; pace: number; eta: number | null }[] = [];
     let lastState = seedState;
@@ -185,7 +164,7 @@ export async function httpPart(data: SciFact) {
           console.log(
             `    ${secs(samples.at(-1)!.t * 1000)}: ${fmtInt(lastState.readyItems)} of ${fmtInt(total)} documents settled; the server reports ${lastState.pace} chunks/s, ETA ${lastState.eta ?? '?'} s`,
           );
-        if (acked === bulkDocs.length && lastState.readyItems >= total) {
+        if (bulk.acked === bulkDocs.length && lastState.readyItems >= total) {
           indexedAt = performance.now();
           return;
         }
@@ -226,7 +205,7 @@ export async function httpPart(data: SciFact) {
       `  ${duringIndexing} of ${loaded.semantic.length} load-phase request pairs finished before the bulk load was fully indexed; ${errors} search errors`,
     );
     console.log(
-      `  bulk load: ${bulkDocs.length} documents by ${SIZES.httpWriters} writers, acknowledged in ${ackSeconds.toFixed(1)} s = ${(bulkDocs.length / ackSeconds).toFixed(0)} acks/s (${JSON.stringify(ackStatus)}); ` +
+      `  bulk load: ${bulkDocs.length} documents by ${SIZES.httpWriters} writers, acknowledged in ${ackSeconds.toFixed(1)} s = ${(bulkDocs.length / ackSeconds).toFixed(0)} acks/s (${JSON.stringify(bulk.status)}); ` +
         `indexed in ${bulkSeconds.toFixed(1)} s = ${(bulkDocs.length / bulkSeconds).toFixed(1)} documents/s, ${fmtInt(bulkChunks)} chunks = ${(bulkChunks / bulkSeconds).toFixed(1)} chunks/s; ${lastState.failed} failed`,
     );
     console.log(

@@ -12,6 +12,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cpuSecondsOf, machineJiffies, machineShare } from '../lib/cpu';
+import { bulkWrite } from '../lib/bulk-write';
 import type { CorpusDoc } from '../lib/eval-data';
 import { fmtInt, fmtMs, pct, secs } from '../lib/format';
 import { CORES } from '../lib/machine';
@@ -112,29 +113,9 @@ export async function ingestPart(corpus: readonly CorpusDoc[]) {
     const threads0 = threadSeconds(server.pid);
     const machine0 = machineJiffies();
     const benchCpu0 = cpuSecondsOf('self');
-    let next = 0;
-    let acked = 0;
+    const bulk = bulkWrite(base, kbId, headers, docs, writers);
     let ackEnd = 0;
-    const ackStatus: Record<number, number> = {};
-    const writing = Promise.all(
-      Array.from({ length: writers }, async () => {
-        while (next < docs.length) {
-          const doc = docs[next++]!;
-          for (;;) {
-            const res = await fetch(`${base}/api/v1/knowledge-bases/${kbId}/contents`, {
-              method: 'POST',
-              headers,
-              body: JSON.stringify({ text: doc.text, metadata: { sciId: doc.id } }),
-            });
-            await res.arrayBuffer();
-            ackStatus[res.status] = (ackStatus[res.status] ?? 0) + 1;
-            if (res.status !== 429) break;
-            await Bun.sleep(1000 * Number(res.headers.get('retry-after') ?? 1));
-          }
-          acked++;
-        }
-      }),
-    ).then(() => (ackEnd = performance.now()));
+    const writing = bulk.done.then((at) => (ackEnd = at));
 
     // Progress every 250 ms (the knowledge base's own counts); a search pair every second.
     let doneAt = 0;
@@ -179,7 +160,7 @@ export async function ingestPart(corpus: readonly CorpusDoc[]) {
         lastLog = t;
         console.log(`    ${secs(t)}: ${fmtInt(settled.ready + settled.failed)} of ${fmtInt(docs.length)} settled (load ${load()})`);
       }
-      if (acked === docs.length && settled.ready + settled.failed >= docs.length) {
+      if (bulk.acked === docs.length && settled.ready + settled.failed >= docs.length) {
         doneAt = performance.now();
         break;
       }
@@ -219,7 +200,7 @@ export async function ingestPart(corpus: readonly CorpusDoc[]) {
       .slice(0, 6);
 
     console.log(
-      `  ${fmtInt(docs.length)} documents (title + text) by ${writers} writers: acknowledged in ${((ackEnd - t0) / 1000).toFixed(1)} s (${JSON.stringify(ackStatus)})`,
+      `  ${fmtInt(docs.length)} documents (title + text) by ${writers} writers: acknowledged in ${((ackEnd - t0) / 1000).toFixed(1)} s (${JSON.stringify(bulk.status)})`,
     );
     console.log(
       `  every item ready after ${seconds.toFixed(1)} s: ${fmtInt(chunks)} chunks = ${(chunks / seconds).toFixed(1)} chunks/s, ${(docs.length / seconds).toFixed(1)} documents/s; ${settled.failed} failed`,

@@ -1,19 +1,11 @@
 // `kb reembed <id>`: move a knowledge base to the model its type is served by now, with a progress
 // bar until the new configuration answers searches (or at once with --no-wait).
 import cliProgress from 'cli-progress';
+import type { ReembedProgress as Progress, ReembedStart } from '../../engine';
 import type { Api } from './api';
 
-interface Progress {
-  configurationId: string;
-  model: string;
-  done: number;
-  total: number;
-  chunksPerSecond: number;
-  etaSeconds: number | null;
-}
-
 interface Answer {
-  status: 'started' | 'running' | 'current';
+  status: ReembedStart;
   activeKnowledgeBaseConfigurationId: string;
   reembedding: Progress | null;
 }
