@@ -28,7 +28,7 @@ test('no test imports a benchmark module', () => {
   const imports = importsOf('test');
   expect(listed(imports.filter(({ target }) => under(target, 'bench')))).toEqual([]);
   // The check sees the imports (it would pass vacuously on a broken pattern otherwise).
-  expect(imports.some(({ target }) => target === 'support/scifact')).toBe(true);
+  expect(imports.some(({ target }) => target === 'support/retrieval-eval')).toBe(true);
 });
 
 test('no benchmark imports a test module', () => {

@@ -1,8 +1,8 @@
-// SciFact (BEIR format) for the benchmarks: the loader (support/scifact.ts, shared with the tests),
+// SciFact (BEIR format) for the benchmarks: the loader (support/retrieval-eval.ts, shared with the tests),
 // and the two BEIR metrics (nDCG@10, Recall@100) with trec_eval's definitions.
-import type { Query, SciFact } from '../../support/scifact';
+import type { Query, SciFact } from '../../support/retrieval-eval';
 
-export { loadSciFact, scifactDir, type CorpusDoc, type Query, type SciFact } from '../../support/scifact';
+export { loadSciFact, scifactDir, type CorpusDoc, type Query, type SciFact } from '../../support/retrieval-eval';
 
 export interface Quality {
   ndcg10: number;

@@ -5,7 +5,7 @@
 import { describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
 import { analyze, analyzeUncached } from '../../engine/analysis/analyzer';
-import { loadSciFact } from '../../support/scifact';
+import { loadSciFact } from '../../support/retrieval-eval';
 
 describe('analysis depends on the text alone', () => {
   test('what the process read before changes nothing', () => {
