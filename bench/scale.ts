@@ -12,11 +12,13 @@
 //   search    p50/p99 per mode through HTTP (one connection) and in the engine alone; recall@10 of
 //             semantic (HNSW, re-scored) against exact search over the same stored vectors.
 // Sizes not measured (10M always, 1M unless asked) are projected from the two largest measured
-// sizes by a power law y = a·n^b (b ≈ 1 for memory and disk); every row says measured or projected.
+// sizes: totals (memory, disk, seconds) along the straight line through them (its slope is what one
+// more chunk costs), median latency by a power law; every row says measured or projected.
 //
 //   bun bench/scale.ts [--sizes 10k,100k,1m] [--quick] [--json out.json] [--connections 16]
-//                      [--duration 5] [--queries 300]
-//   --quick: 10k chunks, short search runs (about a minute).
+//                      [--duration 5] [--queries 300] [--from earlier.json]
+//   --quick: 10k chunks, short search runs (about a minute under light load).
+//   --from: re-project and print the measured sizes of an earlier --json (starts no server).
 //
 // Embeddings cost nothing here: every knowledge base type is served by the server's OpenAI-
 // compatible HTTP provider pointed at the hashing stub of bench/snapshot/stub.ts (a child process,
@@ -55,6 +57,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string' },
     duration: { type: 'string' },
     queries: { type: 'string' },
+    from: { type: 'string' },
   },
   strict: true,
 });
@@ -76,11 +79,12 @@ const { data, generated } = await loadCorpus();
 const queries = spread(data.queries.map((q) => q.text), queryCount);
 const problems: string[] = [];
 console.log(
-  `Scale benchmark: sizes ${sizes.map(fmtCount).join(', ')} chunks; ${generated ? 'generated text' : 'SciFact train abstracts'} replicated; ${writers} concurrent writers; ` +
+  `Scale benchmark: ${args.from ? `re-projecting the sizes measured in ${args.from}; ` : ""}sizes ${(args.from ? [] : sizes).map(fmtCount).join(', ')} chunks; ${generated ? 'generated text' : 'SciFact train abstracts'} replicated; ${writers} concurrent writers; ` +
     `search ${durationS} s per mode through HTTP over ${queries.length} queries; ${HASH_DIMENSIONS}-d vectors from a hashing stub (NOT a neural model); RAM ${(totalmem() / 2 ** 30).toFixed(1)} GiB`,
 );
 
-const stub = await spawnStub();
+// Not needed when only re-projecting an earlier run (--from).
+const stub = args.from ? undefined : await spawnStub();
 const env = (dataDir: string): Record<string, string> => ({
   DATA_DIR: dataDir,
   KB_API_KEYS: `${ORG}:${KEY}`,
@@ -89,7 +93,7 @@ const env = (dataDir: string): Record<string, string> => ({
   MAX_CONTENTS_PER_ORG: '0',
   HIGH_QUALITY_MODEL: `http:${HASH_MODEL}`,
   COST_EFFECTIVE_MODEL: `http:${HASH_MODEL}`,
-  EMBEDDING_HTTP_URL: stub.url,
+  EMBEDDING_HTTP_URL: stub?.url ?? '',
   EMBEDDING_HTTP_DIMENSIONS: String(HASH_DIMENSIONS),
 });
 
@@ -104,15 +108,16 @@ async function memoryMetrics(s: Server): Promise<Record<string, number>> {
   return Object.fromEntries([...m].filter(([k]) => /^kb_(process_resident|process_heap|nodejs_heap_size|nodejs_external)/.test(k)));
 }
 
-/** Bytes of the newest snapshot by kind of file. */
+/** Bytes of the newest snapshot (what a restart loads) by kind of file; `kept`: every snapshot kept (SNAPSHOT_KEEP). */
 function snapshotFiles(dataDir: string, newest: { dir: string } | undefined) {
-  const out = { records: 0, graphs: 0, other: 0, total: dirBytes(join(dataDir, 'snapshots')) };
+  const out = { records: 0, graphs: 0, other: 0, total: 0, kept: dirBytes(join(dataDir, 'snapshots')) };
   if (!newest) return out;
   for (const name of readdirSync(newest.dir)) {
     const bytes = statSync(join(newest.dir, name)).size;
     if (name === 'records.log') out.records += bytes;
     else if (name.endsWith('.usearch')) out.graphs += bytes;
     else out.other += bytes;
+    out.total += bytes;
   }
   return out;
 }
@@ -176,7 +181,7 @@ async function engineAlone(dataDir: string, kbId: string) {
   const t = performance.now();
   const { engine } = await openEngine({
     dataDir,
-    compute: { documentWorkers: 1, queryWorkers: 1, settings: { modelDir: join(dataDir, 'models'), allowRemoteModels: false, threads: 1, http: { url: stub.url, timeoutMs: 30_000, retries: 0 } } },
+    compute: { documentWorkers: 1, queryWorkers: 1, settings: { modelDir: join(dataDir, 'models'), allowRemoteModels: false, threads: 1, http: { url: stub!.url, timeoutMs: 30_000, retries: 0 } } },
     log: () => {},
   });
   try {
@@ -285,7 +290,7 @@ async function measureSize(targetChunks: number) {
     const newest = (await listSnapshotDirs(join(dataDir, 'snapshots')))[0];
     const disk = { snapshot: snapshotFiles(dataDir, newest), walBytes: dirBytes(join(dataDir, 'wal')), dataDirBytes: dirBytes(dataDir) };
     console.log(
-      `  shutdown ${fmtInt(shutdownMs)} ms; snapshot ${(disk.snapshot.total / 2 ** 20).toFixed(1)} MiB (records ${(disk.snapshot.records / 2 ** 20).toFixed(1)}, graphs ${(disk.snapshot.graphs / 2 ** 20).toFixed(1)}) = ${fmtInt(disk.snapshot.total / chunks)} B/chunk; log ${(disk.walBytes / 2 ** 20).toFixed(1)} MiB`,
+      `  shutdown ${fmtInt(shutdownMs)} ms; snapshot ${(disk.snapshot.total / 2 ** 20).toFixed(1)} MiB (records ${(disk.snapshot.records / 2 ** 20).toFixed(1)}, graphs ${(disk.snapshot.graphs / 2 ** 20).toFixed(1)}) = ${fmtInt(disk.snapshot.total / chunks)} B/chunk (all kept: ${(disk.snapshot.kept / 2 ** 20).toFixed(1)} MiB); log ${(disk.walBytes / 2 ** 20).toFixed(1)} MiB`,
     );
 
     const restarted = await phase(`${fmtCount(targetChunks)}: restart on the loaded directory`, async () => {
@@ -359,56 +364,60 @@ async function measureSize(targetChunks: number) {
 
 type Point = Awaited<ReturnType<typeof measureSize>>;
 
-/** y = a·n^b through the two largest measured sizes, at n; undefined when either is not a positive number. */
-function powerLaw(points: { n: number; y: number }[], n: number): { value: number; exponent: number } | undefined {
+/**
+ * Totals (memory, disk, seconds) grow with the chunks: the straight line through the two largest
+ * measured sizes, at n (its slope is the marginal cost of a chunk; fixed costs stay in the intercept).
+ */
+function linear(points: { n: number; y: number }[], n: number): number | undefined {
+  const ok = points.filter((p) => Number.isFinite(p.y));
+  if (ok.length < 2) return undefined;
+  const [p1, p2] = ok.slice(-2) as [{ n: number; y: number }, { n: number; y: number }];
+  return p2.y + ((n - p2.n) * (p2.y - p1.y)) / (p2.n - p1.n);
+}
+
+/** Median latency grows slower than the chunks (HNSW ~log n, postings ~n): y = a·n^b through the two largest sizes. */
+function powerLaw(points: { n: number; y: number }[], n: number): number | undefined {
   const ok = points.filter((p) => Number.isFinite(p.y) && p.y > 0);
   if (ok.length < 2) return undefined;
   const [p1, p2] = ok.slice(-2) as [{ n: number; y: number }, { n: number; y: number }];
-  const b = Math.log(p2.y / p1.y) / Math.log(p2.n / p1.n);
-  return { value: p2.y * (n / p2.n) ** b, exponent: b };
+  return p2.y * (n / p2.n) ** (Math.log(p2.y / p1.y) / Math.log(p2.n / p1.n));
 }
 
 function project(points: Point[], n: number) {
-  const fit = (get: (p: Point) => number) => powerLaw(points.map((p) => ({ n: p.chunks, y: get(p) })), n);
-  const val = (get: (p: Point) => number) => fit(get)?.value;
-  const exp = (get: (p: Point) => number) => fit(get)?.exponent;
-  // Memory projects from the growth over an empty server, which then is added back.
-  const empty = points[points.length - 1]!.memory.rssEmpty;
-  const loadedGrowth = val((p) => p.memory.rssLoaded - p.memory.rssEmpty);
-  const restartGrowth = val((p) => p.memory.rssAfterRestartWarm - p.memory.rssEmpty);
-  const latency = (where: 'http' | 'engine') =>
-    Object.fromEntries(MODES.map((m) => [m, { p50: val((p) => p.latency[where][m].p50), p99: val((p) => p.latency[where][m].p99) }]));
+  const along = (fit: typeof linear, get: (p: Point) => number) => fit(points.map((p) => ({ n: p.chunks, y: get(p) })), n);
+  const total = (get: (p: Point) => number) => along(linear, get);
+  const rssLoaded = total((p) => p.memory.rssLoaded);
+  const rssRestarted = total((p) => p.memory.rssAfterRestartWarm);
+  const empty = points[points.length - 1]?.memory.rssEmpty ?? NaN;
+  const perChunk = (rss: number | undefined) => (rss === undefined ? undefined : (rss - empty) / n);
+  // p99 is not projected: on a shared 2-core machine it follows the neighbours more than the size.
+  const latency = (where: 'http' | 'engine') => Object.fromEntries(MODES.map((m) => [m, { p50: along(powerLaw, (p) => p.latency[where][m].p50) }]));
   return {
     chunks: n,
     measured: false,
-    basis: points.length < 2 ? 'nothing: a projection needs two measured sizes' : `power law through the measured ${points.slice(-2).map((p) => fmtCount(p.chunks)).join(' and ')} chunks`,
-    exponents: {
-      rssGrowth: exp((p) => p.memory.rssLoaded - p.memory.rssEmpty),
-      restartMs: exp((p) => p.restart.readyMs),
-      loadSeconds: exp((p) => p.ingestion.indexedSeconds),
-      graphSeconds: exp((p) => p.ingestion.graphSeconds),
-      snapshotBytes: exp((p) => p.disk.snapshot.total),
-    },
-    memory: {
-      rssLoaded: loadedGrowth === undefined ? undefined : empty + loadedGrowth,
-      rssAfterRestartWarm: restartGrowth === undefined ? undefined : empty + restartGrowth,
-      bytesPerChunkLoaded: loadedGrowth === undefined ? undefined : loadedGrowth / n,
-      bytesPerChunkAfterRestart: restartGrowth === undefined ? undefined : restartGrowth / n,
-    },
-    snapshotBytes: val((p) => p.disk.snapshot.total),
-    restartReadyMs: val((p) => p.restart.readyMs),
-    shutdownMs: val((p) => p.shutdownMs),
-    loadSeconds: val((p) => p.ingestion.indexedSeconds),
-    graphSeconds: val((p) => p.ingestion.graphSeconds),
+    basis:
+      points.length < 2
+        ? 'nothing: a projection needs two measured sizes'
+        : `the line through the measured ${points.slice(-2).map((p) => fmtCount(p.chunks)).join(' and ')} chunks (latency p50: a power law through them)`,
+    memory: { rssLoaded, rssAfterRestartWarm: rssRestarted, bytesPerChunkLoaded: perChunk(rssLoaded), bytesPerChunkAfterRestart: perChunk(rssRestarted) },
+    snapshotBytes: total((p) => p.disk.snapshot.total),
+    restartReadyMs: total((p) => p.restart.readyMs),
+    snapshotLoadMs: total((p) => p.restart.split.snapshotLoadMs),
+    shutdownMs: total((p) => p.shutdownMs),
+    loadSeconds: total((p) => p.ingestion.indexedSeconds),
+    graphSeconds: total((p) => p.ingestion.graphSeconds),
     latency: { http: latency('http'), engine: latency('engine') },
   };
 }
 
-const points: Point[] = [];
-try {
-  for (const n of sizes) points.push(await measureSize(n));
-} finally {
-  await stub.stop();
+// --from: the measured sizes of an earlier run's JSON, projected and tabled again (no server started).
+const points: Point[] = args.from ? ((await Bun.file(args.from).json()) as { sizes: Point[] }).sizes : [];
+if (!args.from) {
+  try {
+    for (const n of sizes) points.push(await measureSize(n));
+  } finally {
+    await stub?.stop();
+  }
 }
 const projections = PROJECT_TO.filter((n) => !points.some((p) => p.chunks >= n * 0.9)).map((n) => project(points, n));
 
@@ -449,7 +458,7 @@ printTable(
   ['chunks', 'kind', ...MODES.flatMap((m) => [`HTTP ${m}`, `engine ${m}`]), 'recall@10'],
   [
     ...points.map((p) => [fmtInt(p.chunks), 'measured', ...MODES.flatMap((m) => [`${fmtMs(p.latency.http[m].p50)} / ${fmtMs(p.latency.http[m].p99)}`, `${fmtMs(p.latency.engine[m].p50)} / ${fmtMs(p.latency.engine[m].p99)}`]), f3(p.recall10)]),
-    ...projections.map((p) => [fmtInt(p.chunks), 'projected', ...MODES.flatMap((m) => [`${fmtMs(p.latency.http[m]!.p50)} / ${fmtMs(p.latency.http[m]!.p99)}`, `${fmtMs(p.latency.engine[m]!.p50)} / ${fmtMs(p.latency.engine[m]!.p99)}`]), '-']),
+    ...projections.map((p) => [fmtInt(p.chunks), 'projected', ...MODES.flatMap((m) => [`${fmtMs(p.latency.http[m]!.p50)} / ${'-'}`, `${fmtMs(p.latency.engine[m]!.p50)} / ${'-'}`]), '-']),
   ],
 );
 
@@ -466,7 +475,7 @@ const results = {
     corpus: generated ? 'generated' : 'SciFact train (replicated, a tag per copy)',
     embedding: `OpenAI-compatible hashing stub (bench/snapshot/stub.ts, child process): ${HASH_MODEL}, ${HASH_DIMENSIONS}-d, not a neural model`,
     serverEnv: { ...env('(temporary)'), EMBEDDING_HTTP_URL: '(stub on 127.0.0.1)', LOG_LEVEL: 'warn' },
-    projection: 'y = a·n^b through the two largest measured sizes (memory: the growth over an empty server)',
+    projection: 'totals (memory, disk, seconds): the line through the two largest measured sizes; latency p50: a power law through them; p99 not projected',
   },
   sizes: points,
   projections,
