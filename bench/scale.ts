@@ -38,7 +38,7 @@ import { cannon } from './http/load';
 import { loadCorpus, replicaText } from './lib/corpus';
 import { chunkText } from './lib/engine-internals';
 import { dirBytes } from './lib/files';
-import { fmtCount, fmtInt, fmtMs, parseCounts, f3 } from './lib/format';
+import { fmtCount, fmtInt, fmtMs, kcount, parseCounts, f3 } from './lib/format';
 import { HASH_DIMENSIONS, HASH_MODEL, hashEmbedWithTextNoise } from './lib/hash-embed';
 import { machine } from './lib/machine';
 import { procStatusBytes, rssOf, settledMemory } from './lib/memory';
@@ -398,7 +398,7 @@ function project(points: Point[], n: number) {
     basis:
       points.length < 2
         ? 'nothing: a projection needs two measured sizes'
-        : `the line through the measured ${points.slice(-2).map((p) => fmtCount(p.chunks)).join(' and ')} chunks (latency p50: a power law through them)`,
+        : `the line through the measured ${points.slice(-2).map((p) => kcount(p.chunks)).join(' and ')} chunks (latency p50: a power law through them)`,
     memory: { rssLoaded, rssAfterRestartWarm: rssRestarted, bytesPerChunkLoaded: perChunk(rssLoaded), bytesPerChunkAfterRestart: perChunk(rssRestarted) },
     snapshotBytes: total((p) => p.disk.snapshot.total),
     restartReadyMs: total((p) => p.restart.readyMs),
