@@ -109,7 +109,15 @@ try {
   );
   results.configuration = configuration;
 
-  results.ingestion = await phase(`ingestion: ${fmtInt(items.length)} items through POST …/contents`, () => ingestThroughHttp(s, kbId, items, stub, problems));
+  results.ingestion = await phase(`ingestion: ${fmtInt(items.length)} items through POST …/contents`, () =>
+    ingestThroughHttp(
+      s,
+      kbId,
+      { count: items.length, bodyAt: (i) => JSON.stringify({ text: items[i]!.text, metadata: { sciId: items[i]!.source } }) },
+      problems,
+      { connections: ingestConnections, pollMs: quick ? 100 : 250, embedderCalls: stub.calls },
+    ),
+  );
   const chunks = (results.ingestion as { chunks: number }).chunks;
   const rssLoaded = rssOf(s.pid);
 
@@ -150,7 +158,7 @@ try {
     for (const target of targets) {
       for (const c of connectionsList) {
         await cannon(s, target, c, { duration: 1, record: false });
-        const run = await cannon(s, target, c, {});
+        const run = await cannon(s, target, c, { duration: durationS });
         out.push(run);
         console.log(
           `  ${target.route.padEnd(20)} c=${String(c).padStart(2)}  ${fmtInt(run.requestsPerSecond).padStart(7)} req/s  p50 ${fmtMs(run.latency.p50)} ms  p99 ${fmtMs(run.latency.p99)} ms  ` +
@@ -163,7 +171,7 @@ try {
       for (const target of targets.slice(0, 2)) {
         for (const c of connectionsList) {
           await wrk(s, target, c, 1);
-          const run = await wrk(s, target, c);
+          const run = await wrk(s, target, c, durationS);
           out.push(run);
           console.log(
             `  wrk ${target.route.padEnd(16)} c=${String(c).padStart(2)}  ${fmtInt(run.requestsPerSecond).padStart(7)} req/s  p50 ${fmtMs(run.latency.p50)} ms  p99 ${fmtMs(run.latency.p99)} ms  server ${run.serverCores.toFixed(2)} cores`,

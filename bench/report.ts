@@ -156,6 +156,50 @@ export function summaryRows(r: Combined): SummaryRow[] {
       `vectors ${fmtInt(p.vectorBytesPerChunk)} B, postings ${fmtInt(p.postingBytesPerChunk)} B`,
     );
 
+  for (const p of [...(r.scale?.sizes ?? []), ...(r.scale?.projections ?? [])]) {
+    const kind = p.measured ? 'measured' : 'PROJECTED';
+    const at = `@ ${kcount(p.chunks)} chunks (${kind})`;
+    const mib = (b: unknown) => (fin(b) ? `${fmtInt(b / 2 ** 20)} MiB` : '-');
+    add(
+      'scale',
+      `server RSS per chunk loaded / restarted ${at}`,
+      `${fmtInt(p.memory?.bytesPerChunkLoaded)} / ${fmtInt(p.memory?.bytesPerChunkAfterRestart)} B`,
+      `RSS loaded ${mib(p.memory?.rssLoaded)}; snapshot ${mib(p.disk?.snapshot?.total ?? p.snapshotBytes)}${p.measured ? `; load average ${p.loadAverage?.start}` : `; ${p.basis}`}`,
+    );
+    if (p.measured) {
+      const sp = p.restart?.split ?? {};
+      add(
+        'scale',
+        `bulk load through HTTP ${at}`,
+        `${fmtInt(p.ingestion?.chunksIndexedPerSecond)} chunks/s`,
+        `${sec(p.ingestion?.indexedSeconds)} until every item is ready, HNSW graph ${sec(p.ingestion?.graphSeconds)} more; ${p.ingestion?.connections} writers`,
+      );
+      add(
+        'scale',
+        `restart to /ready ${at}`,
+        `${fmtInt(p.restart?.readyMs)} ms`,
+        `runtime ${fmtInt(sp.runtimeStartMs)}, snapshot load ${fmtInt(sp.snapshotLoadMs)}, log replay ${fmtInt(sp.logReplayMs)}, other ${fmtInt(sp.otherRecoveryMs)}, models ${fmtInt(sp.modelsAndReadyMs)} ms; shutdown ${fmtInt(p.shutdownMs)} ms`,
+      );
+      for (const mode of ['full-text', 'semantic', 'hybrid']) {
+        const h = p.latency?.http?.[mode];
+        const e = p.latency?.engine?.[mode];
+        add(
+          'scale',
+          `${mode} p50/p99 HTTP (engine) ${at}`,
+          `${fmtMs(h?.p50)} / ${fmtMs(h?.p99)} ms`,
+          `engine ${fmtMs(e?.p50)} / ${fmtMs(e?.p99)} ms${mode === 'semantic' ? `; recall@10 vs exact ${f3(p.recall10)}` : ''}`,
+        );
+      }
+    } else {
+      add(
+        'scale',
+        `bulk load / restart ${at}`,
+        `${sec(p.loadSeconds)} / ${sec(p.restartReadyMs / 1000)}`,
+        `HNSW graph ${sec(p.graphSeconds)} more; ${p.basis}`,
+      );
+    }
+  }
+
   for (const q of r.fulltext?.quality?.comparison ?? [])
     add(
       'quality',
@@ -524,6 +568,145 @@ export function renderHtml(r: Combined): string {
           yLabel: 'count',
         })}`);
     }
+  }
+
+  // 3b. Scale: one node at growing size (bench/scale.ts); projected sizes dashed.
+  const sc = r.scale;
+  if (sc?.sizes?.length) {
+    const measured: any[] = sc.sizes;
+    const projected: any[] = sc.projections ?? [];
+    // A projected line starts at the largest measured point, so it reads as its continuation.
+    const last = measured[measured.length - 1];
+    const both = (get: (p: any) => number | undefined, name: string, color: number): Series[] => [
+      { name: `${name}`, points: measured.map((p) => [p.chunks, get(p)] as [number, number]), color },
+      { name: `${name} (projected)`, points: [last, ...projected].map((p) => [p.chunks, get(p)] as [number, number]), dashed: true, color },
+    ];
+    const modes3 = ['full-text', 'semantic', 'hybrid'];
+    const mib = (b: unknown) => (fin(b) ? fmtInt(b / 2 ** 20) : '-');
+    sections.push(`<h2 id="scale">One node at scale</h2>
+      <p>The real server bulk-loaded through HTTP (${esc(sc.settings?.writers)} writers, no <code>wait</code>), searched through HTTP on one connection, stopped gracefully and restarted on its files; then the engine alone opened on the same directory. Embeddings: ${esc(sc.settings?.embedding ?? '')}. Dashed lines and “projected” rows are not measured: ${esc(sc.settings?.projection ?? '')}.</p>
+      ${lineChart({ title: 'Server RSS per chunk (bytes)', series: [...both((p) => p.memory?.bytesPerChunkLoaded, 'after the load', 0), ...both((p) => p.memory?.bytesPerChunkAfterRestart, 'after a restart', 1)], xLabel: 'chunks (log)', yLabel: 'bytes per chunk', xLog: true })}
+      ${lineChart({ title: 'Restart to /ready and bulk load (seconds)', series: [...both((p) => (fin(p.restart?.readyMs) ? p.restart.readyMs / 1000 : p.restartReadyMs / 1000), 'restart', 0), ...both((p) => p.ingestion?.indexedSeconds ?? p.loadSeconds, 'bulk load', 1)], xLabel: 'chunks (log)', yLabel: 's (log)', xLog: true, yLog: true })}
+      ${lineChart({ title: 'Search latency through HTTP, p50 (ms)', series: modes3.flatMap((m, i) => both((p) => p.latency?.http?.[m]?.p50, m, i)), xLabel: 'chunks (log)', yLabel: 'ms (log)', xLog: true, yLog: true })}
+      ${table(
+        [
+          'chunks',
+          'kind',
+          'RSS MiB',
+          'B/chunk loaded',
+          'B/chunk restarted',
+          'snapshot MiB',
+          'load s',
+          'chunks/s',
+          'graph s',
+          'shutdown s',
+          'restart s',
+          'load average',
+        ],
+        [
+          ...measured.map((p) => [
+            fmtInt(p.chunks),
+            'measured',
+            mib(p.memory?.rssLoaded),
+            fmtInt(p.memory?.bytesPerChunkLoaded),
+            fmtInt(p.memory?.bytesPerChunkAfterRestart),
+            mib(p.disk?.snapshot?.total),
+            sec(p.ingestion?.indexedSeconds),
+            fmtInt(p.ingestion?.chunksIndexedPerSecond),
+            sec(p.ingestion?.graphSeconds),
+            sec(p.shutdownMs / 1000),
+            sec(p.restart?.readyMs / 1000),
+            Object.values<number>(p.loadAverage ?? {}).join(' '),
+          ]),
+          ...projected.map((p) => [
+            fmtInt(p.chunks),
+            'projected',
+            mib(p.memory?.rssLoaded),
+            fmtInt(p.memory?.bytesPerChunkLoaded),
+            fmtInt(p.memory?.bytesPerChunkAfterRestart),
+            mib(p.snapshotBytes),
+            sec(p.loadSeconds),
+            fmtInt(p.chunks / p.loadSeconds),
+            sec(p.graphSeconds),
+            sec(p.shutdownMs / 1000),
+            sec(p.restartReadyMs / 1000),
+            '',
+          ]),
+        ],
+        (i) => i !== 1,
+      )}
+      <h3>Where a restart's milliseconds go</h3>
+      ${table(
+        [
+          'chunks',
+          'to /ready',
+          'runtime start',
+          'snapshot load',
+          'log replay',
+          'other recovery',
+          'models + ready',
+          'records replayed',
+          'first full-text',
+          'first semantic',
+        ],
+        measured.map((p) => {
+          const s = p.restart?.split ?? {};
+          return [
+            fmtInt(p.chunks),
+            fmtInt(p.restart?.readyMs),
+            fmtInt(s.runtimeStartMs),
+            fmtInt(s.snapshotLoadMs),
+            fmtInt(s.logReplayMs),
+            fmtInt(s.otherRecoveryMs),
+            fmtInt(s.modelsAndReadyMs),
+            fmtInt(p.restart?.recovery?.records),
+            fmtMs(p.restart?.firstSearchMs?.['full-text']),
+            fmtMs(p.restart?.firstSearchMs?.semantic),
+          ];
+        }),
+      )}
+      <h3>Where a chunk's bytes go (engine alone on the same files)</h3>
+      ${table(
+        ['chunks', 'RSS growth', 'vector rows', 'HNSW graph', 'BM25 postings', 'rest', 'JS heap', 'f32 vector'],
+        measured.map((p) => {
+          const e = p.memory?.engineAlone?.perChunk ?? {};
+          return [
+            fmtInt(p.chunks),
+            fmtInt(e.rss),
+            fmtInt(e.vectorRows),
+            fmtInt(e.hnswGraph),
+            fmtInt(e.bm25Postings),
+            fmtInt(e.rest),
+            fmtInt(e.jsHeap),
+            fmtInt(p.memory?.f32VectorBytesPerChunk),
+          ];
+        }),
+      )}
+      <h3>Search latency, top 10, p50 / p99 ms</h3>
+      ${table(
+        ['chunks', 'kind', ...modes3.flatMap((m) => [`HTTP ${m}`, `engine ${m}`]), 'recall@10'],
+        [
+          ...measured.map((p) => [
+            fmtInt(p.chunks),
+            'measured',
+            ...modes3.flatMap((m) => [
+              `${fmtMs(p.latency?.http?.[m]?.p50)} / ${fmtMs(p.latency?.http?.[m]?.p99)}`,
+              `${fmtMs(p.latency?.engine?.[m]?.p50)} / ${fmtMs(p.latency?.engine?.[m]?.p99)}`,
+            ]),
+            f3(p.recall10),
+          ]),
+          ...projected.map((p) => [
+            fmtInt(p.chunks),
+            'projected',
+            ...modes3.flatMap((m) => [
+              `${fmtMs(p.latency?.http?.[m]?.p50)} / ${fmtMs(p.latency?.http?.[m]?.p99)}`,
+              `${fmtMs(p.latency?.engine?.[m]?.p50)} / ${fmtMs(p.latency?.engine?.[m]?.p99)}`,
+            ]),
+            '-',
+          ]),
+        ],
+        (i) => i !== 1,
+      )}`);
   }
 
   // 4. Quality.

@@ -2,7 +2,7 @@
 //
 //   bun bench/run.ts [--quick] [--parts engine,fulltext,http,restart,pglite,semantic]
 //                    [--sizes 10k,50k,200k] [--http-chunks 50k] [--replicas 10]
-//                    [--restart-items 50k] [--duration 3] [--out .bench-out/bench]
+//                    [--restart-items 50k] [--duration 3] [--scale-sizes 10k,100k] [--out .bench-out/bench]
 //
 // Parts (each a child process, run one after the other so they never compete for the 2 cores):
 //   engine    bench/engine-modes.ts   engine latency of full-text / semantic / hybrid at --sizes
@@ -16,6 +16,10 @@
 //   semantic  bench/semantic.ts       USE-Lite quality of semantic and hybrid search (default only when
 //                                     its embedded corpus is cached in .bench-out/semantic: embedding
 //                                     SciFact takes minutes; ask for it with --parts to build it)
+//   scale     bench/scale.ts          one node at --scale-sizes chunks (default 10k,100k): bulk load,
+//                                     memory per chunk, snapshot size, restart split, search per mode
+//                                     through HTTP, projections to 1M/10M (not by default: ~10 minutes
+//                                     at 10k,100k; ask with --parts; --quick runs it at 2k)
 // --quick: tiny sizes and short runs (a smoke test, under two minutes; no thresholds are asserted).
 // Writes <out>.json (every part's results under its name, plus parts/summary/problems) and <out>.html.
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
@@ -26,7 +30,7 @@ import { machine } from './lib/machine';
 import { BENCH_OUT, REPO_ROOT } from './lib/paths';
 import { printSummary, renderHtml, summaryRows, type Combined } from './report';
 
-const ALL_PARTS = ['engine', 'fulltext', 'http', 'restart', 'pglite', 'semantic'] as const;
+const ALL_PARTS = ['engine', 'fulltext', 'http', 'restart', 'pglite', 'semantic', 'scale'] as const;
 type Part = (typeof ALL_PARTS)[number];
 
 const { values: args } = parseArgs({
@@ -38,6 +42,7 @@ const { values: args } = parseArgs({
     replicas: { type: 'string' },
     'restart-items': { type: 'string' },
     duration: { type: 'string' },
+    'scale-sizes': { type: 'string' },
     out: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
@@ -91,7 +96,8 @@ if (args.parts) {
       return p as Part;
     });
 } else {
-  parts = ALL_PARTS.filter((p) => p !== 'semantic');
+  parts = ALL_PARTS.filter((p) => p !== 'semantic' && p !== 'scale');
+  notes.scale = 'not by default (about 10 minutes at 10k and 100k chunks; ask with --parts scale)';
   if (quick) notes.semantic = 'not in --quick (loads USE-Lite; ask with --parts semantic)';
   else if (!existsSync(semanticCache))
     notes.semantic = `skipped: no cached USE-Lite corpus in ${semanticCache} (run with --parts semantic once to build it, several minutes)`;
@@ -123,6 +129,13 @@ const commands: Record<Part, string[]> = {
   restart: ['bench/restart.ts', '--items', String(args['restart-items'] ? parseCount(args['restart-items']) : quick ? 1000 : 50_000)],
   pglite: ['bench/peers-pglite.ts', ...(quick ? ['--quick'] : []), ...flag('replicas', args.replicas), '--json', json('pglite')],
   semantic: ['bench/semantic.ts', '--parts', 'quality', '--models', 'use-lite', ...(quick ? ['--quick'] : []), '--json', json('semantic')],
+  // --quick: a tiny size, so a smoke test exercises the whole path in seconds.
+  scale: [
+    'bench/scale.ts',
+    ...(quick ? ['--quick', '--sizes', '2k', '--duration', '1', '--queries', '50'] : ['--sizes', args['scale-sizes'] ?? '10k,100k']),
+    '--json',
+    json('scale'),
+  ],
 };
 const TIMEOUT_MS = quick ? 150_000 : 45 * 60_000;
 

@@ -57,3 +57,40 @@ test(
   },
   { timeout: 180_000 },
 );
+
+// The scale part is not in the default parts (minutes at its real sizes); --quick runs it at 2k
+// chunks: load, search, shutdown, restart and the engine alone, in about 20 s.
+test(
+  'bun bench/run.ts --quick --parts scale measures one tiny size and projects 1M and 10M',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kb-bench-scale-smoke-'));
+    try {
+      const out = join(dir, 'bench');
+      const proc = Bun.spawn(['bun', 'bench/run.ts', '--quick', '--parts', 'scale', '--out', out], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' });
+      const [stdout, stderr] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+      const code = await proc.exited;
+      if (code !== 0) throw new Error(`bench/run.ts --quick --parts scale exited ${code}:\n${stdout.slice(-4000)}\n${stderr.slice(-2000)}`);
+      const json = (await Bun.file(`${out}.json`).json()) as Record<string, any>;
+      expect(json.parts.scale.status).toBe('ok');
+      const [point] = json.scale.sizes;
+      expect(point.measured).toBe(true);
+      expect(point.chunks).toBeGreaterThanOrEqual(2000);
+      expect(point.ingestion.failed).toBe(0);
+      expect(point.memory.bytesPerChunkLoaded).toBeGreaterThan(0);
+      expect(point.disk.snapshot.total).toBeGreaterThan(0);
+      expect(point.restart.readyMs).toBeGreaterThan(0);
+      for (const mode of ['full-text', 'semantic', 'hybrid']) expect(point.latency.http[mode].p99).toBeGreaterThan(0);
+      expect(point.recall10).toBeGreaterThan(0.5);
+      // One measured size: nothing to project from, and the projections say so by being empty of numbers.
+      expect(json.scale.projections.map((p: { chunks: number; measured: boolean }) => [p.chunks, p.measured])).toEqual([
+        [1_000_000, false],
+        [10_000_000, false],
+      ]);
+      expect(json.summary.some((row: { area: string }) => row.area === 'scale')).toBe(true);
+      expect(await Bun.file(`${out}.html`).text()).toContain('id="scale"');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+  { timeout: 120_000 },
+);

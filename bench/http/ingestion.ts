@@ -1,22 +1,40 @@
-// bench/http.ts, ingestion: every item POSTed without wait at `ingestConnections`, /metrics polled
+// bench/http.ts and bench/scale.ts, ingestion: every item POSTed without wait by `connections` writers, /metrics polled
 // for indexing progress, then the wait for the background HNSW graph.
-import type { HashEmbedder } from '../lib/hash-embed';
 import { fmtInt, fmtMs } from '../lib/format';
 import { rssOf } from '../lib/memory';
 import { metricSum, scrapeMetrics, tryScrapeMetrics } from '../lib/metrics';
 import type { Server } from '../lib/server';
 import { cannon } from './load';
-import { ingestConnections, quick } from './options';
 
-export async function ingestThroughHttp(s: Server, kbId: string, items: readonly { text: string; source: string }[], stub: HashEmbedder, problems: string[]) {
-  const bodies = items.map((it) => JSON.stringify({ text: it.text, metadata: { sciId: it.source } }));
+export interface IngestOptions {
+  /** Concurrent writers (autocannon connections). */
+  connections: number;
+  /** How often /metrics is read for progress: each reading walks every item, so large loads read seldom. */
+  pollMs: number;
+  /** The embedder's call counts, when it runs in this process. */
+  embedderCalls?: () => unknown;
+}
+
+/** The i-th POST body of a load of `count` items. */
+export interface ItemBodies {
+  count: number;
+  bodyAt: (i: number) => string;
+}
+
+export async function ingestThroughHttp(
+  s: Server,
+  kbId: string,
+  items: ItemBodies,
+  problems: string[],
+  { connections: ingestConnections, pollMs, embedderCalls }: IngestOptions,
+) {
   const progress: { t: number; chunks: number; queue: number; rss: number }[] = [];
   const tStart = performance.now();
   let acksDone = false;
   let indexedAt = 0;
   const poller = (async () => {
     for (;;) {
-      await Bun.sleep(quick ? 100 : 250);
+      await Bun.sleep(pollMs);
       const m = await tryScrapeMetrics(s.base);
       if (!m) continue;
       const chunks = metricSum(m, 'kb_chunks');
@@ -29,9 +47,12 @@ export async function ingestThroughHttp(s: Server, kbId: string, items: readonly
       if (performance.now() - tStart > 30 * 60_000) throw new Error('not indexed after 30 minutes');
     }
   })();
-  const acks = await cannon(s, { route: 'POST contents', method: 'POST', path: `/api/v1/knowledge-bases/${kbId}/contents`, bodies }, ingestConnections, {
-    amount: items.length,
-  });
+  const acks = await cannon(
+    s,
+    { route: 'POST contents', method: 'POST', path: `/api/v1/knowledge-bases/${kbId}/contents`, bodyAt: items.bodyAt },
+    ingestConnections,
+    { amount: items.count },
+  );
   const ackSeconds = (performance.now() - tStart) / 1000;
   acksDone = true;
   const final = await poller;
@@ -45,10 +66,10 @@ export async function ingestThroughHttp(s: Server, kbId: string, items: readonly
     if (performance.now() - tStart > 30 * 60_000) throw new Error('HNSW graph not built after 30 minutes');
   }
   graphSeconds = (performance.now() - indexedAt) / 1000;
-  if (acks.non2xx || acks.errors) problems.push(`ingestion: ${acks.non2xx} non-2xx answers and ${acks.errors} errors out of ${items.length} POSTs`);
+  if (acks.non2xx || acks.errors) problems.push(`ingestion: ${acks.non2xx} non-2xx answers and ${acks.errors} errors out of ${items.count} POSTs`);
   if (final.failed) problems.push(`ingestion: ${final.failed} items failed`);
   const out = {
-    items: items.length,
+    items: items.count,
     chunks: final.chunks,
     failed: final.failed,
     connections: ingestConnections,
@@ -59,10 +80,10 @@ export async function ingestThroughHttp(s: Server, kbId: string, items: readonly
     serverCoresDuringAcks: acks.serverCores,
     benchCoresDuringAcks: acks.clientCores,
     indexedSeconds,
-    itemsIndexedPerSecond: items.length / indexedSeconds,
+    itemsIndexedPerSecond: items.count / indexedSeconds,
     chunksIndexedPerSecond: final.chunks / indexedSeconds,
     graphSeconds,
-    embedderCalls: stub.calls(),
+    embedderCalls: embedderCalls?.(),
     progress,
   };
   console.log(

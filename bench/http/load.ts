@@ -7,7 +7,7 @@ import autocannon from 'autocannon';
 import { cpuSecondsOf } from '../lib/cpu';
 import type { Server } from '../lib/server';
 import { summarize, type Latency } from '../lib/stats';
-import { durationS, headers, wrkPath } from './options';
+import { headers } from './auth';
 
 export interface Run {
   route: string;
@@ -30,24 +30,27 @@ export interface Target {
   method: 'GET' | 'POST';
   path: string;
   bodies?: string[];
+  /** Or the body of the i-th request, made when sent (large loads: a million bodies are not held at once). */
+  bodyAt?: (i: number) => string;
 }
 
 export async function cannon(
   server: Server,
   target: Target,
   connections: number,
-  opts: { duration?: number; amount?: number; record?: boolean },
+  opts: { duration: number; amount?: undefined; record?: boolean } | { amount: number; duration?: undefined; record?: boolean },
 ): Promise<Run> {
   let next = 0;
   const samples: number[] = [];
   let ok = 0;
   let non2xx = 0;
   const bodies = target.bodies;
+  const bodyAt = target.bodyAt ?? (bodies ? (i: number) => bodies[i % bodies.length]! : undefined);
   const request: autocannon.Request = {
     method: target.method,
     path: target.path,
     headers: target.method === 'POST' ? headers : {},
-    ...(bodies ? { setupRequest: (req: autocannon.Request) => ({ ...req, body: bodies[next++ % bodies.length] }) } : {}),
+    ...(bodyAt ? { setupRequest: (req: autocannon.Request) => ({ ...req, body: bodyAt(next++) }) } : {}),
   };
   const cpu0 = cpuSecondsOf(server.pid);
   const self0 = cpuSecondsOf('self');
@@ -57,7 +60,7 @@ export async function cannon(
       {
         url: server.base,
         connections,
-        ...(opts.amount ? { amount: opts.amount } : { duration: opts.duration ?? durationS }),
+        ...(opts.amount ? { amount: opts.amount } : { duration: opts.duration }),
         requests: [request],
         timeout: 30,
       },
@@ -95,7 +98,7 @@ function wrkUnitMs(value: string): number {
   return m[2] === 'us' ? n / 1000 : m[2] === 'ms' ? n : m[2] === 's' ? n * 1000 : n * 60_000;
 }
 
-export async function wrk(server: Server, target: Target, connections: number, seconds = durationS): Promise<Run> {
+export async function wrk(server: Server, target: Target, connections: number, seconds: number): Promise<Run> {
   const dir = mkdtempSync(join(tmpdir(), 'kb-wrk-'));
   const script = join(dir, 'script.lua');
   const lines = [`wrk.method = "${target.method}"`];
@@ -107,7 +110,7 @@ export async function wrk(server: Server, target: Target, connections: number, s
   writeFileSync(script, `${lines.join('\n')}\n`);
   const cpu0 = cpuSecondsOf(server.pid);
   const t0 = performance.now();
-  const proc = Bun.spawn([wrkPath!, '-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, `${server.base}${target.path}`], {
+  const proc = Bun.spawn([Bun.which('wrk')!, '-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, `${server.base}${target.path}`], {
     stdout: 'pipe',
     stderr: 'pipe',
   });

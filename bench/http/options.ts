@@ -23,12 +23,9 @@ export const connectionsList = (args.connections ?? '1,16,64').split(',').map(Nu
 export const ingestConnections = Number(args['ingest-connections'] ?? 16);
 export const wrkPath = args.wrk === 'off' ? null : Bun.which('wrk');
 if (args.wrk === 'on' && !wrkPath) throw new Error('--wrk on: wrk is not on PATH (apt-get install wrk)');
-export const ORG = 'org_bench';
-export const KEY = 'bench-key';
+export { headers, KEY, ORG } from './auth';
 export const CHUNKING = { size: 2000, overlap: 200 };
 // Paired target rounds: an engine pass of at least TARGET_ENGINE_MS, then TARGET_HTTP_S of HTTP load.
 export const TARGET_ROUNDS = quick ? 1 : 7;
 export const TARGET_ENGINE_MS = quick ? 500 : 1500;
 export const TARGET_HTTP_S = quick ? 1 : 3;
-
-export const headers = { 'x-service-organization-id': ORG, 'x-service-api-key': KEY, 'content-type': 'application/json' };

@@ -44,9 +44,12 @@ export function sampleWorkload(data: SciFact, queryCount: number, size: { docume
  * duplicate of its original, not an identical vector. The marker never occurs in a query.
  */
 export function replicaTexts(corpus: readonly CorpusDoc[], count: number): { id: string; text: string; source: string }[] {
-  return Array.from({ length: count }, (_, i) => {
-    const doc = corpus[i % corpus.length]!;
-    const copy = Math.floor(i / corpus.length);
-    return { id: copy === 0 ? doc.id : `${doc.id}#${copy}`, source: doc.id, text: copy === 0 ? doc.text : `${doc.text} rep${copy}` };
-  });
+  return Array.from({ length: count }, (_, i) => replicaText(corpus, i));
+}
+
+/** Item `i` of replicaTexts, made alone (a million items need not be held at once). */
+export function replicaText(corpus: readonly CorpusDoc[], i: number): { id: string; text: string; source: string } {
+  const doc = corpus[i % corpus.length]!;
+  const copy = Math.floor(i / corpus.length);
+  return { id: copy === 0 ? doc.id : `${doc.id}#${copy}`, source: doc.id, text: copy === 0 ? doc.text : `${doc.text} rep${copy}` };
 }

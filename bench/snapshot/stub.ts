@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { hashEmbedWithTextNoise, startHashEmbedder } from '../lib/hash-embed';
 
-const TEXT_NOISE = 0.3;
+export const TEXT_NOISE = 0.3;
 
 /** Child side: serve the vectors, print {"port":…}, run until the parent kills it or closes stdin. */
 export function runStub(): void {

@@ -281,11 +281,15 @@ export class VectorIndex {
   }
 
   memoryBytes(): number {
-    return (
-      this.store.byteLength +
-      this.norms.byteLength +
-      this.alive.byteLength +
-      (this.hnsw ? Number(this.hnsw.size()) * (this.dimensions * (this.quantization === 'i8' ? 1 : 4) + this.options.connectivity * 2 * 8) : 0)
-    );
+    const { rows, graph } = this.memoryByPart();
+    return rows + graph;
+  }
+
+  /** Rows: the flat store (its capacity doubles), norms and flags; graph: USearch's copy of each vector plus its links (an estimate). */
+  memoryByPart(): { rows: number; graph: number } {
+    return {
+      rows: this.store.byteLength + this.norms.byteLength + this.alive.byteLength,
+      graph: this.hnsw ? Number(this.hnsw.size()) * (this.dimensions * (this.quantization === 'i8' ? 1 : 4) + this.options.connectivity * 2 * 8) : 0,
+    };
   }
 }
