@@ -8,6 +8,8 @@ export interface TestS3 {
   port: number;
   bucket: string;
   env: Record<string, string>;
+  /** The same store as options of the snapshot stores (snapshots/s3-store.ts), for tests that read it directly. */
+  store: { endpoint: string; port: number; useSSL: false; accessKey: string; secretKey: string; region: string; bucket: string };
   stop(): Promise<void>;
 }
 
@@ -28,6 +30,7 @@ export async function startS3(port?: number): Promise<TestS3> {
     port: actualPort,
     bucket,
     env: s3Env(actualPort, bucket),
+    store: { endpoint: '127.0.0.1', port: actualPort, useSSL: false, accessKey: 'S3RVER', secretKey: 'S3RVER', region: 'us-east-1', bucket },
     async stop() {
       await server.close();
       rmSync(directory, { recursive: true, force: true });

@@ -8,16 +8,7 @@ import { S3ClusterSnapshots } from '../../snapshots';
 
 let s3: TestS3;
 let client: Client;
-const options = () => ({
-  endpoint: '127.0.0.1',
-  port: s3.port,
-  useSSL: false,
-  accessKey: 'S3RVER',
-  secretKey: 'S3RVER',
-  region: 'us-east-1',
-  bucket: s3.bucket,
-  prefix: 'kb',
-});
+const options = () => ({ ...s3.store, prefix: 'kb' });
 
 beforeAll(async () => {
   s3 = await startS3();

@@ -312,18 +312,9 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
       nodes[0] = await TestServer.start({ dataDir: dataDirs[0], env: { ...env(0), ...s3.env, SNAPSHOT_ON_SHUTDOWN: 'true' } });
       expect(await nodes[0]!.stop()).toBe(0);
       await startNode(0);
-      const storeOptions = {
-        endpoint: '127.0.0.1',
-        port: s3.port,
-        useSSL: false,
-        accessKey: 'S3RVER',
-        secretKey: 'S3RVER',
-        region: 'us-east-1',
-        bucket: s3.bucket,
-      };
-      const store = new S3ClusterSnapshots(storeOptions);
+      const store = new S3ClusterSnapshots(s3.store);
       const [stored] = await store.list();
-      const manifest = await S3ClusterSnapshots.ofNode(storeOptions, 'node-a').manifest(stored!.seq);
+      const manifest = await S3ClusterSnapshots.ofNode(s3.store, 'node-a').manifest(stored!.seq);
       expect(manifest.shards).toEqual({ count: 2, held: [0] });
       expect(manifest.stats.contents).toBe(itemsOnA); // shard 0's items, none of shard 1's
 
@@ -345,7 +336,7 @@ describe('sharded cluster: node A holds shard 0, node B shard 1', () => {
       const all = await TestServer.start({ env: { ...env(0, { NODE_ID: 'node-all', NODE_SHARDS: 'all', SNAPSHOT_ON_SHUTDOWN: 'true' }), ...s3.env } });
       joined.push(all);
       expect(await all.stop()).toBe(0);
-      const allSeq = (await S3ClusterSnapshots.ofNode(storeOptions, 'node-all').list())[0]!.seq;
+      const allSeq = (await S3ClusterSnapshots.ofNode(s3.store, 'node-all').list())[0]!.seq;
       const e = await TestServer.start({ env: { ...env(1, { NODE_ID: 'node-e' }), ...s3.env } });
       joined.push(e);
       expect((await e.api('GET', '/ready')).body.recovery.snapshot.seq).toBe(allSeq);
