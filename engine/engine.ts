@@ -1,17 +1,15 @@
 // The search engine as a library, no HTTP: callers pass the organization that owns each resource
 // (another organization's behave as absent). The same in both deployment modes: what differs
 // (the log, where indexing jobs wait, which shards are held) is the Node's (node/). This façade
-// wires the parts, each owning one concern: the state machine and its state (state/), the write
+// wires the parts (parts.ts), each owning one concern: the state machine and its state (state/), the write
 // methods (methods/), the ingestion queue (ingest/), background graph building
 // (vector/graph-pacer.ts), search (search/). Failures are EngineErrors with a code (errors.ts).
-import { join } from 'node:path';
 import { analyze } from './analysis/analyzer';
 import type { EmbeddingSpec } from './embedding/provider';
 import { EngineError } from './errors';
-import { OriginalsStore } from './files/originals';
-import { Compute } from './ingest/compute';
+import type { Compute } from './ingest/compute';
 import { progressOf, type IngestionProgress } from './ingest/progress';
-import { buildKey, IngestionQueue } from './ingest/queue';
+import { buildKey, type IngestionQueue } from './ingest/queue';
 import { ContentWaiters } from './ingest/waiters';
 import type { ChunkHit, ContentItem, KnowledgeBase } from './kb/knowledge-base';
 import type { LogRange } from './log/log';
@@ -20,17 +18,18 @@ import * as contents from './methods/contents';
 import * as kbs from './methods/knowledge-bases';
 import * as reembedding from './methods/reembed';
 import { openNode, type Node } from './node/open';
+import { assembleParts, type EngineParts } from './parts';
 import { commitRecord } from './node/commit';
 import type { KnowledgeBaseConfig, KnowledgeBaseRecord, LogRecord } from './records';
 import { searchFullText } from './search/full-text';
 import { needsQueryVector, searchHybrid, type HybridHit, type HybridOptions } from './search/hybrid';
 import { queryVector } from './search/query-vector';
 import { searchSemantic } from './search/semantic';
-import { ShardSet } from './shards';
-import { LiveState } from './state/live-state';
+import type { ShardSet } from './shards';
+import type { LiveState } from './state/live-state';
 import { collectMetrics, countState, reembedSummary, type EngineMetrics } from './state/metrics';
 import type { Quotas } from './state/quotas';
-import { GraphPacer } from './vector/graph-pacer';
+import type { GraphPacer } from './vector/graph-pacer';
 import type { EngineLog, EngineOptions, NewContent, RecoveryReport, ReplicationStatus, SearchRequest } from './options';
 
 export class Engine {
@@ -44,99 +43,82 @@ export class Engine {
   /** What the methods (engine/methods) work on. */
   private readonly core: EngineCore;
   private readonly say: EngineLog;
-  private node!: Node;
   private closed = false;
   private readonly closers: (() => Promise<void>)[] = [];
-  recovery!: RecoveryReport;
 
-  private constructor(private readonly options: EngineOptions) {
-    this.say = options.log ?? ((l, m, d) => console[l](m, d ?? ''));
-    const originals = new OriginalsStore(join(options.dataDir, 'files'));
-    const shards = (this.shards = options.cluster?.shards ?? ShardSet.all());
-    this.pacer = new GraphPacer(() => this.state.kbs.values(), options.idle);
-    this.state = new LiveState({
-      originals,
-      graphThreshold: options.graphThreshold,
-      discard: (task) => task.catch((err) => this.say('warn', 'could not remove stored files', { error: String(err) })),
-      onVectorsAdded: () => this.recovery && this.pacer.schedule(), // once open: not during replay
-      holds: shards.holdsAll ? undefined : (kbId) => shards.holds(kbId),
-    });
+  private constructor(
+    parts: EngineParts,
+    private readonly node: Node,
+    readonly recovery: RecoveryReport,
+    quotas: EngineOptions['quotas'],
+  ) {
+    ({ say: this.say, shards: this.shards, state: this.state, pacer: this.pacer, compute: this.compute, ingestion: this.ingestion } = parts);
     this.core = {
       state: this.state,
-      originals,
-      shards,
+      originals: parts.originals,
+      shards: this.shards,
       routeOf: (kbId) => this.node.routeOf(kbId),
-      quotas: options.quotas,
+      quotas,
       commit: (r, a, check) => this.commit(r, a, check),
       enqueue: (kbId, id, version, configId) => this.enqueue(kbId, id, version, configId),
     };
-    this.compute = new Compute({ documentWorkers: 1, ...options.compute });
-    this.ingestion = new IngestionQueue({
-      knowledgeBases: this.state.kbs,
-      compute: this.compute,
-      commit: this.core.commit,
-      batchItems: options.batchItems,
-      embeddingRetry: options.embeddingRetry,
-      onBatch: options.onBatch,
-      onBuilt: (kbId) => this.activateIfBuilt(kbId),
-      log: this.say,
-      held: true,
-    });
   }
 
   /** Open from the starting point (a snapshot, see snapshots/), then the log after it. */
   static async open(options: EngineOptions): Promise<Engine> {
-    const engine = new Engine(options);
+    let engine: Engine | undefined;
+    const parts = assembleParts(options, {
+      commit: (record, attachment) => engine?.commit(record, attachment) ?? Promise.reject(new EngineError('ENGINE_CLOSED', 'The engine is not open yet')),
+      built: (kbId) => engine?.activateIfBuilt(kbId),
+      vectorsAdded: () => engine?.pacer.schedule(),
+    });
+    const { state, shards, compute, ingestion, say } = parts;
     const started = performance.now();
     const start = await options.startFrom?.();
-    start?.replay((record, attachment) => engine.state.apply(record, attachment));
+    start?.replay((record, attachment) => state.apply(record, attachment));
     // A snapshot holding more shards than this node (its content was skipped above): their graphs too.
-    for (const g of start?.graphs ?? []) if (engine.shards.holds(g.kbId)) engine.state.kbs.get(g.kbId)?.attachGraph(g.path);
+    for (const g of start?.graphs ?? []) if (shards.holds(g.kbId)) state.kbs.get(g.kbId)?.attachGraph(g.path);
     const fromSnapshotMs = Math.round(performance.now() - started);
-    const room = () => engine.compute.documents.size * (options.batchItems ?? 16) * 2 - engine.ingestion.depth;
-    engine.node = await openNode(
+    const room = () => compute.documents.size * (options.batchItems ?? 16) * 2 - ingestion.depth;
+    const node = await openNode(
       options,
       room,
       {
-        state: engine.state,
-        ingestion: engine.ingestion,
-        shards: engine.shards,
-        apply: (record, attachment) => engine.state.apply(record, attachment),
-        settled: (record) => engine.settled(record),
-        say: engine.say,
-        fatal: (message, err) => engine.fatal(message, err),
+        state,
+        ingestion,
+        shards,
+        apply: (record, attachment) => state.apply(record, attachment),
+        settled: (record) => engine?.waiters.settled(record, state.kbs),
+        say,
+        fatal: (message, err) => {
+          say('error', message, { error: String(err) });
+          options.onFatal?.(err);
+        },
       },
       start?.seq,
     ).catch(async (err) => {
       // Nothing of a failed start stays behind (the server may try again from another snapshot).
-      await engine.compute.close();
+      await compute.close();
       throw err;
     });
-    const requeued = engine.node.requeueUnfinished();
+    const requeued = node.requeueUnfinished();
+    engine = new Engine(
+      parts,
+      node,
+      {
+        snapshot: start ? { seq: start.seq, records: start.records, millis: fromSnapshotMs } : undefined,
+        records: node.recovered,
+        ...countState(state.kbs),
+        requeued,
+        millis: Math.round(performance.now() - started),
+      },
+      options.quotas,
+    );
     // A build whose last result was logged just before a stop is complete: activate it now.
-    for (const kb of engine.state.kbs.values()) if (kb.building && engine.shards.holds(kb.id)) engine.activateIfBuilt(kb.id);
-    engine.recovery = {
-      snapshot: start ? { seq: start.seq, records: start.records, millis: fromSnapshotMs } : undefined,
-      records: engine.node.recovered,
-      ...countState(engine.state.kbs),
-      requeued,
-      millis: Math.round(performance.now() - started),
-    };
+    for (const kb of state.kbs.values()) if (kb.building && shards.holds(kb.id)) engine.activateIfBuilt(kb.id);
     engine.pacer.schedule();
     if (!options.holdIngestion) engine.startIngestion();
     return engine;
-  }
-
-  private fatal(message: string, err: unknown): void {
-    this.say('error', message, { error: String(err) });
-    this.options.onFatal?.(err);
-  }
-
-  /** `?wait=true` answers once the item's outcome is applied and would survive a crash. */
-  private settled(record: LogRecord): void {
-    if (record.t === 'content.indexed' || record.t === 'content.failed' || record.t === 'content.delete') {
-      this.waiters.notify(record.kbId, record.id, this.state.kbs.get(record.kbId)?.contents.get(record.id));
-    }
   }
 
   /** Log a record and apply it, in both modes alike (node/commit.ts); resolves once it is durable and applied. */
@@ -207,13 +189,7 @@ export class Engine {
   reembed = (orgId: string, kbId: string, config: Omit<KnowledgeBaseConfig, 'id' | 'createdAt'>) => reembedding.reembed(this.core, orgId, kbId, config);
 
   /** Every knowledge base held here that indexes otherwise than `wanted` says starts a build of that; the ids of those started. */
-  async reembedChanged(wanted: (kb: KnowledgeBaseRecord) => Omit<KnowledgeBaseConfig, 'id' | 'createdAt'>): Promise<string[]> {
-    const started: string[] = [];
-    for (const kb of [...this.state.kbs.values()]) {
-      if (this.shards.holds(kb.id) && (await this.reembed(kb.record.orgId, kb.id, wanted(kb.record))) === 'started') started.push(kb.id);
-    }
-    return started;
-  }
+  reembedChanged = (wanted: Parameters<typeof reembedding.reembedChanged>[1]) => reembedding.reembedChanged(this.core, wanted);
 
   /** Where the knowledge base's re-embedding stands; undefined when none is under way. */
   reembedProgress(orgId: string, kbId: string): reembedding.ReembedProgress | undefined {

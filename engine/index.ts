@@ -3,7 +3,7 @@
 
 // The engine and what it is opened with and reports.
 export { Engine } from './engine';
-export type { EngineOptions, NewContent, RecoveryReport, ReplicationStatus, SearchRequest, StartingPoint } from './options';
+export type { EngineLog, EngineOptions, NewContent, RecoveryReport, ReplicationStatus, SearchRequest, StartingPoint } from './options';
 export { EngineError, isEngineError, type EngineErrorCode, type EngineErrorDetails } from './errors';
 export { QuotaExceededError, type Quotas } from './state/quotas';
 export type { EngineMetrics } from './state/metrics';

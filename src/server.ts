@@ -97,7 +97,11 @@ export async function createServer(config: Config, options: CreateServerOptions 
 
   const keys = new KeyStore(config.apiKeys);
   // Keys issued by `bun run admin` (on this data directory, or in cluster mode through any node) hold here too.
-  const keyStream = await followKeyLog(config, (record) => keys.add(record)).catch((err) => {
+  const keyStream = await followKeyLog(
+    config,
+    (record) => keys.add(record),
+    (level, message, details) => logger[level]({ ...details, log: 'keys' }, message),
+  ).catch((err) => {
     throw fatal(config.cluster ? 'cannot follow the key stream of the cluster' : 'cannot open the key log', { err: messageOf(err) });
   });
   // Text formats and PDF/DOCX/images in lanes of their own, each shared fairly by organizations.

@@ -119,3 +119,17 @@ test('pollKeyLog hands over what is appended after it starts, once each, in orde
   expect(payloads).toEqual(oldRecords.map((r) => JSON.stringify(r)));
   expect(new TextDecoder().decode(encodeKeyRecord(oldRecords[0]!))).toBe(JSON.stringify(oldRecords[0]));
 });
+
+test('the server reports key-log warnings in its own log (JSON lines), not on stderr alone', async () => {
+  const dataDir = tempDir();
+  const first = await openKeyRecords({ dataDir, cluster: undefined });
+  await first.append([{ t: 'org.create', id: 'org_a', name: 'A', at }]);
+  await first.close();
+  writeOldKeyFile(dataDir);
+  const server = await TestServer.start({ dataDir });
+  servers.push(server);
+  expect(await server.waitForOutput('a file of an earlier layout lies beside the log')).toBe(true);
+  const line = server.output.find((l) => l.includes('a file of an earlier layout'))!;
+  const entry = JSON.parse(line.slice(line.indexOf('{')));
+  expect(entry).toMatchObject({ level: 40, log: 'keys', file: legacyKeyFile(dataDir) });
+});

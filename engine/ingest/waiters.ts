@@ -1,6 +1,7 @@
 // Callers waiting for a content item's outcome (`?wait=true`): resolved once the record that
 // settles the item (indexed, failed or deleted) is durable, or at their timeout.
-import type { ContentItem } from '../kb/knowledge-base';
+import type { ContentItem, KnowledgeBase } from '../kb/knowledge-base';
+import type { LogRecord } from '../records';
 import { isSettled } from '../state/content-status';
 
 interface Waiter {
@@ -28,6 +29,13 @@ export class ContentWaiters {
         resolve();
       };
     });
+  }
+
+  /** A record applied earlier is durable now: whoever waits for the item it settles may answer. */
+  settled(record: LogRecord, kbs: ReadonlyMap<string, KnowledgeBase>): void {
+    if (record.t === 'content.indexed' || record.t === 'content.failed' || record.t === 'content.delete') {
+      this.notify(record.kbId, record.id, kbs.get(record.kbId)?.contents.get(record.id));
+    }
   }
 
   /** The item (undefined: deleted) may have settled: wake whoever waits for a version it reached. */

@@ -6,7 +6,7 @@
 // again at start-up) and runs once in a cluster (its jobs go to the shared queue).
 import { newId } from '../ids';
 import { estimatedChunks } from '../ingest/progress';
-import { indexesAlike, type KnowledgeBaseConfig } from '../records';
+import { indexesAlike, type KnowledgeBaseConfig, type KnowledgeBaseRecord } from '../records';
 import { heldKbOf, now, type EngineCore } from './core';
 
 /** What asking for a configuration did. */
@@ -51,6 +51,15 @@ export async function reembed(core: EngineCore, orgId: string, kbId: string, con
   // Nothing to build (no items): complete at once.
   await activateIfBuilt(core, kbId);
   return 'started';
+}
+
+/** Every knowledge base held here that indexes otherwise than `wanted` says starts a build of that; the ids of those started. */
+export async function reembedChanged(core: EngineCore, wanted: (kb: KnowledgeBaseRecord) => Omit<KnowledgeBaseConfig, 'id' | 'createdAt'>): Promise<string[]> {
+  const started: string[] = [];
+  for (const kb of [...core.state.kbs.values()]) {
+    if (core.shards.holds(kb.id) && (await reembed(core, kb.record.orgId, kb.id, wanted(kb.record))) === 'started') started.push(kb.id);
+  }
+  return started;
 }
 
 /** Activate the configuration being built once every item's newest version has an outcome in it. */

@@ -4,7 +4,7 @@
 // stream beside the log (`<CLUSTER_STREAM>_AUTH`), so a key issued through any node's admin command
 // is valid on every node within a moment.
 import { join } from 'node:path';
-import { JetStreamLog, SegmentLog, type LogEntry, type RecordLog } from '../../engine';
+import { JetStreamLog, SegmentLog, type EngineLog, type LogEntry, type RecordLog } from '../../engine';
 import type { Config } from '../config';
 import type { KeyRecord } from './key-store';
 
@@ -30,14 +30,14 @@ export const decodeKeyRecord = (entry: LogEntry): KeyRecord => JSON.parse(decode
  * The key log, opened: `onRecord` sees every record it holds, and, from a JetStream stream, every
  * record to come (a segment log another process appends to is followed with followKeyLog).
  */
-export async function openKeyLog(config: Pick<Config, 'dataDir' | 'cluster'>, onRecord: (record: KeyRecord) => void): Promise<RecordLog> {
+export async function openKeyLog(config: Pick<Config, 'dataDir' | 'cluster'>, onRecord: (record: KeyRecord) => void, log?: EngineLog): Promise<RecordLog> {
   const visit = (entry: LogEntry) => onRecord(decodeKeyRecord(entry));
   if (config.cluster) {
     const { servers, natsAuth: auth, stream, replicas } = config.cluster;
     return JetStreamLog.open({ servers, auth, stream: `${stream}_AUTH`, replicas }, visit);
   }
   // One segment for ever (a few hundred bytes a key): a reader in another process always knows every file.
-  return SegmentLog.open({ dir: keyLogDir(config.dataDir), segmentBytes: Infinity, adopt: legacyKeyFile(config.dataDir) }, visit);
+  return SegmentLog.open({ dir: keyLogDir(config.dataDir), segmentBytes: Infinity, adopt: legacyKeyFile(config.dataDir), log }, visit);
 }
 
 /** The admin command's view of a key log: the records it held when opened, and appends. */
@@ -92,8 +92,12 @@ export function pollKeyLog(log: RecordLog, onRecord: (record: KeyRecord) => void
  * cluster's stream, or polled from the one-node log the admin command writes). Resolves once the
  * records so far are handed over.
  */
-export async function followKeyLog(config: Pick<Config, 'dataDir' | 'cluster'>, onRecord: (record: KeyRecord) => void): Promise<{ close(): Promise<void> }> {
-  const log = await openKeyLog(config, onRecord);
+export async function followKeyLog(
+  config: Pick<Config, 'dataDir' | 'cluster'>,
+  onRecord: (record: KeyRecord) => void,
+  say?: EngineLog,
+): Promise<{ close(): Promise<void> }> {
+  const log = await openKeyLog(config, onRecord, say);
   if (config.cluster) return log;
   const polling = pollKeyLog(log, onRecord);
   return {

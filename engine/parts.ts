@@ -1,0 +1,57 @@
+// The parts an engine is made of (engine.ts), made before its node: the node works on them, and
+// they call back into the engine only once it is open (never while the log is replayed).
+import { join } from 'node:path';
+import { OriginalsStore } from './files/originals';
+import { Compute } from './ingest/compute';
+import { IngestionQueue } from './ingest/queue';
+import type { LogRecord } from './records';
+import { ShardSet } from './shards';
+import { LiveState } from './state/live-state';
+import { GraphPacer } from './vector/graph-pacer';
+import type { EngineLog, EngineOptions } from './options';
+
+export interface EngineParts {
+  say: EngineLog;
+  originals: OriginalsStore;
+  shards: ShardSet;
+  state: LiveState;
+  pacer: GraphPacer;
+  compute: Compute;
+  ingestion: IngestionQueue;
+}
+
+/** What the parts ask of the open engine. */
+export interface EngineHooks {
+  /** Log and apply an indexing result. */
+  commit(record: LogRecord, attachment?: Uint8Array): Promise<number>;
+  /** A configuration being built may be complete. */
+  built(kbId: string): void;
+  /** Vectors were added: the background graph build may have work. */
+  vectorsAdded(): void;
+}
+
+export function assembleParts(options: EngineOptions, hooks: EngineHooks): EngineParts {
+  const say: EngineLog = options.log ?? ((l, m, d) => console[l](m, d ?? ''));
+  const originals = new OriginalsStore(join(options.dataDir, 'files'));
+  const shards = options.cluster?.shards ?? ShardSet.all();
+  const state: LiveState = new LiveState({
+    originals,
+    graphThreshold: options.graphThreshold,
+    discard: (task) => task.catch((err) => say('warn', 'could not remove stored files', { error: String(err) })),
+    onVectorsAdded: hooks.vectorsAdded,
+    holds: shards.holdsAll ? undefined : (kbId) => shards.holds(kbId),
+  });
+  const compute = new Compute({ documentWorkers: 1, ...options.compute });
+  const ingestion = new IngestionQueue({
+    knowledgeBases: state.kbs,
+    compute,
+    commit: hooks.commit,
+    batchItems: options.batchItems,
+    embeddingRetry: options.embeddingRetry,
+    onBatch: options.onBatch,
+    onBuilt: hooks.built,
+    log: say,
+    held: true,
+  });
+  return { say, originals, shards, state, pacer: new GraphPacer(() => state.kbs.values(), options.idle), compute, ingestion };
+}
