@@ -24,6 +24,7 @@ import type { KnowledgeBaseConfig, KnowledgeBaseRecord, LogRecord } from './reco
 import { searchFullText } from './search/full-text';
 import { needsQueryVector, searchHybrid, type HybridHit, type HybridOptions } from './search/hybrid';
 import { queryVector } from './search/query-vector';
+import { rankRefined, withHighlights, type Highlighted } from './search/refine';
 import { searchSemantic } from './search/semantic';
 import type { ShardSet } from './shards';
 import type { LiveState } from './state/live-state';
@@ -228,20 +229,36 @@ export class Engine {
   ingestionProgress = (orgId: string, kbId: string): IngestionProgress =>
     progressOf([heldKbOf(this.core, orgId, kbId)], this.ingestion.throughput.perSecond(kbId));
 
-  searchFullText(orgId: string, kbId: string, req: SearchRequest): ChunkHit[] {
-    return searchFullText(heldKbOf(this.core, orgId, kbId), analyze(req.query), req.limit, req.filter);
+  searchFullText(orgId: string, kbId: string, req: SearchRequest): Highlighted<ChunkHit>[] {
+    const kb = heldKbOf(this.core, orgId, kbId);
+    const terms = analyze(req.query);
+    return withHighlights(
+      rankRefined((depth) => searchFullText(kb, terms, depth, req.filter), req.limit, req, kb.chunkCount),
+      terms,
+      req,
+    );
   }
 
   /** Nearest chunks by cosine similarity. EMBEDDING_FAILED when the model fails. */
-  async searchSemantic(orgId: string, kbId: string, req: SearchRequest): Promise<ChunkHit[]> {
+  async searchSemantic(orgId: string, kbId: string, req: SearchRequest): Promise<Highlighted<ChunkHit>[]> {
     const kb = heldKbOf(this.core, orgId, kbId);
-    return searchSemantic(kb, await queryVector(this.compute, kb, req.query), req.limit, req.filter);
+    const vector = await queryVector(this.compute, kb, req.query);
+    return withHighlights(
+      rankRefined((depth) => searchSemantic(kb, vector, depth, req.filter), req.limit, req, kb.chunkCount),
+      analyze(req.query),
+      req,
+    );
   }
 
-  async searchHybrid(orgId: string, kbId: string, req: SearchRequest & HybridOptions): Promise<HybridHit[]> {
+  async searchHybrid(orgId: string, kbId: string, req: SearchRequest & HybridOptions): Promise<Highlighted<HybridHit>[]> {
     const kb = heldKbOf(this.core, orgId, kbId);
     const vector = needsQueryVector(req) ? await queryVector(this.compute, kb, req.query) : undefined;
-    return searchHybrid(kb, analyze(req.query), vector, req.limit, req, req.filter);
+    const terms = analyze(req.query);
+    return withHighlights(
+      rankRefined((depth) => searchHybrid(kb, terms, vector, depth, req, req.filter), req.limit, req, kb.chunkCount),
+      terms,
+      req,
+    );
   }
 
   // --- serving, and where requests go -----------------------------------------------------------

@@ -55,6 +55,8 @@ export { sha256File } from './files/hash';
 export { searchFullText } from './search/full-text';
 export { searchSemantic } from './search/semantic';
 export { searchHybrid, needsQueryVector } from './search/hybrid';
+export { refine, rankRefined, type Highlighted, type Refinements } from './search/refine';
+export { highlightsOf, snippetOf, type Highlight, type Snippet } from './search/highlight';
 export { analyze, ANALYZER_VERSION } from './analysis/analyzer';
 
 // Models on demand (the `models` command).

@@ -7,6 +7,7 @@ import type { Quotas } from './state/quotas';
 import type { ShardSet } from './shards';
 import type { NatsAuth } from './log/nats';
 import type { RecordLog } from './log/log';
+import type { Refinements } from './search/refine';
 
 /** Where an engine's state begins before its log is replayed: a snapshot (see snapshots/). */
 export interface StartingPoint {
@@ -144,7 +145,7 @@ export interface NewContent {
   pages?: number[];
 }
 
-export interface SearchRequest {
+export interface SearchRequest extends Refinements {
   query: string;
   limit: number;
   filter?: MetadataFilter;

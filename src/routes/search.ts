@@ -8,6 +8,20 @@ import { AnsweredMetadataFields, API_ERRORS, checkFilter, errorAnswers, JSON_BOD
 import { hitView } from './views';
 import { requireEngine } from './guards';
 
+const HighlightsFields = {
+  highlights: t.Optional(
+    t.Array(t.Object({ start: Type.Integer({ minimum: 0 }), end: Type.Integer({ minimum: 0 }) }), {
+      description: 'With `highlight: true`: the words of `contentChunk` that match the query (stems included), as character offsets [start, end).',
+    }),
+  ),
+  snippet: t.Optional(
+    t.Object(
+      { start: Type.Integer({ minimum: 0 }), end: Type.Integer({ minimum: 0 }), text: t.String() },
+      { description: 'With `highlight: true`: about 200 characters of `contentChunk` around its best match; `text` is `contentChunk.slice(start, end)`.' },
+    ),
+  ),
+};
+
 const HitSchema = t.Object({
   id: t.String({ description: 'Chunk id' }),
   contentChunk: t.String(),
@@ -15,6 +29,7 @@ const HitSchema = t.Object({
   contentId: t.String(),
   ...AnsweredMetadataFields,
   page: t.Optional(Type.Integer({ minimum: 1, description: 'Page of the source file the chunk came from (PDF uploads).' })),
+  ...HighlightsFields,
 });
 
 export const SearchResponse = t.Object({ success: t.Literal(true), data: t.Array(HitSchema) });
@@ -35,6 +50,21 @@ function searchBodies(limits: Pick<Config['limits'], 'maxQueryChars' | 'maxSearc
       }),
     ),
     metadataFilter: t.Optional(MetadataFilterSchema),
+    minScore: t.Optional(
+      Type.Number({
+        description: "Hits scoring below are left out (the mode's own score: BM25, cosine, or the blend); the search looks deeper to fill `limit`.",
+      }),
+    ),
+    maxChunksPerContent: t.Optional(
+      StrictInteger({
+        minimum: 1,
+        maximum: limits.maxSearchLimit,
+        description: 'At most this many hits of one content item (its best ones); the search looks deeper to fill `limit` with other items.',
+      }),
+    ),
+    highlight: t.Optional(
+      t.Boolean({ description: 'Add `highlights` (offsets of the matched words in `contentChunk`) and a `snippet` around the best match to each hit.' }),
+    ),
   };
 
   const FullTextBody = t.Object(baseFields, {
@@ -70,6 +100,7 @@ const HybridHitSchema = t.Object({
   contentId: t.String(),
   ...AnsweredMetadataFields,
   page: t.Optional(Type.Integer({ minimum: 1, description: 'Page of the source file the chunk came from (PDF uploads).' })),
+  ...HighlightsFields,
   fullTextScore: t.Number({
     description: 'The score full-text search gives the chunk: its BM25, raised toward the BM25 of its whole content item (0 when no term matches).',
   }),
@@ -87,12 +118,19 @@ const searchAnswer = { 200: SearchResponse };
 const hybridAnswer = { 200: HybridResponse };
 
 export function readSearch(
-  body: { query: string; limit?: number; metadataFilter?: unknown },
+  body: { query: string; limit?: number; metadataFilter?: unknown; minScore?: number; maxChunksPerContent?: number; highlight?: boolean },
   limits: Pick<Config['limits'], 'maxQueryChars' | 'maxSearchLimit'>,
 ) {
   const query = trimmed(body.query, '/query', limits.maxQueryChars);
   checkFilter(body.metadataFilter as MetadataFilter | undefined);
-  return { query, limit: body.limit ?? Math.min(10, limits.maxSearchLimit), filter: body.metadataFilter as MetadataFilter | undefined };
+  return {
+    query,
+    limit: body.limit ?? Math.min(10, limits.maxSearchLimit),
+    filter: body.metadataFilter as MetadataFilter | undefined,
+    minScore: body.minScore,
+    maxChunksPerContent: body.maxChunksPerContent,
+    highlight: body.highlight,
+  };
 }
 
 const errors = errorAnswers(...API_ERRORS, 400, 404, 408, 413);

@@ -1,5 +1,5 @@
 // Engine records → the API's resource shapes.
-import { analyzerOf, type ChunkHit, type ContentItem, type KnowledgeBaseRecord, type Metadata } from '../../engine';
+import { analyzerOf, type ChunkHit, type ContentItem, type Highlighted, type KnowledgeBaseRecord, type Metadata } from '../../engine';
 import { useLiteFallback } from '../kb-types';
 import { MAX_METADATA_ARRAY, MAX_METADATA_JSON_BYTES, MAX_METADATA_KEYS, MAX_METADATA_STRING } from '../schemas/common';
 
@@ -126,7 +126,7 @@ export function contentListView(item: ContentItem, maxChars: number) {
   return { ...view, contentChunk: cut(text, maxChars), truncated: true };
 }
 
-export function hitView(hit: ChunkHit) {
+export function hitView(hit: Highlighted<ChunkHit>) {
   return {
     id: hit.chunkId,
     contentChunk: hit.text,
@@ -134,5 +134,6 @@ export function hitView(hit: ChunkHit) {
     contentId: hit.contentId,
     ...metadataFields(hit.metadata),
     ...(hit.page !== undefined ? { page: hit.page } : {}),
+    ...(hit.highlights ? { highlights: hit.highlights, snippet: hit.snippet } : {}),
   };
 }

@@ -1,0 +1,143 @@
+// Search body extensions over real HTTP, in every mode: `minScore`, `maxChunksPerContent` and
+// `highlight` (highlights as offsets into contentChunk, plus a snippet), with their validation.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { addContent, createKb, InProcessServer } from '../helpers/server';
+import { API, expectSearchAnswer, expectValidation } from './util';
+
+let server: InProcessServer;
+let kb: string;
+let long: string;
+const shortIds: string[] = [];
+
+const MODES = ['full-text', 'semantic', 'hybrid'] as const;
+type Mode = (typeof MODES)[number];
+
+async function search(mode: Mode, body: Record<string, unknown>): Promise<any[]> {
+  const res = await server.api('POST', `${API}/knowledge-bases/${kb}/search/${mode}`, body);
+  expect({ status: res.status, body: res.body }).toMatchObject({ status: 200, body: { success: true } });
+  expectSearchAnswer(res.body, mode);
+  return res.body.data;
+}
+
+const paragraph = (i: number) =>
+  `Section ${i}. Refund requests are handled by the billing team; a refund is issued to the original payment method within fourteen days of the request. `.repeat(
+    3,
+  );
+
+beforeAll(async () => {
+  server = await InProcessServer.start();
+  kb = await createKb(server, 'Refinements');
+  // One long item: many chunks, each about refunds. Then short items that mention refunds once.
+  long = await addContent(server, kb, Array.from({ length: 12 }, (_, i) => paragraph(i)).join('\n\n'), { kind: 'handbook' });
+  for (const [i, text] of [
+    'Refunds for damaged goods: send a photo and we refund you.',
+    'Shipping is free above fifty euros; a refund of shipping costs is not possible.',
+    'The office dog Biscuit greets visitors at the door.',
+    'Gift cards cannot be exchanged for cash or refunded.',
+  ].entries()) {
+    shortIds.push(await addContent(server, kb, text, { kind: 'short', n: i }));
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  server?.cleanup();
+});
+
+describe('maxChunksPerContent', () => {
+  for (const mode of MODES) {
+    test(`${mode}: at most n hits of one item, and the page is filled with other items`, async () => {
+      const all = await search(mode, { query: 'refund request', limit: 10 });
+      const fromLong = all.filter((h) => h.contentId === long).length;
+      expect(fromLong).toBeGreaterThan(2);
+      for (const n of [1, 2]) {
+        const hits = await search(mode, { query: 'refund request', limit: 5, maxChunksPerContent: n });
+        const perItem = new Map<string, number>();
+        for (const h of hits) perItem.set(h.contentId, (perItem.get(h.contentId) ?? 0) + 1);
+        expect(Math.max(...perItem.values())).toBe(n);
+        // Every other item in the full ranking fills the page (one hit each: they are one chunk),
+        // beside up to n of the long one.
+        const deep = await search(mode, { query: 'refund request', limit: 100 });
+        const others = new Set(deep.filter((h) => h.contentId !== long).map((h) => h.contentId)).size;
+        expect(others).toBeGreaterThan(2);
+        expect(hits.length).toBe(Math.min(5, n + others));
+        // The kept hits keep the order and scores the full ranking gives them.
+        const order = deep.map((h) => h.id);
+        const positions = hits.map((h) => order.indexOf(h.id));
+        expect(positions.every((p) => p >= 0)).toBe(true);
+        expect([...positions].sort((a, b) => a - b)).toEqual(positions);
+        for (const h of hits) expect(h.score).toBe(deep.find((d) => d.id === h.id).score);
+      }
+    });
+  }
+});
+
+describe('minScore', () => {
+  for (const mode of MODES) {
+    test(`${mode}: hits below the minimum are left out, the rest unchanged`, async () => {
+      const all = await search(mode, { query: 'refund request', limit: 100 });
+      expect(all.length).toBeGreaterThan(3);
+      const threshold = all[2].score;
+      const hits = await search(mode, { query: 'refund request', limit: 100, minScore: threshold });
+      expect(hits).toEqual(all.filter((h) => h.score >= threshold));
+      expect(await search(mode, { query: 'refund request', minScore: all[0].score + 1 })).toEqual([]);
+      // With a per-item cap too: the minimum still holds on every hit.
+      const both = await search(mode, { query: 'refund request', limit: 100, minScore: threshold, maxChunksPerContent: 1 });
+      expect(both.every((h) => h.score >= threshold)).toBe(true);
+      expect(new Set(both.map((h) => h.contentId)).size).toBe(both.length);
+    });
+  }
+});
+
+describe('highlight', () => {
+  for (const mode of MODES) {
+    test(`${mode}: offsets of the matched words (stems included) and a snippet that is a slice of the chunk`, async () => {
+      const hits = await search(mode, { query: 'refunds', limit: 10, highlight: true });
+      expect(hits.length).toBeGreaterThan(0);
+      for (const h of hits) {
+        expect(Array.isArray(h.highlights)).toBe(true);
+        for (const { start, end } of h.highlights) {
+          expect(h.contentChunk.slice(start, end).toLowerCase()).toMatch(/^refund(s|ed)?$/);
+        }
+        // Every occurrence of the word is marked.
+        const occurrences = [...h.contentChunk.matchAll(/\brefund(s|ed)?\b/gi)].length;
+        expect(h.highlights.length).toBe(occurrences);
+        expect(h.snippet.text).toBe(h.contentChunk.slice(h.snippet.start, h.snippet.end));
+        expect(h.snippet.text.length).toBeLessThanOrEqual(260);
+        if (h.highlights.length > 0) {
+          const inside = h.highlights.filter((x: any) => x.start >= h.snippet.start && x.end <= h.snippet.end);
+          expect(inside.length).toBeGreaterThan(0);
+        }
+      }
+      const plain = await search(mode, { query: 'refunds', limit: 10 });
+      expect(plain[0].highlights).toBeUndefined();
+      expect(plain[0].snippet).toBeUndefined();
+    });
+  }
+
+  test('stop words are never highlighted; a hit without a matching word has none (semantic)', async () => {
+    const hits = await search('semantic', { query: 'the dog', limit: 10, highlight: true });
+    const dog = hits.find((h) => h.contentId === shortIds[2]);
+    expect(dog.highlights.map((x: any) => dog.contentChunk.slice(x.start, x.end))).toEqual(['dog']);
+    const handbook = hits.find((h) => h.contentId === long);
+    if (handbook) expect(handbook.highlights).toEqual([]);
+  });
+});
+
+describe('validation', () => {
+  const bad: [string, Record<string, unknown>, string][] = [
+    ['minScore as a string', { query: 'refund', minScore: 'high' }, 'minScore'],
+    ['maxChunksPerContent 0', { query: 'refund', maxChunksPerContent: 0 }, 'maxChunksPerContent'],
+    ['maxChunksPerContent 1.5', { query: 'refund', maxChunksPerContent: 1.5 }, 'maxChunksPerContent'],
+    ['maxChunksPerContent above the search limit', { query: 'refund', maxChunksPerContent: 101 }, 'maxChunksPerContent'],
+    ['highlight as a string', { query: 'refund', highlight: 'yes' }, 'highlight'],
+  ];
+  for (const mode of MODES) {
+    for (const [name, body, field] of bad) {
+      test(`${mode}: ${name} → 400 naming the field`, async () => {
+        const res = await server.api('POST', `${API}/knowledge-bases/${kb}/search/${mode}`, body);
+        expectValidation(res, field);
+      });
+    }
+  }
+});
