@@ -24,7 +24,7 @@ import type { KnowledgeBaseConfig, KnowledgeBaseRecord, LogRecord } from './reco
 import { searchFullText } from './search/full-text';
 import { needsQueryVector, searchHybrid, type HybridHit, type HybridOptions } from './search/hybrid';
 import { queryVector } from './search/query-vector';
-import { rankRefined, withHighlights, type Highlighted } from './search/refine';
+import { decorate, rankRefined, type Highlighted } from './search/refine';
 import { searchSemantic } from './search/semantic';
 import type { ShardSet } from './shards';
 import type { LiveState } from './state/live-state';
@@ -232,7 +232,8 @@ export class Engine {
   searchFullText(orgId: string, kbId: string, req: SearchRequest): Highlighted<ChunkHit>[] {
     const kb = heldKbOf(this.core, orgId, kbId);
     const terms = analyze(req.query);
-    return withHighlights(
+    return decorate(
+      kb,
       rankRefined((depth) => searchFullText(kb, terms, depth, req.filter), req.limit, req, kb.chunkCount),
       terms,
       req,
@@ -243,7 +244,8 @@ export class Engine {
   async searchSemantic(orgId: string, kbId: string, req: SearchRequest): Promise<Highlighted<ChunkHit>[]> {
     const kb = heldKbOf(this.core, orgId, kbId);
     const vector = await queryVector(this.compute, kb, req.query);
-    return withHighlights(
+    return decorate(
+      kb,
       rankRefined((depth) => searchSemantic(kb, vector, depth, req.filter), req.limit, req, kb.chunkCount),
       analyze(req.query),
       req,
@@ -254,7 +256,8 @@ export class Engine {
     const kb = heldKbOf(this.core, orgId, kbId);
     const vector = needsQueryVector(req) ? await queryVector(this.compute, kb, req.query) : undefined;
     const terms = analyze(req.query);
-    return withHighlights(
+    return decorate(
+      kb,
       rankRefined((depth) => searchHybrid(kb, terms, vector, depth, req, req.filter), req.limit, req, kb.chunkCount),
       terms,
       req,

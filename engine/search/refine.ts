@@ -3,11 +3,17 @@
 // and highlighted matches. Both limits apply to the ranking before it is cut to `limit`: a search
 // keeps looking deeper until `limit` hits survive them or the ranking runs out, so a filtered page
 // is never short merely because the first candidates were dropped.
-import type { ChunkHit } from '../kb/knowledge-base';
+import type { ChunkHit, KnowledgeBase } from '../kb/knowledge-base';
 import { highlightsOf, snippetOf, type Highlight, type Snippet } from './highlight';
 
-/** A hit with its highlights, when they were asked for. */
-export type Highlighted<H> = H & { highlights?: Highlight[]; snippet?: Snippet };
+/** A neighbouring chunk of the same content item. */
+export interface ContextChunk {
+  id: string;
+  text: string;
+}
+
+/** A hit with its highlights and its neighbouring chunks, when they were asked for. */
+export type Highlighted<H> = H & { highlights?: Highlight[]; snippet?: Snippet; context?: { before: ContextChunk[]; after: ContextChunk[] } };
 
 export interface Refinements {
   /** Hits scoring below are dropped (the mode's own score: BM25, cosine or the blend). */
@@ -16,6 +22,8 @@ export interface Refinements {
   maxChunksPerContent?: number;
   /** Add `highlights` (offsets of the matched words in the chunk) and a `snippet` around the best match. */
   highlight?: boolean;
+  /** Add up to `before` and `after` neighbouring chunks of the same item (in the item's order) to each hit. */
+  context?: { before: number; after: number };
 }
 
 /** Hits in rank order that the refinements keep, at most `limit`. */
@@ -58,12 +66,27 @@ export function rankRefined<H extends Pick<ChunkHit, 'score' | 'contentId'>>(
   }
 }
 
-/** The hits with highlights of the query's terms and a snippet, when asked for. */
-export function withHighlights<H extends ChunkHit>(hits: H[], terms: readonly string[], refinements: Refinements): Highlighted<H>[] {
-  if (!refinements.highlight) return hits;
+/** The hits with what was asked for: highlights of the query's terms and a snippet, neighbouring chunks. */
+export function decorate<H extends ChunkHit>(kb: KnowledgeBase, hits: H[], terms: readonly string[], refinements: Refinements): Highlighted<H>[] {
+  const { highlight, context } = refinements;
+  if (!highlight && !context) return hits;
   const wanted = new Set(terms);
   return hits.map((hit) => {
-    const highlights = highlightsOf(hit.text, wanted);
-    return { ...hit, highlights, snippet: snippetOf(hit.text, highlights) };
+    const out: Highlighted<H> = { ...hit };
+    if (highlight) {
+      out.highlights = highlightsOf(hit.text, wanted);
+      out.snippet = snippetOf(hit.text, out.highlights);
+    }
+    if (context) out.context = neighbours(kb, hit, context);
+    return out;
   });
+}
+
+/** The chunks around `hit` in its item's order (the item's chunks answering searches now). */
+function neighbours(kb: KnowledgeBase, hit: ChunkHit, around: { before: number; after: number }): { before: ContextChunk[]; after: ContextChunk[] } {
+  const docs = kb.contents.get(hit.contentId)?.live?.docs ?? [];
+  const at = docs.indexOf(hit.doc);
+  if (at < 0) return { before: [], after: [] };
+  const chunks = (range: number[]) => kb.hits(range.map((doc) => ({ doc, score: 0 }))).map((h) => ({ id: h.chunkId, text: h.text }));
+  return { before: chunks(docs.slice(Math.max(0, at - around.before), at)), after: chunks(docs.slice(at + 1, at + 1 + around.after)) };
 }

@@ -22,6 +22,19 @@ const HighlightsFields = {
   ),
 };
 
+const ContextChunkSchema = t.Object({ id: t.String({ description: 'Chunk id' }), contentChunk: t.String() });
+const ContextFields = {
+  context: t.Optional(
+    t.Object(
+      { before: t.Array(ContextChunkSchema), after: t.Array(ContextChunkSchema) },
+      {
+        description:
+          "With `context`: the neighbouring chunks of the hit's content item, in the item's order (chunks overlap by the knowledge base's chunk overlap).",
+      },
+    ),
+  ),
+};
+
 const HitSchema = t.Object({
   id: t.String({ description: 'Chunk id' }),
   contentChunk: t.String(),
@@ -30,6 +43,7 @@ const HitSchema = t.Object({
   ...AnsweredMetadataFields,
   page: t.Optional(Type.Integer({ minimum: 1, description: 'Page of the source file the chunk came from (PDF uploads).' })),
   ...HighlightsFields,
+  ...ContextFields,
 });
 
 export const SearchResponse = t.Object({ success: t.Literal(true), data: t.Array(HitSchema) });
@@ -61,6 +75,18 @@ function searchBodies(limits: Pick<Config['limits'], 'maxQueryChars' | 'maxSearc
         maximum: limits.maxSearchLimit,
         description: 'At most this many hits of one content item (its best ones); the search looks deeper to fill `limit` with other items.',
       }),
+    ),
+    context: t.Optional(
+      t.Object(
+        {
+          before: t.Optional(StrictInteger({ minimum: 0, maximum: MAX_CONTEXT_CHUNKS, description: 'Chunks before the hit (default 0).' })),
+          after: t.Optional(StrictInteger({ minimum: 0, maximum: MAX_CONTEXT_CHUNKS, description: 'Chunks after the hit (default 0).' })),
+        },
+        {
+          additionalProperties: false,
+          description: `Add up to \`before\` and \`after\` neighbouring chunks (0–${MAX_CONTEXT_CHUNKS} each) of the same content item to each hit, as \`context\`.`,
+        },
+      ),
     ),
     highlight: t.Optional(
       t.Boolean({ description: 'Add `highlights` (offsets of the matched words in `contentChunk`) and a `snippet` around the best match to each hit.' }),
@@ -101,6 +127,7 @@ const HybridHitSchema = t.Object({
   ...AnsweredMetadataFields,
   page: t.Optional(Type.Integer({ minimum: 1, description: 'Page of the source file the chunk came from (PDF uploads).' })),
   ...HighlightsFields,
+  ...ContextFields,
   fullTextScore: t.Number({
     description: 'The score full-text search gives the chunk: its BM25, raised toward the BM25 of its whole content item (0 when no term matches).',
   }),
@@ -118,7 +145,15 @@ const searchAnswer = { 200: SearchResponse };
 const hybridAnswer = { 200: HybridResponse };
 
 export function readSearch(
-  body: { query: string; limit?: number; metadataFilter?: unknown; minScore?: number; maxChunksPerContent?: number; highlight?: boolean },
+  body: {
+    query: string;
+    limit?: number;
+    metadataFilter?: unknown;
+    minScore?: number;
+    maxChunksPerContent?: number;
+    highlight?: boolean;
+    context?: { before?: number; after?: number };
+  },
   limits: Pick<Config['limits'], 'maxQueryChars' | 'maxSearchLimit'>,
 ) {
   const query = trimmed(body.query, '/query', limits.maxQueryChars);
@@ -130,8 +165,12 @@ export function readSearch(
     minScore: body.minScore,
     maxChunksPerContent: body.maxChunksPerContent,
     highlight: body.highlight,
+    context: body.context && { before: body.context.before ?? 0, after: body.context.after ?? 0 },
   };
 }
+
+/** Neighbouring chunks a hit may carry on each side. */
+export const MAX_CONTEXT_CHUNKS = 10;
 
 const errors = errorAnswers(...API_ERRORS, 400, 404, 408, 413);
 const embeddingErrors = errorAnswers(...API_ERRORS, 400, 404, 408, 413, 502);

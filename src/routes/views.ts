@@ -126,6 +126,8 @@ export function contentListView(item: ContentItem, maxChars: number) {
   return { ...view, contentChunk: cut(text, maxChars), truncated: true };
 }
 
+const contextView = (c: { id: string; text: string }) => ({ id: c.id, contentChunk: c.text });
+
 export function hitView(hit: Highlighted<ChunkHit>) {
   return {
     id: hit.chunkId,
@@ -135,5 +137,6 @@ export function hitView(hit: Highlighted<ChunkHit>) {
     ...metadataFields(hit.metadata),
     ...(hit.page !== undefined ? { page: hit.page } : {}),
     ...(hit.highlights ? { highlights: hit.highlights, snippet: hit.snippet } : {}),
+    ...(hit.context ? { context: { before: hit.context.before.map(contextView), after: hit.context.after.map(contextView) } } : {}),
   };
 }

@@ -124,6 +124,51 @@ describe('highlight', () => {
   });
 });
 
+describe('context', () => {
+  const WORDS = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliett'];
+  let item: string;
+  let text: string;
+  beforeAll(async () => {
+    text = WORDS.map((w) => `Part ${w}: ${`the ${w} paragraph talks about ${w} and nothing else. `.repeat(8)}`).join('\n\n');
+    item = await addContent(server, kb, text, { kind: 'alphabet' });
+  });
+
+  /** Where a chunk's text sits in the item's text. */
+  const at = (chunk: string) => {
+    const i = text.indexOf(chunk);
+    expect(i).toBeGreaterThanOrEqual(0);
+    return i;
+  };
+
+  for (const mode of MODES) {
+    test(`${mode}: up to k chunks before and after, from the same item, in its order`, async () => {
+      const [hit] = (await search(mode, {
+        query: 'hotel paragraph',
+        limit: 1,
+        metadataFilter: { kind: 'alphabet' },
+        context: { before: 2, after: 1 },
+      })) as any[];
+      expect(hit.contentId).toBe(item);
+      const { before, after } = hit.context;
+      expect(before.length).toBeGreaterThan(0);
+      expect(before.length).toBeLessThanOrEqual(2);
+      expect(after.length).toBeLessThanOrEqual(1);
+      const positions = [...before, { contentChunk: hit.contentChunk }, ...after].map((c: any) => at(c.contentChunk));
+      expect([...positions].sort((a, b) => a - b)).toEqual(positions);
+      for (const c of [...before, ...after]) {
+        expect(c.id).toMatch(/^ch_/);
+        expect(c.id).not.toBe(hit.id);
+      }
+      // Only one side asked for: the other is empty; the item's first chunk has nothing before it.
+      const [first] = (await search(mode, { query: 'alpha paragraph', limit: 1, metadataFilter: { kind: 'alphabet' }, context: { before: 3 } })) as any[];
+      expect(at(first.contentChunk)).toBe(0);
+      expect(first.context).toEqual({ before: [], after: [] });
+      const [plain] = await search(mode, { query: 'hotel paragraph', limit: 1, metadataFilter: { kind: 'alphabet' } });
+      expect(plain.context).toBeUndefined();
+    });
+  }
+});
+
 describe('validation', () => {
   const bad: [string, Record<string, unknown>, string][] = [
     ['minScore as a string', { query: 'refund', minScore: 'high' }, 'minScore'],
@@ -131,6 +176,9 @@ describe('validation', () => {
     ['maxChunksPerContent 1.5', { query: 'refund', maxChunksPerContent: 1.5 }, 'maxChunksPerContent'],
     ['maxChunksPerContent above the search limit', { query: 'refund', maxChunksPerContent: 101 }, 'maxChunksPerContent'],
     ['highlight as a string', { query: 'refund', highlight: 'yes' }, 'highlight'],
+    ['context before -1', { query: 'refund', context: { before: -1 } }, 'context'],
+    ['context after 11', { query: 'refund', context: { after: 11 } }, 'context'],
+    ['context with an unknown field', { query: 'refund', context: { around: 2 } }, 'context'],
   ];
   for (const mode of MODES) {
     for (const [name, body, field] of bad) {
