@@ -86,6 +86,24 @@ describe('a folder from nothing to searchable', () => {
     expect(cli(['search', 'nothing matches this', '--kb', kb, '--mode', 'full-text']).stdout.trim()).toBe('no hits');
   });
 
+  test('search --highlight shows the snippet with the matched words marked; --min-score and --per-content apply', () => {
+    const marked = cli(['search', 'refunds', '--kb', kb, '--mode', 'full-text', '--highlight']);
+    expect(marked.code).toBe(0);
+    expect(marked.stdout).toContain('«Refunds» are issued within 14 days of purchase.');
+    const all = cli(['search', 'days', '--kb', kb, '--mode', 'full-text']).stdout.trim().split('\n').slice(2);
+    expect(all.length).toBeGreaterThan(1);
+    const best = Number(all[0]!.split(/\s+/)[1]);
+    const above = cli(['search', 'days', '--kb', kb, '--mode', 'full-text', '--min-score', String(best)])
+      .stdout.trim()
+      .split('\n')
+      .slice(2);
+    expect(above.length).toBeLessThan(all.length);
+    expect(cli(['search', 'days', '--kb', kb, '--mode', 'full-text', '--per-content', '1']).code).toBe(0);
+    const bad = cli(['search', 'days', '--kb', kb, '--min-score', 'high']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('must be a number');
+  });
+
   test('export writes every item as a JSON line, with its metadata', () => {
     const out = join(work, 'export.jsonl');
     const run = cli(['export', '--kb', kb, '--out', out]);

@@ -79,6 +79,9 @@ test('connect, create a knowledge base, upload with progress, search three ways 
   expect((await hitTexts('semantic')).length).toBe(2);
   const hybrid = await hitTexts('hybrid');
   expect(hybrid[0]).toContain('Refunds are issued');
+  // Snippets with the matched words marked, titled by the file the item came from.
+  expect(await column('full-text').locator('.hit .text mark').first().textContent()).toMatch(/^refunds?$/i);
+  await waitForText('.column[data-mode="full-text"] .hit .title', 'refunds.md');
   for (const mode of ['full-text', 'semantic', 'hybrid']) {
     // Each hit shows its score, best first.
     const scores = (await column(mode).locator('.hit .score').allTextContents()).map(Number);

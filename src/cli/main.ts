@@ -3,6 +3,7 @@
 //   kb create <name> [--type TEXT_HIGH_QUALITY] [--description …] | kb list | kb delete <id> --yes | kb reembed <id> [--no-wait]
 //   ingest <files or folders…> --kb <id> [--concurrency 4] [--no-wait]
 //   search <query> --kb <id> [--mode hybrid|full-text|semantic] [--weight 0.5] [--filter key=value]… [--limit 10]
+//          [--min-score s] [--per-content n] [--highlight]
 //   export --kb <id> [--out file.jsonl]
 //
 // Connection: --url / KB_URL (default http://localhost:3000), --org / KB_ORG, --key / KB_KEY.
@@ -26,6 +27,23 @@ function weight(value: string): number {
   const n = Number(value);
   if (!(n >= 0 && n <= 1)) throw new InvalidArgumentError('must be a number between 0 and 1');
   return n;
+}
+
+function finiteNumber(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError('must be a number');
+  return n;
+}
+
+interface SearchOptions {
+  kb: string;
+  mode: string;
+  weight?: number;
+  filter?: Record<string, unknown>;
+  limit: number;
+  minScore?: number;
+  perContent?: number;
+  highlight?: boolean;
 }
 
 /** `key=value`: true/false become booleans and numbers numbers, as metadata holds them. */
@@ -106,16 +124,22 @@ export function buildProgram(): Command {
     .option('--weight <w>', 'semantic weight of hybrid search (0–1)', weight)
     .option('--filter <key=value>', 'metadata filter (repeatable; all must match)', filterPair)
     .option('--limit <n>', 'number of hits (1–100)', positiveInt, 10)
-    .action(async (query: string, opts: { kb: string; mode: string; weight?: number; filter?: Record<string, unknown>; limit: number }, command: Command) => {
+    .option('--min-score <s>', "leave out hits scoring below (the mode's own score)", finiteNumber)
+    .option('--per-content <n>', 'at most n hits of one content item', positiveInt)
+    .option('--highlight', 'show a snippet around the best match, matched words between «»')
+    .action(async (query: string, opts: SearchOptions, command: Command) => {
       if (opts.weight !== undefined && opts.mode !== 'hybrid') throw new CliError('--weight applies to --mode hybrid only', 2);
       const body = {
         query,
         limit: opts.limit,
         ...(opts.filter ? { metadataFilter: opts.filter } : {}),
         ...(opts.weight !== undefined ? { semanticWeight: opts.weight } : {}),
+        ...(opts.minScore !== undefined ? { minScore: opts.minScore } : {}),
+        ...(opts.perContent !== undefined ? { maxChunksPerContent: opts.perContent } : {}),
+        ...(opts.highlight ? { highlight: true } : {}),
       };
       const api = connection(command);
-      const { data } = await api.call<{ score: number; contentId: string; contentChunk: string; fullTextScore?: number; semanticScore?: number }[]>(
+      const { data } = await api.call<Parameters<typeof hitsTable>[0]>(
         'POST',
         `/api/v1/knowledge-bases/${encodeURIComponent(opts.kb)}/search/${opts.mode}`,
         body,

@@ -19,7 +19,34 @@ export function table(headers: string[], rows: string[][]): string {
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
-export function hitsTable(hits: { score: number; contentId: string; contentChunk: string; fullTextScore?: number; semanticScore?: number }[]): string {
+interface Span {
+  start: number;
+  end: number;
+}
+
+/** The snippet with its matched words between «», from the hit's highlights (offsets into the chunk). */
+export function markedSnippet(snippet: Span & { text: string }, highlights: readonly Span[]): string {
+  let out = '';
+  let at = snippet.start;
+  for (const h of highlights) {
+    if (h.start < at || h.end > snippet.end) continue;
+    out += `${snippet.text.slice(at - snippet.start, h.start - snippet.start)}«${snippet.text.slice(h.start - snippet.start, h.end - snippet.start)}»`;
+    at = h.end;
+  }
+  return out + snippet.text.slice(at - snippet.start);
+}
+
+export function hitsTable(
+  hits: {
+    score: number;
+    contentId: string;
+    contentChunk: string;
+    fullTextScore?: number;
+    semanticScore?: number;
+    highlights?: Span[];
+    snippet?: Span & { text: string };
+  }[],
+): string {
   const legs = hits.some((h) => h.fullTextScore !== undefined);
   const headers = ['#', 'score', ...(legs ? ['full-text', 'semantic'] : []), 'content', 'text'];
   const rows = hits.map((h, i) => [
@@ -27,7 +54,7 @@ export function hitsTable(hits: { score: number; contentId: string; contentChunk
     h.score.toFixed(4),
     ...(legs ? [h.fullTextScore?.toFixed(3) ?? '', h.semanticScore?.toFixed(3) ?? ''] : []),
     h.contentId,
-    oneLine(h.contentChunk, 80),
+    oneLine(h.snippet ? markedSnippet(h.snippet, h.highlights ?? []) : h.contentChunk, h.snippet ? 120 : 80),
   ]);
   return table(headers, rows);
 }

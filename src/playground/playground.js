@@ -189,7 +189,8 @@ function metadataFilter() {
 }
 
 function searchBody(mode) {
-  const body = { query: $('query').value, limit: Number($('limit').value) || 10 };
+  // Highlights: each hit shows a snippet around its best match, the matched words marked.
+  const body = { query: $('query').value, limit: Number($('limit').value) || 10, highlight: true };
   const filter = metadataFilter();
   if (filter) body.metadataFilter = filter;
   if (mode === 'hybrid') body.semanticWeight = Number($('weight').value);
@@ -197,6 +198,42 @@ function searchBody(mode) {
 }
 
 const lastHits = {};
+
+/** The snippet as text nodes with the matched words in <mark> (highlights are offsets into the chunk). */
+function markedSnippet(hit) {
+  const { snippet, highlights = [] } = hit;
+  const out = document.createDocumentFragment();
+  if (!snippet) {
+    out.append(hit.contentChunk);
+    return out;
+  }
+  let at = snippet.start;
+  if (snippet.start > 0) out.append('… ');
+  for (const h of highlights) {
+    if (h.start < at || h.end > snippet.end) continue;
+    out.append(hit.contentChunk.slice(at, h.start), Object.assign(document.createElement('mark'), { textContent: hit.contentChunk.slice(h.start, h.end) }));
+    at = h.end;
+  }
+  out.append(hit.contentChunk.slice(at, snippet.end));
+  if (snippet.end < hit.contentChunk.length) out.append(' …');
+  return out;
+}
+
+/** The file an item came from, asked once per item (undefined for typed text). */
+const fileNames = new Map();
+function fileNameOf(contentId) {
+  const key = `${$('kb').value}/${contentId}`;
+  if (!fileNames.has(key)) {
+    fileNames.set(
+      key,
+      api('GET', `/knowledge-bases/${$('kb').value}/contents/${contentId}`).then(
+        ({ data }) => data.source?.fileName,
+        () => undefined,
+      ),
+    );
+  }
+  return fileNames.get(key);
+}
 
 function renderColumn(mode, hits, millis, error) {
   const column = document.querySelector(`.column[data-mode="${mode}"]`);
@@ -222,9 +259,20 @@ function renderColumn(mode, hits, millis, error) {
         li.append(badge);
       }
     }
-    const text = Object.assign(document.createElement('div'), { className: 'text', textContent: hit.contentChunk });
+    // Titled by the file the item came from; the snippet, and the whole chunk on demand.
+    const title = Object.assign(document.createElement('div'), { className: 'title' });
+    fileNameOf(hit.contentId).then((name) => {
+      if (name) title.textContent = name;
+    });
+    const text = Object.assign(document.createElement('div'), { className: 'text' });
+    text.append(markedSnippet(hit));
+    const whole = document.createElement('details');
+    whole.append(
+      Object.assign(document.createElement('summary'), { textContent: 'whole chunk' }),
+      Object.assign(document.createElement('div'), { className: 'chunk', textContent: hit.contentChunk }),
+    );
     const metadata = Object.assign(document.createElement('div'), { className: 'metadata', textContent: `${hit.contentId} ${JSON.stringify(hit.metadata)}` });
-    li.append(text, metadata);
+    li.append(title, text, whole, metadata);
     list.append(li);
   }
 }
