@@ -124,7 +124,15 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
         case 'PARSE':
           return json(400, errorBody('INVALID_JSON', 'The request body is not valid JSON'));
         case 'NOT_FOUND': {
-          const allowed = (routeTable ??= new RouteTable(registered())).allowed(pathOf(request.url));
+          routeTable ??= new RouteTable(registered());
+          const path = pathOf(request.url);
+          const allowed = routeTable.allowed(path);
+          // A trailing slash: the route without it (308 keeps the method and body; the redirected request is authenticated as any).
+          const bare = path.length > 1 && path.endsWith('/') ? path.replace(/\/+$/, '') : undefined;
+          if (allowed.length === 0 && bare && routeTable.allowed(bare).length > 0) {
+            const query = request.url.indexOf('?', request.url.indexOf('/', 7));
+            return new Response(null, { status: 308, headers: { location: bare + (query === -1 ? '' : request.url.slice(query)) } });
+          }
           if (allowed.length === 0) return json(404, errorBody('NOT_FOUND', 'No such route'));
           const message = `${request.method} is not allowed here; this path answers to ${allowed.join(', ')}`;
           return json(405, errorBody('METHOD_NOT_ALLOWED', message), { allow: allowed.join(', ') });

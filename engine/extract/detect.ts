@@ -97,6 +97,15 @@ export function hasPdfHeaderNearStart(bytes: Uint8Array): boolean {
   return false;
 }
 
+/** What the bytes are, in words, for a refusal: "a gzip archive (application/gzip)", or "binary data of no known format". */
+export async function describeBytes(bytes: Uint8Array): Promise<string> {
+  try {
+    const magic = await fileTypeFromBuffer(bytes);
+    if (magic) return `a .${magic.ext} file (${magic.mime})`;
+  } catch {}
+  return sniffTextEncoding(bytes, false) ? 'text in a format of no supported kind' : 'binary data of no known format';
+}
+
 /** The detected format, or undefined when the file is of no supported type. */
 export async function detectFileType(bytes: Uint8Array, fileName: string): Promise<DetectedType | undefined> {
   const ext = extensionOf(fileName);

@@ -4,7 +4,8 @@
 // `extractFile` runs in the calling thread. The server should call it through `ExtractionLanes`
 // (lanes.ts: a light and a heavy lane, shared fairly by organizations) over `ExtractionPool`
 // (pool.ts), which runs it in worker threads with a time limit (and an OCR budget for images).
-import { detectFileType, type DetectedType } from './detect';
+import { gunzipSync } from 'node:zlib';
+import { describeBytes, detectFileType, extensionOf, type DetectedType } from './detect';
 import { ExtractionError, asExtractionFailure, formatCount } from './errors';
 import { csvToText } from './extractors/csv';
 import { extractDocx } from './extractors/docx';
@@ -22,6 +23,35 @@ export { shutdownOcr } from './extractors/ocr';
 export { ExtractionPool, DEFAULT_EXTRACTION_TIMEOUT_MS, DEFAULT_OCR_TIMEOUT_MS, type ExtractionPoolOptions } from './pool';
 export { ExtractionLanes, type ExtractionLanesOptions } from './lanes';
 export type { ExtractOptions, ExtractResult } from './types';
+
+const isGzip = (bytes: Uint8Array) => bytes[0] === 0x1f && bytes[1] === 0x8b && bytes[2] === 0x08;
+
+/**
+ * A gzip-compressed text file (docs/faq.md.gz): unpacked, at most to the text size a file may have
+ * (a gzip bomb stops there), then read as the file it holds. Only text formats: a compressed PDF,
+ * DOCX or image would escape the triage that sends those to the heavy lane (triage.ts).
+ */
+async function extractGzipped(bytes: Uint8Array, fileName: string, options: ExtractOptions): Promise<ExtractResult> {
+  // Text is at most 4 bytes a character in UTF-8.
+  const limit = options.maxChars * 4;
+  let inner: Uint8Array;
+  try {
+    inner = gunzipSync(bytes, { maxOutputLength: limit });
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') {
+      throw new ExtractionError('TOO_LARGE', `The compressed file unpacks to more than ${formatCount(limit)} bytes.`);
+    }
+    throw new ExtractionError('EXTRACTION_FAILED', 'The gzip file could not be unpacked; it may be damaged.');
+  }
+  const innerName = extensionOf(fileName) === 'gz' ? fileName.replace(/\.gz$/i, '') : fileName;
+  if (inner.byteLength === 0) throw new ExtractionError('EMPTY_FILE', 'The compressed file is empty.');
+  if (isGzip(inner)) throw new ExtractionError('UNSUPPORTED_FILE_TYPE', 'The file is compressed twice; unpack it once before uploading.');
+  const type = await detectFileType(inner, innerName);
+  if (type && (type.kind === 'pdf' || type.kind === 'docx' || type.kind === 'image')) {
+    throw new ExtractionError('UNSUPPORTED_FILE_TYPE', `The file is a gzip-compressed ${LABEL[type.kind]} file; upload it uncompressed.`);
+  }
+  return extractFile(inner, innerName, options);
+}
 
 const LABEL: Record<DetectedType['kind'], string> = {
   text: 'text',
@@ -79,12 +109,14 @@ async function extractByKind(bytes: Uint8Array, type: DetectedType, options: Ext
  */
 export async function extractFile(bytes: Uint8Array, fileName: string, options: ExtractOptions): Promise<ExtractResult> {
   if (bytes.byteLength === 0) throw new ExtractionError('EMPTY_FILE', 'The file is empty.');
+  if (isGzip(bytes)) return extractGzipped(bytes, fileName, options);
   const type = await detectFileType(bytes, fileName);
   if (!type) {
     throw new ExtractionError(
       'UNSUPPORTED_FILE_TYPE',
-      'The file type is not supported. Upload plain text, Markdown, HTML, PDF, DOCX, CSV or JSON' +
-        (options.allowImages ? ', or a PNG, JPEG, WebP or TIFF image.' : '.'),
+      `The file is ${await describeBytes(bytes)}, a type that is not supported. Upload plain text, Markdown, HTML, PDF, DOCX, CSV or JSON` +
+        (options.allowImages ? ', or a PNG, JPEG, WebP or TIFF image' : '') +
+        ' (text formats may be gzip-compressed).',
     );
   }
   if (type.kind === 'image' && !options.allowImages) {

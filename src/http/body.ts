@@ -99,6 +99,15 @@ export function parseJsonText(text: string, path = '/'): unknown {
 }
 
 export async function parseJsonBody(request: Request, limit: number, receiveMs: number): Promise<unknown> {
+  // A form upload sent to a JSON route (most often a file sent to …/contents): say where files go.
+  if (/^multipart\/form-data\b/i.test(request.headers.get('content-type') ?? '')) {
+    throw new ApiError(
+      'INVALID_JSON',
+      'This route takes a JSON body, not multipart/form-data; files are uploaded to POST /api/v1/knowledge-bases/{id}/contents/file (a "file" part and an optional "metadata" part)',
+      undefined,
+      { connection: 'close' },
+    );
+  }
   const bytes = await receivedWithin(readBodyLimited(request, limit), receiveMs, 'request body');
   const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
   if (text.trim().length === 0) return {};

@@ -153,10 +153,53 @@ function fieldName(path: string): string {
   return path.slice(1).replaceAll('/', '.');
 }
 
+/** Names other services use for our fields: a client moving over gets pointed at ours. */
+const FIELD_ALIASES: Record<string, string> = {
+  filter: 'metadataFilter',
+  filters: 'metadataFilter',
+  where: 'metadataFilter',
+  k: 'limit',
+  topk: 'limit',
+  top_k: 'limit',
+  q: 'query',
+  text: 'query',
+  weight: 'semanticWeight',
+  alpha: 'semanticWeight',
+  score_threshold: 'minScore',
+  max_chunks_per_document: 'maxChunksPerContent',
+};
+
+/** A field the object does take that `unknown` was probably meant to be. */
+function likelyField(unknown: string, known: readonly string[]): string | undefined {
+  const alias = FIELD_ALIASES[unknown.toLowerCase()];
+  if (alias && known.includes(alias)) return alias;
+  const lower = unknown.toLowerCase();
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const k of known) {
+    const d = editDistance(lower, k.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [k, d];
+  }
+  return best !== undefined && bestDistance <= Math.max(1, Math.floor(unknown.length / 4)) ? best : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
 function describeIssue(issue: TypeBoxIssue): ErrorDetail {
   const path = issue.path || '/';
   const field = fieldName(path);
-  if (issue.message === 'Unexpected property') return { path, message: `unknown field '${field}'` };
+  if (issue.message === 'Unexpected property') {
+    const meant = likelyField(field, Object.keys(issue.schema?.properties ?? {}));
+    return { path, message: `unknown field '${field}'${meant ? ` (did you mean '${meant}'?)` : ''}` };
+  }
   if (issue.type === REQUIRED_PROPERTY) return { path, message: `'${field}' is required${issue.schema ? ` (${expected(issue.schema)})` : ''}` };
   if (!issue.schema) return { path, message: issue.message ?? 'invalid value' };
   return { path, message: problem(issue.schema, issue.value) };

@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { PDFDocument } from 'pdf-lib';
 import { enc, randomBytes, sampleDocx, textPdf, textPng, utf16 } from '../extract/fixtures';
 import { createKb, KEY, ORG, OTHER_KEY, OTHER_ORG, InProcessServer, type RunningServer, TestServer, type ApiResponse } from '../helpers/server';
@@ -339,6 +340,26 @@ describe('refused files', () => {
     await expectNothingStored(server, kb);
   });
 
+  test('the refusal names what the bytes were detected as', async () => {
+    const kb = await createKb(server, 'Named');
+    const random = await upload(server, kb, { name: 'x.pdf', bytes: randomBytes(4096), type: 'application/pdf' });
+    expect(random.body.error.message).toStartWith('The file is binary data of no known format, a type that is not supported.');
+    const zip = await upload(server, kb, {
+      name: 'archive.zip',
+      bytes: new Uint8Array([0x50, 0x4b, 0x03, 0x04, ...new Uint8Array(60)]),
+      type: 'application/zip',
+    });
+    expectError(zip, 400, 'UNSUPPORTED_FILE_TYPE');
+    expect(zip.body.error.message).toStartWith('The file is a .zip file (application/zip)');
+    const sevenZip = await upload(server, kb, {
+      name: 'a.7z',
+      bytes: new Uint8Array([0x37, 0x7a, 0xbc, 0xaf, 0x27, 0x1c, 0, 4, ...randomBytes(64)]),
+      type: 'application/x-7z-compressed',
+    });
+    expect(sevenZip.body.error.message).toStartWith('The file is a .7z file (application/x-7z-compressed)');
+    await expectNothingStored(server, kb);
+  });
+
   test('a valid file with no text (blank one-page PDF) → 400 NO_TEXT_EXTRACTED', async () => {
     const kb = await createKb(server, 'Blank');
     const doc = await PDFDocument.create();
@@ -350,6 +371,35 @@ describe('refused files', () => {
 });
 
 // --- size limits (small server: MAX_FILE_BYTES=100000, MAX_TEXT_BYTES=2000) ------------------
+
+describe('gzip-compressed text', () => {
+  test('faq.md.gz is unpacked and read as the Markdown it holds', async () => {
+    const kb = await createKb(server, 'Compressed');
+    const id = await uploadReady(server, kb, {
+      name: 'faq.md.gz',
+      bytes: gzipSync('# FAQ\n\nRefunds arrive within ten working days.'),
+      type: 'application/gzip',
+    });
+    const item = (await server.api('GET', `${API}/knowledge-bases/${kb}/contents/${id}`)).body.data;
+    expect(item.contentChunk).toContain('Refunds arrive within ten working days.');
+    expect(item.source).toMatchObject({ fileName: 'faq.md.gz', mediaType: 'text/markdown' });
+    const hits = (await server.api('POST', `${API}/knowledge-bases/${kb}/search/full-text`, { query: 'refunds' })).body.data;
+    expect(hits.map((h: { contentId: string }) => h.contentId)).toEqual([id]);
+  });
+
+  test('a compressed PDF or image, a gzip bomb, damaged or twice-compressed bytes are refused, and nothing is stored', async () => {
+    const kb = await createKb(server, 'Compressed refusals');
+    const pdf = await upload(server, kb, { name: 'doc.pdf.gz', bytes: gzipSync(await textPdf([[['hello']]])) });
+    expectError(pdf, 400, 'UNSUPPORTED_FILE_TYPE');
+    expect(pdf.body.error.message).toBe('The file is a gzip-compressed PDF file; upload it uncompressed.');
+    // 64 MiB of zeros packs into ~64 KiB: refused once it unpacks past the text limit, not unpacked whole.
+    expectError(await upload(server, kb, { name: 'bomb.txt.gz', bytes: gzipSync(new Uint8Array(64 * 2 ** 20)) }), 413, 'PAYLOAD_TOO_LARGE');
+    const damaged = gzipSync('some text that will be cut');
+    expectError(await upload(server, kb, { name: 'cut.txt.gz', bytes: damaged.subarray(0, damaged.length - 12) }), 502, 'EXTRACTION_FAILED');
+    expectError(await upload(server, kb, { name: 'twice.txt.gz.gz', bytes: gzipSync(gzipSync('text')) }), 400, 'UNSUPPORTED_FILE_TYPE');
+    await expectNothingStored(server, kb);
+  });
+});
 
 describe('size limits', () => {
   const big = () => enc('lorem ipsum dolor sit amet '.repeat(Math.ceil(200_000 / 27)).slice(0, 200_000));
@@ -431,6 +481,16 @@ describe('size limits', () => {
 // --- form fields ------------------------------------------------------------------------------
 
 describe('multipart form', () => {
+  test('a file sent to the JSON route …/contents → 400 pointing to …/contents/file; nothing stored', async () => {
+    const kb = await createKb(server, 'Wrong route');
+    const form = new FormData();
+    form.append('file', new Blob(['hello']), 'hello.txt');
+    const res = await toApi(await fetch(`${server.url}${API}/knowledge-bases/${kb}/contents`, { method: 'POST', headers: authHeaders(), body: form }));
+    expectError(res, 400, 'INVALID_JSON');
+    expect(res.body.error.message).toContain('files are uploaded to POST /api/v1/knowledge-bases/{id}/contents/file');
+    await expectNothingStored(server, kb);
+  });
+
   test('metadata: a JSON object is stored and filterable in search', async () => {
     const kb = await createKb(server, 'Metadata');
     const legal = await uploadReady(

@@ -82,6 +82,23 @@ describe('pointers to the docs', () => {
     expect(page.url).toBe(`${server.url}/docs`);
     expect(await page.text()).toContain('swagger');
   });
+
+  test('a route with a trailing slash: 308 to the route (method, body and query kept), answered there once authenticated', async () => {
+    const list = await fetch(`${server.url}/api/v1/knowledge-bases/?limit=5`, { headers: AUTH, redirect: 'manual' });
+    expect(list.status).toBe(308);
+    expect(list.headers.get('location')).toBe('/api/v1/knowledge-bases?limit=5');
+    const followed = await fetch(`${server.url}/api/v1/knowledge-bases/`, {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Slash', type: 'TEXT_HIGH_QUALITY' }),
+    });
+    expect(followed.status).toBe(201);
+    expect(followed.url).toBe(`${server.url}/api/v1/knowledge-bases`);
+    // Without a key the redirect still leads to a 401, never past authentication.
+    expect((await fetch(`${server.url}/api/v1/knowledge-bases/`)).status).toBe(401);
+    // A path that is no route with or without the slash stays 404.
+    expect((await fetch(`${server.url}/api/v1/nothing/`, { headers: AUTH })).status).toBe(404);
+  });
 });
 
 describe('CORS', () => {

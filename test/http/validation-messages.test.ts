@@ -31,6 +31,19 @@ const CASES: Case[] = [
   ],
   ['an unknown field', 'kb', { name: 'x', type: 'TEXT_HIGH_QUALITY', color: 'red' }, [{ path: '/color', message: "unknown field 'color'" }]],
   [
+    "another service's name for a field points to ours",
+    'full-text',
+    { query: 'x', filter: { team: 'a' } },
+    [{ path: '/filter', message: "unknown field 'filter' (did you mean 'metadataFilter'?)" }],
+  ],
+  [
+    'a misspelt field points to the right one',
+    'hybrid',
+    { query: 'x', semanticWieght: 0.5 },
+    [{ path: '/semanticWieght', message: "unknown field 'semanticWieght' (did you mean 'semanticWeight'?)" }],
+  ],
+  ['top_k means limit', 'full-text', { query: 'x', top_k: 5 }, [{ path: '/top_k', message: "unknown field 'top_k' (did you mean 'limit'?)" }]],
+  [
     'two problems, two entries',
     'kb',
     { name: 5, type: 'FOO' },
