@@ -4,15 +4,23 @@ import { openapi } from '@elysiajs/openapi';
 import { Elysia } from 'elysia';
 import bundlePath from 'swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' };
 import cssPath from 'swagger-ui-dist/swagger-ui.css' with { type: 'file' };
+import signInPath from '#playground/docs-sign-in.js' with { type: 'file' };
 
 const asset = (path: string, type: string) => () =>
   new Response(Bun.file(path), { headers: { 'content-type': type, 'cache-control': 'public, max-age=86400' } });
+
+/** Swagger UI's bundle with our sign-in (one step authorizes both headers) after it, made once. */
+let bundleWithSignIn: Promise<string> | undefined;
+const bundle = async () =>
+  new Response(await (bundleWithSignIn ??= Promise.all([Bun.file(bundlePath).text(), Bun.file(signInPath).text()]).then(([b, s]) => `${b}\n${s}`)), {
+    headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' },
+  });
 
 export const docsRoutes = (version: string) =>
   new Elysia({ name: 'docs' })
     // The page loads its document by a relative URL, which only resolves from /docs itself.
     .get('/docs/', ({ redirect }) => redirect('/docs', 301), { detail: { hide: true } })
-    .get('/docs/assets/swagger-ui-bundle.js', asset(bundlePath, 'text/javascript; charset=utf-8'), { detail: { hide: true } })
+    .get('/docs/assets/swagger-ui-bundle.js', bundle, { detail: { hide: true } })
     .get('/docs/assets/swagger-ui.css', asset(cssPath, 'text/css; charset=utf-8'), { detail: { hide: true } })
     .use(
       openapi({
