@@ -127,11 +127,12 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
           routeTable ??= new RouteTable(registered());
           const path = pathOf(request.url);
           const allowed = routeTable.allowed(path);
-          // A trailing slash: the route without it (308 keeps the method and body; the redirected request is authenticated as any).
+          // A trailing slash stays 404: Bun has already turned `…/x/..` into `…/` (the two cannot be told
+          // apart) and a dot segment must never reach another route. The answer names the route meant.
           const bare = path.length > 1 && path.endsWith('/') ? path.replace(/\/+$/, '') : undefined;
-          if (allowed.length === 0 && bare && routeTable.allowed(bare).length > 0) {
-            const query = request.url.indexOf('?', request.url.indexOf('/', 7));
-            return new Response(null, { status: 308, headers: { location: bare + (query === -1 ? '' : request.url.slice(query)) } });
+          const meant = allowed.length === 0 && bare ? routeTable.allowed(bare) : [];
+          if (meant.length > 0) {
+            return json(404, errorBody('NOT_FOUND', `No such route; without the trailing slash this path answers to ${meant.join(', ')}`));
           }
           if (allowed.length === 0) return json(404, errorBody('NOT_FOUND', 'No such route'));
           const message = `${request.method} is not allowed here; this path answers to ${allowed.join(', ')}`;

@@ -42,6 +42,10 @@ function setStatus(el, text, isError = false) {
 // --- organization and knowledge bases -----------------------------------------------------------
 
 async function connect() {
+  if (!$('org').value.trim() || !$('key').value) {
+    setStatus($('connection-status'), 'Enter both the organization id and its API key.', true);
+    return;
+  }
   session.save($('org').value.trim(), $('key').value);
   try {
     await loadKnowledgeBases();
@@ -219,6 +223,19 @@ function markedSnippet(hit) {
   return out;
 }
 
+/** Metadata as key: value chips (the CLI's sha256 left out: it only tells files apart), the item id last. */
+function metadataChips(hit) {
+  const box = Object.assign(document.createElement('div'), { className: 'metadata' });
+  for (const [key, value] of Object.entries(hit.metadata ?? {})) {
+    if (key === 'sha256') continue;
+    box.append(
+      Object.assign(document.createElement('span'), { className: 'chip', textContent: `${key}: ${Array.isArray(value) ? value.join(', ') : String(value)}` }),
+    );
+  }
+  box.append(Object.assign(document.createElement('span'), { className: 'item-id', textContent: hit.contentId }));
+  return box;
+}
+
 /** The file an item came from, asked once per item (undefined for typed text). */
 const fileNames = new Map();
 function fileNameOf(contentId) {
@@ -271,7 +288,7 @@ function renderColumn(mode, hits, millis, error) {
       Object.assign(document.createElement('summary'), { textContent: 'whole chunk' }),
       Object.assign(document.createElement('div'), { className: 'chunk', textContent: hit.contentChunk }),
     );
-    const metadata = Object.assign(document.createElement('div'), { className: 'metadata', textContent: `${hit.contentId} ${JSON.stringify(hit.metadata)}` });
+    const metadata = metadataChips(hit);
     li.append(title, text, whole, metadata);
     list.append(li);
   }

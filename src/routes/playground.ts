@@ -11,8 +11,14 @@ const file = (path: string, type: string) => () =>
 
 const hidden = { detail: { hide: true } };
 
+/** A magnifying glass over a page: the tab icon of /playground and /docs (browsers ask for /favicon.ico). */
+const FAVICON =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect x="3" y="2" width="20" height="26" rx="3" fill="#e2e8f0" stroke="#2b6cb0" stroke-width="2"/>' +
+  '<circle cx="17" cy="16" r="6" fill="#fff" stroke="#2b6cb0" stroke-width="3"/><path d="M21.5 20.5 28 27" stroke="#2b6cb0" stroke-width="4" stroke-linecap="round"/></svg>';
+
 export const playgroundRoutes = () =>
   new Elysia({ name: 'playground' })
+    .get('/favicon.ico', () => new Response(FAVICON, { headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=86400' } }), hidden)
     .get('/playground', file(htmlPath, 'text/html; charset=utf-8'), hidden)
     .get('/playground/', ({ redirect }) => redirect('/playground', 301), hidden)
     .get('/playground/assets/playground.js', file(scriptPath, 'text/javascript; charset=utf-8'), hidden)
