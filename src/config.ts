@@ -239,6 +239,8 @@ export function loadConfig(env: Env = process.env) {
     // k1 1.2, b 0.75 sit on the plateau of the SciFact sweep (bench/fulltext.ts --sweep).
     bm25: { k1: num(env, 'BM25_K1', 1.2), b: num(env, 'BM25_B', 0.75) },
     logLevel: env.LOG_LEVEL || 'info',
+    /** `pretty`: one readable line per event; `json`: JSON lines. Unset: pretty on a terminal, JSON otherwise. */
+    logFormat: logFormat(env.LOG_FORMAT),
     /** At start, knowledge bases whose type is now served by another model (or chunked otherwise) are re-embedded in the background. */
     reembedOnStart: env.REEMBED_ON_START !== 'false',
     /** /ready lists the cluster's live nodes with their addresses and shards (it needs no key). */
@@ -248,3 +250,9 @@ export function loadConfig(env: Env = process.env) {
 }
 
 export type Config = ReturnType<typeof loadConfig>;
+
+function logFormat(value: string | undefined): 'pretty' | 'json' | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value === 'pretty' || value === 'json') return value;
+  throw new Error(`LOG_FORMAT must be pretty or json; got "${value}"`);
+}

@@ -65,7 +65,7 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
 
 /** Resolves once the server listens (its port is known); recovery and model loading go on behind `ready`. */
 export async function createServer(config: Config, options: CreateServerOptions = {}): Promise<ServerHandle> {
-  const logger = options.logger ?? createLogger(config.logLevel);
+  const logger = options.logger ?? createLogger(config.logLevel, undefined, config.logFormat);
   const fatal = (message: string, details: Record<string, unknown>): ServerFatalError => {
     const error = new ServerFatalError(message, details);
     if (options.onFatal) options.onFatal(error);

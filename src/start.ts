@@ -8,7 +8,7 @@ import { createServer } from './server';
 // tenants' data: readable by this user only, whatever the umask it was started with.
 process.umask(0o077);
 const config = loadConfig();
-const logger = createLogger(config.logLevel);
+const logger = createLogger(config.logLevel, undefined, config.logFormat);
 const server = await createServer(config, {
   logger,
   onFatal: (error) => exitFatal(logger, error.details, error.message),

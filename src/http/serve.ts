@@ -107,9 +107,11 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
       const route = options.routes?.template(request.method, pathOf(url)) ?? UNMATCHED;
       const ms = performance.now() - started;
       options.observe?.(request.method, route, response.status, ms / 1000);
-      // Access log: never the API key or any content text.
-      if (options.logger.isLevelEnabled('info'))
-        options.logger.info(
+      // Access log: never the API key or any content text. Probes and scrapes (/health, /ready,
+      // /metrics: a load balancer or a start script polls them) only at debug.
+      const level = QUIET_ROUTES.has(route) ? 'debug' : 'info';
+      if (options.logger.isLevelEnabled(level))
+        options.logger[level](
           {
             requestId,
             org: options.orgOf?.(request),
@@ -124,6 +126,8 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
     },
   });
 }
+
+const QUIET_ROUTES = new Set(['/health', '/ready', '/metrics']);
 
 /**
  * The path of a request URL ("http://host:port/a/b?x" → "/a/b") without building a URL object.
