@@ -11,13 +11,15 @@ import { parseArgs } from 'node:util';
 import { openKeyRecords } from './auth/key-records';
 import { foldKeyRecords, newKeyRecord, newOrgRecord } from './auth/key-store';
 import { loadConfig } from './config';
+import { commandFor } from './invocation';
 
+const ADMIN = commandFor('admin');
 const USAGE = `usage:
-  bun run admin org create --name <name>
-  bun run admin org list
-  bun run admin key issue --org <orgId> [--label <label>]
-  bun run admin key list [--org <orgId>]
-  bun run admin key revoke <keyId>
+  ${ADMIN} org create --name <name>
+  ${ADMIN} org list
+  ${ADMIN} key issue --org <orgId> [--label <label>]
+  ${ADMIN} key list [--org <orgId>]
+  ${ADMIN} key revoke <keyId>
 (DATA_DIR selects the data directory, default ./data; with CLUSTER_NATS_URLS set, the cluster's keys,
 reached with the nodes' CLUSTER_NATS_* credentials and TLS settings)`;
 
@@ -74,7 +76,7 @@ switch (`${noun} ${verb}`) {
   case 'key issue': {
     const org = values.org?.trim();
     if (!org) fail('--org is required');
-    if (!state().orgs.has(org)) fail(`no organization ${org} (create it with: bun run admin org create --name ...)`);
+    if (!state().orgs.has(org)) fail(`no organization ${org} (create it with: ${ADMIN} org create --name ...)`);
     const { record, key } = newKeyRecord(org, values.label ?? '');
     await store.append([record]);
     const keyId = (record as { keyId: string }).keyId;

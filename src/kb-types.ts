@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { ANALYZER_VERSION, locateModel, type EmbeddingSpec, type EmbeddingConfig, type KnowledgeBaseConfig } from '../engine';
 import type { Config } from './config';
 import { SHIPPED_MODEL_ID, shippedModelDir } from './shipped-model';
+import { commandFor } from './invocation';
 
 export const KB_TYPES = ['TEXT_COST_EFFECTIVE', 'TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY'] as const;
 export type KbType = (typeof KB_TYPES)[number];
@@ -123,7 +124,7 @@ export function modelWarnings(embeddings: Record<KbType, EmbeddingConfig>): stri
     .filter((w): w is string => w !== undefined)
     .map(
       (w) =>
-        `${w}; HIGH_QUALITY_MODEL=use-lite asks for it (unset it to serve the shipped model, or pull a better one: bun run models pull Xenova/bge-small-en-v1.5)`,
+        `${w}; HIGH_QUALITY_MODEL=use-lite asks for it (unset it to serve the shipped model, or pull a better one: ${commandFor('models')} pull Xenova/bge-small-en-v1.5)`,
     );
 }
 

@@ -12,10 +12,12 @@ import { listModels, locateModel, ModelPullError, pullModel, type InstalledModel
 import { loadConfig } from './config';
 import { KB_TYPES, modelDirs, typeEmbeddings } from './kb-types';
 import { SHIPPED_MODEL_ID, shippedModelDir } from './shipped-model';
+import { commandFor } from './invocation';
 
+const MODELS = commandFor('models');
 const USAGE = `usage:
-  bun run models pull <org/name> [--dtype fp32|int8|all] [--revision <rev>]
-  bun run models list
+  ${MODELS} pull <org/name> [--dtype fp32|int8|all] [--revision <rev>]
+  ${MODELS} list
 (EMBEDDING_MODEL_DIR: where models are kept, default ./models;
  EMBEDDING_HUB_URL: where they come from, default https://huggingface.co)`;
 
@@ -109,7 +111,7 @@ if (positionals[0] === 'pull') {
     console.error(`(cannot tell which types use the models: ${err instanceof Error ? err.message : String(err)})`);
   }
   if (!listModels(modelDir).length)
-    console.log(`no models in ${modelDir} (EMBEDDING_MODEL_DIR); a better one than the shipped model: bun run models pull Xenova/bge-small-en-v1.5`);
+    console.log(`no models in ${modelDir} (EMBEDDING_MODEL_DIR); a better one than the shipped model: ${MODELS} pull Xenova/bge-small-en-v1.5`);
   for (const m of models) {
     // "used by" names the export (fp32 or int8) where a folder holds both.
     const users = m.dtypes.flatMap((d) => (usedBy.get(`${resolve(m.dir)}@${d}`) ?? []).map((t) => (m.dtypes.length > 1 ? `${t} (${d})` : t)));

@@ -174,6 +174,17 @@ describe('the compiled binary, without node_modules', () => {
     expect(server.output.join('\n')).not.toContain('failed to load');
   });
 
+  test("--help names the binary's own commands (kb-search admin, not bun run admin); an unknown command is an error", () => {
+    const help = Bun.spawnSync([binary, '--help'], { cwd: appDir, timeout: 30_000 });
+    expect(help.exitCode).toBe(0);
+    const text = help.stdout.toString();
+    for (const line of ['kb-search serve', 'kb-search admin org create', 'kb-search models pull', 'kb-search ingest']) expect(text).toContain(line);
+    expect(text).not.toContain('bun run');
+    const unknown = Bun.spawnSync([binary, 'frobnicate'], { cwd: appDir, timeout: 30_000 });
+    expect(unknown.exitCode).toBe(2);
+    expect(unknown.stderr.toString()).toContain("unknown command 'frobnicate'");
+  });
+
   test('serves the API docs page, the playground and the assets they link (embedded files)', async () => {
     for (const path of ['/docs', '/playground']) {
       const page = await fetch(`${server.url}${path}`);

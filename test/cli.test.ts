@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { textPdf } from './extract/fixtures';
 import { freePort } from './helpers/s3';
 import { KEY, ORG, TestServer } from './helpers/server';
@@ -59,7 +60,7 @@ describe('a folder from nothing to searchable', () => {
   test('ingest uploads the folder, waits for indexing, and sums up', () => {
     const run = cli(['ingest', 'docs', '--kb', kb, '--concurrency', '2']);
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain('4 files: 3 uploaded, 1 skipped (already in the knowledge base), 0 failed to upload');
+    expect(run.stdout).toContain('4 files: 3 uploaded, 1 skipped (already in the knowledge base), 0 not readable by the server, 0 failed to upload');
     expect(run.stdout).toContain('indexed: 3 ready, 0 failed');
     expect(run.stderr).toMatch(/upload \|.*\| 4\/4 files/); // the progress bars (plain lines when not a terminal)
   }, 60_000);
@@ -68,6 +69,8 @@ describe('a folder from nothing to searchable', () => {
     const run = cli(['ingest', 'docs', '--kb', kb]);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('4 files: 0 uploaded, 4 skipped');
+    // The index bar counts this run's items only: none here, so none is shown.
+    expect(run.stderr).not.toMatch(/index \|/);
   });
 
   test('search prints a table of hits; filters and modes apply', () => {
@@ -128,16 +131,31 @@ describe('a folder from nothing to searchable', () => {
 });
 
 describe('failures', () => {
-  test('a file the server refuses is listed with its reason; the exit code is 1', () => {
+  test('files the server cannot read are left out before uploading and summed up by reason; a refused one fails the run (exit 1)', () => {
     const kb = cli(['kb', 'create', 'Mixed']).stdout.trim();
     const dir = join(work, 'mixed');
     mkdirSync(dir);
     writeFileSync(join(dir, 'good.txt'), 'A perfectly good text.');
-    writeFileSync(join(dir, 'blob.bin'), new Uint8Array([0, 1, 2, 3, 255, 254, 0, 7]));
+    writeFileSync(join(dir, 'notes.md.gz'), gzipSync('# Notes\n\nCompressed Markdown is read by the server.'));
+    for (const name of ['a', 'b', 'c', 'd']) writeFileSync(join(dir, `${name}.bin`), new Uint8Array([0, 1, 2, 3, 255, 254, 0, name.charCodeAt(0)]));
+    writeFileSync(join(dir, 'scan.png'), new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]));
+    writeFileSync(
+      join(dir, 'broken.pdf'),
+      new Uint8Array(512).map((_, i) => (i * 7919) % 256),
+    );
     const run = cli(['ingest', 'mixed', '--kb', kb]);
     expect(run.code).toBe(1);
-    expect(run.stdout).toContain('2 files: 1 uploaded, 0 skipped (already in the knowledge base), 1 failed to upload');
-    expect(run.stdout).toMatch(/failures:\n {2}mixed\/blob\.bin: .*\(UNSUPPORTED_FILE_TYPE\)/);
+    expect(run.stdout).toContain('8 files: 2 uploaded, 0 skipped (already in the knowledge base), 5 not readable by the server, 1 failed to upload');
+    expect(run.stdout).toContain(
+      'not uploaded (the server would refuse them):\n' +
+        '  4 files: binary data of a type the server does not read (.bin)\n    mixed/a.bin, mixed/b.bin, mixed/c.bin, … (1 more)\n' +
+        '  1 file: an image: only TEXT_AND_MEDIA_HIGH_QUALITY knowledge bases read images (OCR)\n    mixed/scan.png\n',
+    );
+    expect(run.stdout).toMatch(/failures:\n {2}1 file: .*\(UNSUPPORTED_FILE_TYPE\)\n {4}mixed\/broken\.pdf/);
+    expect(run.stdout).toContain('indexed: 2 ready, 0 failed');
+    // Search tables name the file path, not the item id.
+    const hits = cli(['search', 'compressed markdown', '--kb', kb, '--mode', 'full-text']);
+    expect(hits.stdout).toMatch(/^1\s+\S+\s+mixed\/notes\.md\.gz\s+/m);
   }, 60_000);
 
   test('server errors, usage errors and an unreachable server: one readable line each', async () => {

@@ -15,6 +15,7 @@ export interface IngestOptions {
 
 interface Progress {
   contents: { pending: number; processing: number; ready: number; failed: number };
+  chunksWaiting: number;
   chunksPerSecond: number;
   etaSeconds: number | null;
 }
@@ -50,6 +51,24 @@ export function collectFiles(paths: string[]): { file: string; name: string }[] 
   return [...files].map(([file, name]) => ({ file, name }));
 }
 
+/** Extensions the server reads (text formats, PDF, DOCX; images only in TEXT_AND_MEDIA_HIGH_QUALITY). */
+const READABLE = new Set(['txt', 'text', 'md', 'markdown', 'mdown', 'mkd', 'mkdn', 'html', 'htm', 'xhtml', 'csv', 'tsv', 'json', 'pdf', 'docx']);
+const IMAGES = new Set(['png', 'jpg', 'jpeg', 'webp', 'tif', 'tiff']);
+
+/**
+ * Why the server would refuse the file, judged from its name and first bytes before uploading it
+ * (undefined: upload it; the server stays the judge). Gzip-compressed files are read by the server.
+ */
+export function unreadable(name: string, head: Uint8Array, takesImages: boolean): string | undefined {
+  const base = basename(name).toLowerCase();
+  const ext = base.includes('.') ? base.slice(base.lastIndexOf('.') + 1) : '';
+  if (head[0] === 0x1f && head[1] === 0x8b) return undefined;
+  if (IMAGES.has(ext)) return takesImages ? undefined : 'an image: only TEXT_AND_MEDIA_HIGH_QUALITY knowledge bases read images (OCR)';
+  if (READABLE.has(ext)) return undefined;
+  // Any other name: text (source code, README, LICENSE) is read as plain text; binary data is not.
+  return head.includes(0) ? `binary data of a type the server does not read${ext ? ` (.${ext})` : ''}` : undefined;
+}
+
 const sha256 = (bytes: Uint8Array) => new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
 const format = (seconds: number | null) => (seconds === null ? '?' : seconds >= 90 ? `${Math.round(seconds / 60)} min` : `${Math.round(seconds)} s`);
 
@@ -57,7 +76,9 @@ export async function ingest(api: Api, paths: string[], options: IngestOptions):
   const files = collectFiles(paths);
   if (files.length === 0) throw new CliError('no files found in the given paths');
   const kbPath = `/api/v1/knowledge-bases/${encodeURIComponent(options.kb)}`;
-  const before = (await api.call<{ ingestion: Progress }>('GET', kbPath)).data.ingestion;
+  const kb = (await api.call<{ type: string; ingestion: Progress }>('GET', kbPath)).data;
+  const before = kb.ingestion;
+  const takesImages = kb.type === 'TEXT_AND_MEDIA_HIGH_QUALITY';
 
   // What the knowledge base already holds, by content hash: those files are skipped.
   const known = new Set<string>();
@@ -81,9 +102,15 @@ export async function ingest(api: Api, paths: string[], options: IngestOptions):
   const uploaded: string[] = [];
   const failures: { file: string; reason: string }[] = [];
   let skipped = 0;
+  const notRead: { file: string; reason: string }[] = [];
   let next = 0;
   const uploadOne = async ({ file, name }: { file: string; name: string }) => {
     const bytes = new Uint8Array(readFileSync(file));
+    const refusal = unreadable(name, bytes.subarray(0, 8192), takesImages);
+    if (refusal) {
+      notRead.push({ file: name, reason: refusal });
+      return;
+    }
     const hash = sha256(bytes);
     if (known.has(hash)) {
       skipped++;
@@ -111,13 +138,17 @@ export async function ingest(api: Api, paths: string[], options: IngestOptions):
 
   let after = before;
   if (options.wait && uploaded.length > 0) {
-    const index = bars.create(1, 0, { name: 'index ', unit: 'items', rate: '0 chunks/s', eta_text: '?' });
+    // This run's items: those settled since it began (the knowledge base's other items are not counted).
+    const index = bars.create(uploaded.length, 0, { name: 'index ', unit: 'items', rate: '0 chunks/s', eta_text: '?' });
+    const settledBefore = before.contents.ready + before.contents.failed;
     for (;;) {
       after = (await api.call<{ ingestion: Progress }>('GET', kbPath)).data.ingestion;
       const { pending, processing, ready, failed } = after.contents;
-      const total = pending + processing + ready + failed;
-      index.setTotal(total);
-      index.update(ready + failed, { rate: `${after.chunksPerSecond} chunks/s`, eta_text: format(after.etaSeconds) });
+      const waiting = after.chunksWaiting > 0 ? ` · ${after.chunksWaiting} chunks to go` : '';
+      index.update(Math.max(0, Math.min(uploaded.length, ready + failed - settledBefore)), {
+        rate: `${after.chunksPerSecond} chunks/s${waiting}`,
+        eta_text: format(after.etaSeconds),
+      });
       if (pending + processing === 0) break;
       await Bun.sleep(1000);
     }
@@ -126,8 +157,12 @@ export async function ingest(api: Api, paths: string[], options: IngestOptions):
 
   const seconds = (performance.now() - started) / 1000;
   console.log(
-    `${files.length} files: ${uploaded.length} uploaded, ${skipped} skipped (already in the knowledge base), ${failures.length} failed to upload, in ${seconds.toFixed(1)} s`,
+    `${files.length} files: ${uploaded.length} uploaded, ${skipped} skipped (already in the knowledge base), ${notRead.length} not readable by the server, ${failures.length} failed to upload, in ${seconds.toFixed(1)} s`,
   );
+  if (notRead.length > 0) {
+    console.log('not uploaded (the server would refuse them):');
+    printByReason(notRead);
+  }
   let indexFailures = 0;
   if (options.wait && uploaded.length > 0) {
     const mine = new Set(uploaded);
@@ -143,7 +178,21 @@ export async function ingest(api: Api, paths: string[], options: IngestOptions):
   }
   if (failures.length > 0) {
     console.log('failures:');
-    for (const f of failures) console.log(`  ${f.file}: ${f.reason.replaceAll('\n', '\n    ')}`);
+    printByReason(failures);
   }
   return failures.length > 0 ? 1 : 0;
+}
+
+/** One entry per reason, with how many files and the first few of them. */
+function printByReason(list: { file: string; reason: string }[]): void {
+  const byReason = new Map<string, string[]>();
+  for (const { file, reason } of list) {
+    const files = byReason.get(reason) ?? [];
+    files.push(file);
+    byReason.set(reason, files);
+  }
+  for (const [reason, files] of byReason) {
+    const shown = files.slice(0, 3).join(', ') + (files.length > 3 ? `, … (${files.length - 3} more)` : '');
+    console.log(`  ${files.length === 1 ? '1 file' : `${files.length} files`}: ${reason.replaceAll('\n', '\n    ')}\n    ${shown}`);
+  }
 }

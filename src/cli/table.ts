@@ -41,6 +41,7 @@ export function hitsTable(
     score: number;
     contentId: string;
     contentChunk: string;
+    metadata?: Record<string, unknown>;
     fullTextScore?: number;
     semanticScore?: number;
     highlights?: Span[];
@@ -53,7 +54,8 @@ export function hitsTable(
     String(i + 1),
     h.score.toFixed(4),
     ...(legs ? [h.fullTextScore?.toFixed(3) ?? '', h.semanticScore?.toFixed(3) ?? ''] : []),
-    h.contentId,
+    // Where the item came from when the CLI ingested it (its path), else its id.
+    typeof h.metadata?.path === 'string' ? oneLine(h.metadata.path, 48) : h.contentId,
     oneLine(h.snippet ? markedSnippet(h.snippet, h.highlights ?? []) : h.contentChunk, h.snippet ? 120 : 80),
   ]);
   return table(headers, rows);
