@@ -1,31 +1,21 @@
-// The search engine as a library, no HTTP: callers pass the organization that owns each resource
-// (another organization's behave as absent). The same in both deployment modes: what differs
-// (the log, where indexing jobs wait, which shards are held) is the Node's (node/). This façade
-// wires the parts (parts.ts), each owning one concern: the state machine and its state (state/), the write
-// methods (methods/), the ingestion queue (ingest/), background graph building
-// (vector/graph-pacer.ts), search (search/). Failures are EngineErrors with a code (errors.ts).
-import { analyze } from './analysis/analyzer';
 import type { EmbeddingSpec } from './embedding/provider';
 import { EngineError } from './errors';
 import type { Compute } from './ingest/compute';
 import { progressOf, type IngestionProgress } from './ingest/progress';
 import { buildKey, type IngestionQueue } from './ingest/queue';
 import { ContentWaiters } from './ingest/waiters';
-import type { ChunkHit, ContentItem, KnowledgeBase } from './kb/knowledge-base';
+import type { ContentItem, KnowledgeBase } from './kb/knowledge-base';
 import type { LogRange } from './log/log';
 import { checkOrgQuota, contentOf, heldKbOf, kbOf, type EngineCore } from './methods/core';
 import * as contents from './methods/contents';
 import * as kbs from './methods/knowledge-bases';
 import * as reembedding from './methods/reembed';
+import * as search from './methods/search';
 import { openNode, type Node } from './node/open';
 import { assembleParts, type EngineParts } from './parts';
 import { commitRecord } from './node/commit';
 import type { KnowledgeBaseConfig, KnowledgeBaseRecord, LogRecord } from './records';
-import { searchFullText } from './search/full-text';
-import { needsQueryVector, searchHybrid, type HybridHit, type HybridOptions } from './search/hybrid';
-import { queryVector } from './search/query-vector';
-import { decorate, rankRefined, type Highlighted } from './search/refine';
-import { searchSemantic } from './search/semantic';
+import type { HybridOptions } from './search/hybrid';
 import type { ShardSet } from './shards';
 import type { LiveState } from './state/live-state';
 import { collectMetrics, countState, reembedSummary, type EngineMetrics } from './state/metrics';
@@ -229,40 +219,10 @@ export class Engine {
   ingestionProgress = (orgId: string, kbId: string): IngestionProgress =>
     progressOf([heldKbOf(this.core, orgId, kbId)], this.ingestion.throughput.perSecond(kbId));
 
-  searchFullText(orgId: string, kbId: string, req: SearchRequest): Highlighted<ChunkHit>[] {
-    const kb = heldKbOf(this.core, orgId, kbId);
-    const terms = analyze(req.query);
-    return decorate(
-      kb,
-      rankRefined((depth) => searchFullText(kb, terms, depth, req.filter), req.limit, req, kb.chunkCount),
-      terms,
-      req,
-    );
-  }
-
-  /** Nearest chunks by cosine similarity. EMBEDDING_FAILED when the model fails. */
-  async searchSemantic(orgId: string, kbId: string, req: SearchRequest): Promise<Highlighted<ChunkHit>[]> {
-    const kb = heldKbOf(this.core, orgId, kbId);
-    const vector = await queryVector(this.compute, kb, req.query);
-    return decorate(
-      kb,
-      rankRefined((depth) => searchSemantic(kb, vector, depth, req.filter), req.limit, req, kb.chunkCount),
-      analyze(req.query),
-      req,
-    );
-  }
-
-  async searchHybrid(orgId: string, kbId: string, req: SearchRequest & HybridOptions): Promise<Highlighted<HybridHit>[]> {
-    const kb = heldKbOf(this.core, orgId, kbId);
-    const vector = needsQueryVector(req) ? await queryVector(this.compute, kb, req.query) : undefined;
-    const terms = analyze(req.query);
-    return decorate(
-      kb,
-      rankRefined((depth) => searchHybrid(kb, terms, vector, depth, req, req.filter), req.limit, req, kb.chunkCount),
-      terms,
-      req,
-    );
-  }
+  /** BM25 (the query's phrases and exclusions hold on every hit), cosine, and the blend: methods/search.ts. */
+  searchFullText = (orgId: string, kbId: string, req: SearchRequest) => search.fullText(this.core, orgId, kbId, req);
+  searchSemantic = (orgId: string, kbId: string, req: SearchRequest) => search.semantic(this.core, this.compute, orgId, kbId, req);
+  searchHybrid = (orgId: string, kbId: string, req: SearchRequest & HybridOptions) => search.hybrid(this.core, this.compute, orgId, kbId, req);
 
   // --- serving, and where requests go -----------------------------------------------------------
 

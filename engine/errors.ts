@@ -20,6 +20,8 @@ export interface EngineErrorDetails {
   EMBEDDING_FAILED: Record<string, never>;
   /** Cluster mode: the knowledge base's content is held by other nodes: `nodes`, the live ones holding it, in the order to try them. */
   SHARD_NOT_HELD: { kbId: string; shard: number; nodes: NodeEntry[] };
+  /** A search query whose syntax cannot mean anything (a phrase of stop words, exclusions only). */
+  INVALID_QUERY: { field: 'query' };
   /** The engine is closed, or its log failed and it takes no more writes. */
   ENGINE_CLOSED: Record<string, never>;
 }

@@ -85,6 +85,7 @@ export const API_CODE_OF_ENGINE: Record<EngineErrorCode, ErrorCode> = {
   // (the cluster's shard map changing under it) is worth retrying.
   SHARD_NOT_HELD: 'NOT_READY',
   ENGINE_CLOSED: 'NOT_READY',
+  INVALID_QUERY: 'VALIDATION_ERROR',
   UNSUPPORTED_FILE_TYPE: 'UNSUPPORTED_FILE_TYPE',
   EMPTY_FILE: 'EMPTY_FILE',
   NO_TEXT_EXTRACTED: 'NO_TEXT_EXTRACTED',
@@ -103,6 +104,7 @@ export function apiErrorOf(err: EngineError): ApiError {
   }
   if (err.code === 'RECORD_TOO_LARGE') return new ApiError(code, `Too large for the cluster's log: ${err.message}`);
   if (err.code === 'EMBEDDING_FAILED') return new ApiError(code, `The embedding model failed: ${err.message}`);
+  if (isEngineError(err, 'INVALID_QUERY')) return new ApiError(code, `Invalid query: ${err.message}`, [{ path: '/query', message: err.message }]);
   if (code === 'NOT_READY') return new ApiError(code, `${err.message}; retry shortly`, undefined, { 'retry-after': '1' });
   if (code === 'INTERNAL') return new ApiError(code, 'Internal server error');
   return new ApiError(code, err.message);

@@ -5,6 +5,7 @@
 // is never short merely because the first candidates were dropped.
 import type { ChunkHit, KnowledgeBase } from '../kb/knowledge-base';
 import { highlightsOf, snippetOf, type Highlight, type Snippet } from './highlight';
+import { constrains, satisfies, type ParsedQuery } from './query-syntax';
 
 /** A neighbouring chunk of the same content item. */
 export interface ContextChunk {
@@ -24,16 +25,24 @@ export interface Refinements {
   highlight?: boolean;
   /** Add up to `before` and `after` neighbouring chunks of the same item (in the item's order) to each hit. */
   context?: { before: number; after: number };
+  /** A condition on the chunk's text (the query's phrases and exclusions: query-syntax.ts). */
+  matches?: (text: string) => boolean;
+}
+
+/** The refinements with the query's phrases and exclusions as a condition on each hit's text. */
+export function withSyntax(refinements: Refinements, q: ParsedQuery): Refinements {
+  return constrains(q) ? { ...refinements, matches: (text) => satisfies(q, text) } : refinements;
 }
 
 /** Hits in rank order that the refinements keep, at most `limit`. */
-export function refine<H extends Pick<ChunkHit, 'score' | 'contentId'>>(ranked: readonly H[], refinements: Refinements, limit: number): H[] {
-  const { minScore, maxChunksPerContent } = refinements;
+export function refine<H extends Pick<ChunkHit, 'score' | 'contentId' | 'text'>>(ranked: readonly H[], refinements: Refinements, limit: number): H[] {
+  const { minScore, maxChunksPerContent, matches } = refinements;
   const perContent = new Map<string, number>();
   const out: H[] = [];
   for (const hit of ranked) {
     if (out.length >= limit) break;
     if (minScore !== undefined && !(hit.score >= minScore)) continue;
+    if (matches && !matches(hit.text)) continue;
     if (maxChunksPerContent !== undefined) {
       const seen = perContent.get(hit.contentId) ?? 0;
       if (seen >= maxChunksPerContent) continue;
@@ -48,7 +57,7 @@ export function refine<H extends Pick<ChunkHit, 'score' | 'contentId'>>(ranked: 
  * Run a ranking (`rank(depth)`: the `depth` best hits, best first) deep enough that `limit` hits
  * survive the refinements, or until it is exhausted: the depth grows fourfold up to `maxDepth`.
  */
-export function rankRefined<H extends Pick<ChunkHit, 'score' | 'contentId'>>(
+export function rankRefined<H extends Pick<ChunkHit, 'score' | 'contentId' | 'text'>>(
   rank: (depth: number) => H[],
   limit: number,
   refinements: Refinements,

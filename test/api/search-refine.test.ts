@@ -169,6 +169,52 @@ describe('context', () => {
   }
 });
 
+describe('query syntax (full-text and hybrid)', () => {
+  let phraseKb: string;
+  const ids: Record<string, string> = {};
+  beforeAll(async () => {
+    phraseKb = await createKb(server, 'Syntax');
+    for (const [name, text] of Object.entries({
+      exact: 'You get your money back within ten days.',
+      apart: 'Money is sent back to the bank; the money arrives in days.',
+      voucher: 'Instead of money back we offer a voucher for the shop.',
+      gift: 'A gift card cannot be exchanged for money.',
+    })) {
+      ids[name] = await addContent(server, phraseKb, text);
+    }
+  });
+  const ask = async (mode: 'full-text' | 'hybrid', query: string) => {
+    const res = await server.api('POST', `${API}/knowledge-bases/${phraseKb}/search/${mode}`, mode === 'hybrid' ? { query, semanticWeight: 0.3 } : { query });
+    expect(res.status).toBe(200);
+    expectSearchAnswer(res.body, mode);
+    return (res.body.data as { contentId: string }[]).map((h) => h.contentId);
+  };
+
+  for (const mode of ['full-text', 'hybrid'] as const) {
+    test(`${mode}: "…" requires the phrase, -word and -"…" leave chunks out`, async () => {
+      expect((await ask(mode, 'money back')).length).toBeGreaterThan(2);
+      expect((await ask(mode, '"money back"')).sort()).toEqual([ids.exact!, ids.voucher!].sort());
+      expect(await ask(mode, '"money back" -voucher')).toEqual([ids.exact!]);
+      const noGift = await ask(mode, 'money -"gift card"');
+      expect(noGift).not.toContain(ids.gift);
+      expect(noGift.length).toBeGreaterThan(1);
+    });
+
+    test(`${mode}: exclusions only, a phrase of stop words or an excluded stop word → 400 naming the query`, async () => {
+      for (const query of ['-money', '-"gift card" -voucher', '"to be or not"', 'money -the']) {
+        const res = await server.api('POST', `${API}/knowledge-bases/${phraseKb}/search/${mode}`, { query });
+        expectValidation(res, 'query');
+        expect(res.body.error.message).toStartWith('Invalid query: ');
+      }
+    });
+  }
+
+  test('semantic search reads the query as written: no syntax, no 400', async () => {
+    const res = await server.api('POST', `${API}/knowledge-bases/${phraseKb}/search/semantic`, { query: '-money' });
+    expect(res.status).toBe(200);
+  });
+});
+
 describe('validation', () => {
   const bad: [string, Record<string, unknown>, string][] = [
     ['minScore as a string', { query: 'refund', minScore: 'high' }, 'minScore'],

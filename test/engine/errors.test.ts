@@ -127,6 +127,21 @@ describe('typed outcomes of the engine', () => {
     expect(engine.searchFullText('org_model', kb.id, { query: 'hello', limit: 5 })).toEqual([]);
   });
 
+  test('INVALID_QUERY: exclusions only, or a phrase of stop words, in full-text and hybrid', async () => {
+    const kb = await newKb('org_query', NO_EMBEDDING);
+    for (const query of ['-refund', '-"gift card"', '"the of"', 'refund -the']) {
+      expect(await codeOf(() => engine.searchFullText('org_query', kb.id, { query, limit: 5 }))).toMatchObject({
+        code: 'INVALID_QUERY',
+        details: { field: 'query' },
+      });
+      expect((await codeOf(() => engine.searchHybrid('org_query', kb.id, { query, limit: 5, semanticWeight: 0, fusion: 'weighted' }))).code).toBe(
+        'INVALID_QUERY',
+      );
+    }
+    // Words only, even stop words only: no syntax to refuse (nothing matches).
+    expect(engine.searchFullText('org_query', kb.id, { query: 'the of', limit: 5 })).toEqual([]);
+  });
+
   test('ENGINE_CLOSED: a write after close is refused, not lost silently', async () => {
     const closing = await open();
     const kb = await closing.createKnowledgeBase(ORG, { name: 'kb', description: '', type: 'TEXT_HIGH_QUALITY', config: textKbConfig(NO_EMBEDDING) });
@@ -150,6 +165,7 @@ describe("the server's one table of engine codes", () => {
       EMBEDDING_FAILED: 502,
       SHARD_NOT_HELD: 503,
       ENGINE_CLOSED: 503,
+      INVALID_QUERY: 400,
       UNSUPPORTED_FILE_TYPE: 400,
       EMPTY_FILE: 400,
       NO_TEXT_EXTRACTED: 400,

@@ -3,14 +3,14 @@ import { expect, test } from 'bun:test';
 import { highlightsOf, rankRefined, refine, snippetOf } from '../../engine';
 
 const ranked = [
-  { contentId: 'a', score: 9 },
-  { contentId: 'a', score: 8 },
-  { contentId: 'a', score: 7 },
-  { contentId: 'b', score: 6 },
-  { contentId: 'a', score: 5 },
-  { contentId: 'c', score: 4 },
-  { contentId: 'b', score: 3 },
-  { contentId: 'd', score: 2 },
+  { contentId: 'a', score: 9, text: '' },
+  { contentId: 'a', score: 8, text: '' },
+  { contentId: 'a', score: 7, text: '' },
+  { contentId: 'b', score: 6, text: '' },
+  { contentId: 'a', score: 5, text: '' },
+  { contentId: 'c', score: 4, text: '' },
+  { contentId: 'b', score: 3, text: '' },
+  { contentId: 'd', score: 2, text: '' },
 ];
 
 test('refine keeps rank order: at most n per content item, none below the minimum, at most limit', () => {
