@@ -28,6 +28,7 @@ export {
 } from './records';
 export type { ReembedProgress, ReembedStart } from './methods/reembed';
 export type { Metadata, MetadataFilter, MetadataValue } from './filter/metadata';
+export { compileFilter, FilterError } from './filter/expression';
 export { newId, isIdOf } from './ids';
 
 // Embedding models and file extraction.

@@ -1,12 +1,10 @@
-// Metadata filters: `{ key: value }` pairs that must all match. A scalar matches an equal value or
-// an array value containing it; an array in the filter matches any of its values.
+// Metadata filters (expression.ts: pairs, operators, $and / $or) over an index of the items'
+// metadata: documents per (key, value), and per key its values in order for ranges.
+import { compileFilter, evaluate, inRange, nodeMatches, union, type Bound, type FilterSource, type MetadataFilter, type Scalar } from './expression';
 
+export type { MetadataFilter } from './expression';
 export type MetadataValue = string | number | boolean | string[];
 export type Metadata = Record<string, MetadataValue>;
-export type FilterValue = string | number | boolean | (string | number | boolean)[];
-export type MetadataFilter = Record<string, FilterValue>;
-
-type Scalar = string | number | boolean;
 
 function scalarKey(v: Scalar): string {
   return typeof v === 'string' ? `s:${v}` : typeof v === 'number' ? `n:${v}` : `b:${v}`;
@@ -14,16 +12,10 @@ function scalarKey(v: Scalar): string {
 
 /** The pure rule, used to check single records and as the reference for the index below. */
 export function matchesFilter(metadata: Metadata, filter: MetadataFilter): boolean {
-  for (const [key, wanted] of Object.entries(filter)) {
-    if (!Object.hasOwn(metadata, key)) return false;
-    const have = metadata[key]!;
-    const haveValues: Scalar[] = Array.isArray(have) ? have : [have];
-    const wantedValues: Scalar[] = Array.isArray(wanted) ? wanted : [wanted];
-    const haveKeys = new Set(haveValues.map(scalarKey));
-    if (!wantedValues.some((w) => haveKeys.has(scalarKey(w)))) return false;
-  }
-  return true;
+  return nodeMatches(compileFilter(filter), metadata);
 }
+
+const valueOfKey = (k: string): Scalar => (k.startsWith('n:') ? Number(k.slice(2)) : k.startsWith('b:') ? k === 'b:true' : k.slice(2));
 
 /**
  * An inverted index from (key, value) to documents, so a filter becomes a per-document mask in
@@ -31,12 +23,16 @@ export function matchesFilter(metadata: Metadata, filter: MetadataFilter): boole
  */
 export class MetadataIndex {
   private readonly postings = new Map<string, Map<string, Set<number>>>();
+  /** Per key, its number and string values in order (for ranges), made when first asked and dropped when a value comes or goes. */
+  private readonly ordered = new Map<string, { value: number | string; key: string }[]>();
 
   private entries(metadata: Metadata): [string, string][] {
     const out: [string, string][] = [];
     for (const [key, value] of Object.entries(metadata)) {
       const values: Scalar[] = Array.isArray(value) ? value : [value];
       for (const v of values) out.push([key, scalarKey(v)]);
+      // An empty array: the key is there ($exists) with no value to match.
+      if (values.length === 0) out.push([key, 'e:']);
     }
     return out;
   }
@@ -46,7 +42,10 @@ export class MetadataIndex {
       let byValue = this.postings.get(key);
       if (!byValue) this.postings.set(key, (byValue = new Map()));
       let docs = byValue.get(value);
-      if (!docs) byValue.set(value, (docs = new Set()));
+      if (!docs) {
+        byValue.set(value, (docs = new Set()));
+        this.ordered.delete(key);
+      }
       docs.add(doc);
     }
   }
@@ -57,34 +56,52 @@ export class MetadataIndex {
       const docs = byValue?.get(value);
       if (!docs) continue;
       docs.delete(doc);
-      if (docs.size === 0) byValue!.delete(value);
+      if (docs.size === 0) {
+        byValue!.delete(value);
+        this.ordered.delete(key);
+      }
       if (byValue!.size === 0) this.postings.delete(key);
     }
   }
 
-  /** Documents matching every pair of the filter, as a sorted array. */
-  matching(filter: MetadataFilter): number[] {
-    let result: Set<number> | undefined;
-    // Evaluate the most selective key first so intersections stay small.
-    const clauses = Object.entries(filter).map(([key, wanted]) => {
-      const byValue = this.postings.get(key);
-      const union = new Set<number>();
-      for (const w of Array.isArray(wanted) ? wanted : [wanted]) {
-        for (const d of byValue?.get(scalarKey(w)) ?? []) union.add(d);
-      }
-      return union;
-    });
-    clauses.sort((a, b) => a.size - b.size);
-    for (const clause of clauses) {
-      if (result === undefined) {
-        result = clause;
-      } else {
-        const next = new Set<number>();
-        for (const d of result) if (clause.has(d)) next.add(d);
-        result = next;
-      }
-      if (result.size === 0) break;
+  /** Documents matching the filter, ascending; `allDocs`: every live document (negations are taken against it). */
+  matching(filter: MetadataFilter, allDocs: () => number[]): number[] {
+    const source: FilterSource = {
+      docsWith: (key, value) => sorted(this.postings.get(key)?.get(scalarKey(value))),
+      docsWithKey: (key) => union([...(this.postings.get(key)?.values() ?? [])].map(sorted)),
+      docsInRange: (key, lower, upper) => this.inRange(key, lower, upper),
+      allDocs,
+    };
+    return evaluate(compileFilter(filter), source);
+  }
+
+  /** Documents whose value of `key` lies in the range: a binary search over the key's ordered values, then their documents. */
+  private inRange(key: string, lower: Bound | undefined, upper: Bound | undefined): number[] {
+    const byValue = this.postings.get(key);
+    if (!byValue) return [];
+    let ordered = this.ordered.get(key);
+    if (!ordered) {
+      ordered = [...byValue.keys()]
+        .filter((k) => k.startsWith('n:') || k.startsWith('s:'))
+        .map((k) => ({ value: valueOfKey(k) as number | string, key: k }))
+        .sort((x, y) => (typeof x.value !== typeof y.value ? (typeof x.value === 'number' ? -1 : 1) : x.value < y.value ? -1 : x.value > y.value ? 1 : 0));
+      this.ordered.set(key, ordered);
     }
-    return result ? [...result].sort((a, b) => a - b) : [];
+    // The first value of the bounds' type at or past the lower bound, then on while in range.
+    const type = typeof (lower ?? upper)!.value;
+    let lo = 0;
+    let hi = ordered.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const v = ordered[mid]!.value;
+      const before = typeof v !== type ? type === 'string' : lower !== undefined && (v < lower.value || (!lower.inclusive && v === lower.value));
+      if (before) lo = mid + 1;
+      else hi = mid;
+    }
+    const lists: number[][] = [];
+    for (let i = lo; i < ordered.length && inRange(ordered[i]!.value, lower, upper); i++) lists.push(sorted(byValue.get(ordered[i]!.key)));
+    return lists.length === 0 ? [] : union(lists);
   }
 }
+
+const sorted = (docs: Set<number> | undefined): number[] => (docs ? [...docs].sort((a, b) => a - b) : []);

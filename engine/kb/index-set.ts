@@ -167,10 +167,17 @@ export class IndexSet {
 
   allowedSet(filter: MetadataFilter | undefined): AllowedDocs | undefined {
     if (!filter || Object.keys(filter).length === 0) return undefined;
-    const docs = this.metadataIndex.matching(filter);
+    const docs = this.metadataIndex.matching(filter, () => this.liveDocs());
     const mask = new Uint8Array(this.chunks.length);
     for (const d of docs) mask[d] = 1;
     return { mask, docs };
+  }
+
+  /** Document numbers of the chunks answering now, ascending (what a negated filter is taken against). */
+  private liveDocs(): number[] {
+    const out: number[] = [];
+    for (let d = 0; d < this.chunks.length; d++) if (this.chunks[d]) out.push(d);
+    return out;
   }
 
   fullTextTop(terms: readonly string[], k: number, allowed?: AllowedDocs): Scored[] {

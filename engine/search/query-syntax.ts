@@ -31,8 +31,8 @@ function parts(query: string): Part[] {
     while (i < query.length && /\s/.test(query[i]!)) i++;
     if (i >= query.length) break;
     let negated = false;
-    // A minus before a letter or a quote; before a digit it is a number (-2, -3.5) or a range.
-    if (query[i] === '-' && i + 1 < query.length && !/[\s\d.,]/.test(query[i + 1]!)) {
+    // A minus before a letter or a quote; before a digit it is a number (-2, -3.5), before other signs punctuation.
+    if (query[i] === '-' && i + 1 < query.length && /[\p{L}"]/u.test(query[i + 1]!)) {
       negated = true;
       i++;
     }

@@ -3,7 +3,7 @@
 import { Type, type SchemaOptions, type TLiteral, type TUnion } from '@sinclair/typebox';
 import { t } from 'elysia';
 import { invalid } from '../errors';
-import type { Metadata, MetadataFilter } from '../../engine';
+import { compileFilter, FilterError, type Metadata, type MetadataFilter } from '../../engine';
 
 export const MAX_METADATA_KEYS = 64;
 export const MAX_METADATA_KEY_LENGTH = 64;
@@ -45,10 +45,16 @@ export const FilterValueSchema = t.Union([
   t.Array(t.Union([t.String(), Type.Number(), t.Boolean()]), { minItems: 1, maxItems: MAX_FILTER_VALUES }),
 ]);
 
-export const MetadataFilterSchema = t.Record(t.String(), FilterValueSchema, {
+// Operators and $and / $or nest, so the schema only says "an object": checkFilter compiles it
+// (engine/filter/expression.ts) and answers 400 with the path of whatever means nothing.
+export const MetadataFilterSchema = t.Record(t.String(), t.Any(), {
   maxProperties: MAX_METADATA_KEYS,
-  description: 'All pairs must match. A scalar matches an equal value or an array containing it; an array matches any of its values.',
-  examples: [{ team: 'support', tags: ['faq', 'howto'] }],
+  description:
+    'All conditions must hold. { key: value } matches an equal value or an array containing it; { key: [a, b] } any of them; { key: { "$gte": 2020, "$lt": 2025 } } an operator object: $eq, $ne, $gt, $gte, $lt, $lte (numbers with numbers, strings with strings: ISO dates order as text), $in, $nin, $exists ($ne and $nin also match items without the key); { "$and": [filters] } and { "$or": [filters] } combine filters.',
+  examples: [
+    { team: 'support', tags: ['faq', 'howto'] },
+    { year: { $gte: 2024 }, $or: [{ team: 'billing' }, { tags: { $in: ['faq'] } }] },
+  ],
 });
 
 // C0 control characters other than tab, line feed, vertical tab, form feed and carriage return:
@@ -85,7 +91,28 @@ export function checkMetadata(metadata: Metadata | undefined, path = '/metadata'
 }
 
 export function checkFilter(filter: MetadataFilter | undefined, path = '/metadataFilter'): void {
-  if (filter) checkKeys(filter, path);
+  if (filter === undefined) return;
+  try {
+    compileFilter(filter, path);
+  } catch (err) {
+    if (err instanceof FilterError) throw invalid(err.path, err.message);
+    throw err;
+  }
+  // Keys as metadata keys are (operators aside), and lists no longer than a filter takes.
+  const walk = (value: unknown, at: string): void => {
+    if (Array.isArray(value)) {
+      if (value.length > MAX_FILTER_VALUES) throw invalid(at, `at most ${MAX_FILTER_VALUES} values`);
+      value.forEach((v, i) => walk(v, `${at}/${i}`));
+    } else if (typeof value === 'object' && value !== null) {
+      for (const [key, v] of Object.entries(value)) {
+        if (!key.startsWith('$') && (key.length < 1 || key.length > MAX_METADATA_KEY_LENGTH)) {
+          throw invalid(`${at}/${key}`, `metadata keys must be 1–${MAX_METADATA_KEY_LENGTH} characters`);
+        }
+        walk(v, `${at}/${key}`);
+      }
+    }
+  };
+  walk(filter, path);
 }
 
 /** Trim and require 1..max characters. */

@@ -215,6 +215,64 @@ describe('query syntax (full-text and hybrid)', () => {
   });
 });
 
+describe('metadataFilter operators and compounds', () => {
+  let filterKb: string;
+  const byYear: Record<number, string> = {};
+  beforeAll(async () => {
+    filterKb = await createKb(server, 'Filters');
+    for (const [year, team, tags, date] of [
+      [2019, 'billing', ['faq'], '2019-05-01'],
+      [2021, 'support', ['howto', 'faq'], '2021-01-15'],
+      [2023, 'billing', [], '2023-12-31'],
+      [2025, 'legal', ['policy'], '2025-07-04'],
+    ] as const) {
+      byYear[year] = await addContent(server, filterKb, `Refund rules written in ${year} by the ${team} team.`, { year, team, tags: [...tags], date });
+    }
+    await addContent(server, filterKb, 'Refund rules without any metadata at all.');
+  });
+  const years = async (mode: Mode, metadataFilter: unknown) => {
+    const res = await server.api('POST', `${API}/knowledge-bases/${filterKb}/search/${mode}`, { query: 'refund rules', limit: 100, metadataFilter });
+    expect({ status: res.status, body: res.body }).toMatchObject({ status: 200 });
+    const ids = new Set((res.body.data as { contentId: string }[]).map((h) => h.contentId));
+    return Object.entries(byYear)
+      .filter(([, id]) => ids.has(id))
+      .map(([y]) => Number(y));
+  };
+  for (const mode of MODES) {
+    test(`${mode}: ranges, sets, negations, existence, $and / $or — inside the leg, before ranking`, async () => {
+      expect(await years(mode, { year: { $gte: 2021, $lt: 2025 } })).toEqual([2021, 2023]);
+      expect(await years(mode, { date: { $gt: '2021-01-15' } })).toEqual([2023, 2025]);
+      expect(await years(mode, { team: { $in: ['legal', 'support'] } })).toEqual([2021, 2025]);
+      expect(await years(mode, { team: { $nin: ['billing'] }, year: { $exists: true } })).toEqual([2021, 2025]);
+      expect(await years(mode, { team: { $ne: 'billing' }, tags: 'faq' })).toEqual([2021]);
+      expect(await years(mode, { tags: { $exists: true }, year: { $lte: 2023 } })).toEqual([2019, 2021, 2023]);
+      expect(await years(mode, { $or: [{ year: { $lt: 2020 } }, { team: 'legal' }] })).toEqual([2019, 2025]);
+      expect(await years(mode, { $and: [{ team: 'billing' }, { $or: [{ tags: 'faq' }, { year: 2023 }] }] })).toEqual([2019, 2023]);
+      // The item without metadata: matched by negations only.
+      const res = await server.api('POST', `${API}/knowledge-bases/${filterKb}/search/${mode}`, {
+        query: 'refund rules',
+        limit: 100,
+        metadataFilter: { year: { $exists: false } },
+      });
+      expect(res.body.data.map((h: { contentChunk: string }) => h.contentChunk)).toEqual(['Refund rules without any metadata at all.']);
+    });
+  }
+
+  test('operators that mean nothing → 400 with the path of the problem; nothing is searched', async () => {
+    for (const [filter, path] of [
+      [{ year: { $after: 2020 } }, '/metadataFilter/year/$after'],
+      [{ year: { $gt: [2020] } }, '/metadataFilter/year/$gt'],
+      [{ $or: [{ team: 'a' }, { team: { $in: [] } }] }, '/metadataFilter/$or/1/team/$in'],
+      [{ $not: { team: 'a' } }, '/metadataFilter/$not'],
+      [{ year: { $gt: 1, $lt: 'z' } }, '/metadataFilter/year'],
+    ] as const) {
+      const res = await server.api('POST', `${API}/knowledge-bases/${filterKb}/search/full-text`, { query: 'refund', metadataFilter: filter });
+      expectValidation(res, 'metadataFilter');
+      expect(res.body.error.details[0].path).toBe(path);
+    }
+  });
+});
+
 describe('validation', () => {
   const bad: [string, Record<string, unknown>, string][] = [
     ['minScore as a string', { query: 'refund', minScore: 'high' }, 'minScore'],

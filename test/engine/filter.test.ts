@@ -1,4 +1,6 @@
 import { expect, test } from 'bun:test';
+import fc from 'fast-check';
+import { compileFilter, type FilterError } from '../../engine/filter/expression';
 import { matchesFilter, MetadataIndex, type Metadata, type MetadataFilter } from '../../engine/filter/metadata';
 
 test('filter rules', () => {
@@ -35,6 +37,99 @@ test('MetadataIndex agrees with matchesFilter', () => {
   ];
   for (const f of filters) {
     const expected = docs.map((_m, d) => d).filter((d) => d % 4 !== 0 && matchesFilter(docs[d]!, f));
-    expect(index.matching(f)).toEqual(expected);
+    expect(index.matching(f, () => docs.map((_m, d) => d).filter((d) => d % 4 !== 0))).toEqual(expected);
   }
+});
+
+test('operators and compounds: the rule on one item', () => {
+  const m: Metadata = { team: 'a', tags: ['x', 'y'], year: 2024, date: '2026-03-01', draft: false };
+  expect(matchesFilter(m, { year: { $gte: 2024 } })).toBe(true);
+  expect(matchesFilter(m, { year: { $gt: 2024 } })).toBe(false);
+  expect(matchesFilter(m, { year: { $gt: 2020, $lt: 2025 } })).toBe(true);
+  expect(matchesFilter(m, { year: { $lte: '2030' } })).toBe(false); // a string bound never meets a number
+  expect(matchesFilter(m, { date: { $gte: '2026-01-01', $lt: '2026-04-01' } })).toBe(true);
+  expect(matchesFilter(m, { tags: { $gt: 'x' } })).toBe(true); // one of the array's strings
+  expect(matchesFilter(m, { team: { $ne: 'b' } })).toBe(true);
+  expect(matchesFilter(m, { missing: { $ne: 'b' } })).toBe(true); // as MongoDB: no key is not equal
+  expect(matchesFilter(m, { tags: { $nin: ['y'] } })).toBe(false);
+  expect(matchesFilter(m, { team: { $in: ['b', 'a'] } })).toBe(true);
+  expect(matchesFilter(m, { draft: { $exists: true }, missing: { $exists: false } })).toBe(true);
+  expect(matchesFilter(m, { $or: [{ team: 'b' }, { year: { $lt: 2025 } }] })).toBe(true);
+  expect(matchesFilter(m, { $and: [{ team: 'a' }, { $or: [{ draft: true }, { tags: 'z' }] }] })).toBe(false);
+});
+
+test('filters that mean nothing are refused with the path of the problem', () => {
+  const problem = (f: unknown) => {
+    try {
+      compileFilter(f, '/metadataFilter');
+    } catch (err) {
+      return { path: (err as FilterError).path, message: (err as FilterError).message };
+    }
+    return undefined;
+  };
+  expect(problem({ year: { $after: 2020 } })).toEqual({
+    path: '/metadataFilter/year/$after',
+    message: 'unknown operator $after: one of $eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $exists',
+  });
+  expect(problem({ year: { $gt: [1] } })?.message).toBe('$gt compares with a number or a string; got an array');
+  expect(problem({ year: { $gt: 1, $lt: 'z' } })?.path).toBe('/metadataFilter/year');
+  expect(problem({ $or: {} })?.message).toBe('$or takes a non-empty array of filters');
+  expect(problem({ $or: [{ a: 1 }, { b: { $in: [] } }] })?.path).toBe('/metadataFilter/$or/1/b/$in');
+  expect(problem({ $not: { a: 1 } })?.path).toBe('/metadataFilter/$not');
+  expect(problem({ a: { $exists: 'yes' } })?.message).toBe('$exists takes true or false');
+  expect(problem({ a: null })?.path).toBe('/metadataFilter/a');
+  let deep: unknown = { a: 1 };
+  for (let i = 0; i < 10; i++) deep = { $and: [deep] };
+  expect(problem(deep)?.message).toContain('nest at most');
+});
+
+test('the index equals the rule for random filters of every kind (fast-check), with deletes', () => {
+  const keys = ['team', 'tags', 'n', 'flag', 'date'];
+  const metadata = fc.record(
+    {
+      team: fc.constantFrom('t0', 't1', 't2'),
+      tags: fc.array(fc.constantFrom('g0', 'g1', 'g2', 'g3'), { maxLength: 3 }),
+      n: fc.integer({ min: 0, max: 9 }),
+      flag: fc.boolean(),
+      date: fc.constantFrom('2024-01-01', '2025-06-30', '2026-11-26'),
+    },
+    { requiredKeys: [] },
+  );
+  const scalar = fc.oneof(fc.constantFrom('t0', 't1', 'g1', 'g2', '2025-01-01', '2026-01-01'), fc.integer({ min: -1, max: 10 }), fc.boolean());
+  const bound = fc.oneof(fc.integer({ min: -1, max: 10 }), fc.constantFrom('2025-01-01', '2026-01-01', 'g1', 't1'));
+  const condition = fc.oneof(
+    scalar,
+    fc.array(scalar, { minLength: 1, maxLength: 3 }),
+    fc.record({ $ne: scalar }),
+    fc.record({ $in: fc.array(scalar, { minLength: 1, maxLength: 3 }) }),
+    fc.record({ $nin: fc.array(scalar, { minLength: 1, maxLength: 3 }) }),
+    fc.record({ $exists: fc.boolean() }),
+    fc.record({ $gt: bound }),
+    fc.record({ $gte: fc.integer({ min: 0, max: 9 }), $lt: fc.integer({ min: 0, max: 9 }) }),
+    fc.record({ $lte: bound }),
+  );
+  const leaf = fc.dictionary(fc.constantFrom(...keys), condition, { minKeys: 1, maxKeys: 2 });
+  const filter = fc.letrec((tie) => ({
+    f: fc.oneof(
+      { depthSize: 'small' },
+      leaf,
+      fc.record({ $or: fc.array(tie('f'), { minLength: 1, maxLength: 3 }) }),
+      fc.record({ $and: fc.array(tie('f'), { minLength: 1, maxLength: 3 }) }),
+    ),
+  })).f as fc.Arbitrary<MetadataFilter>;
+  fc.assert(
+    fc.property(
+      fc.array(metadata, { minLength: 1, maxLength: 60 }),
+      fc.array(filter, { minLength: 1, maxLength: 5 }),
+      fc.integer({ min: 2, max: 5 }),
+      (docs, filters, every) => {
+        const index = new MetadataIndex();
+        docs.forEach((m, d) => index.add(d, m as Metadata));
+        docs.forEach((m, d) => d % every === 0 && index.remove(d, m as Metadata));
+        const live = docs.map((_m, d) => d).filter((d) => d % every !== 0);
+        for (const f of filters) expect(index.matching(f, () => live)).toEqual(live.filter((d) => matchesFilter(docs[d] as Metadata, f)));
+      },
+    ),
+    { numRuns: 300 },
+  );
 });

@@ -10,6 +10,7 @@ test('words, "phrases" and -exclusions are told apart; the phrases rank too; the
   expect(q.semanticText).toBe('refund money back e-mail');
   // A lone hyphen, an unterminated quote: words and a phrase to the end.
   expect(parseQuery('a - b').terms).toEqual(['b']);
+  expect(parseQuery('?!... --- -2 -- b').excluded).toEqual([]);
   expect(parseQuery('"money back').phrases).toEqual([['monei', 'back']]);
   // A one-word phrase is a word.
   expect(parseQuery('"refund"')).toMatchObject({ terms: ['refund'], phrases: [] });
