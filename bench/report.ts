@@ -425,6 +425,13 @@ export function renderHtml(r: Combined): string {
   const modes = ['full-text', 'semantic', 'hybrid', 'exact brute force'];
   const sizes: any[] = r.engine?.sizes ?? [];
 
+  /** What the engine benchmark ran on, as it ran (a quick run samples; without SciFact the text is generated). */
+  function corpusWords(corpus: { source?: string; documents?: number; queries?: number } | undefined): string {
+    if (!corpus) return 'its queries';
+    const counts = `${fmtInt(corpus.documents)} documents, ${fmtInt(corpus.queries)} queries`;
+    return corpus.source === 'generated' ? `generated text (${counts}; SciFact was not found)` : `SciFact train (${counts})`;
+  }
+
   // 1. Latency against corpus size.
   if (sizes.length || r.fulltext?.sizes) {
     const series: Series[] = [];
@@ -438,7 +445,7 @@ export function renderHtml(r: Combined): string {
       { name: 'fulltext.ts p99', points: ft.map((p) => [p.chunks, p.latency?.p99]), dashed: true, color: 1 },
     ];
     sections.push(`<h2 id="latency">Engine latency against corpus size</h2>
-      <p>In process, no HTTP: each mode through <code>KnowledgeBase</code> with hits materialized, top 10, SciFact train queries; vectors from the hashed 384-d embedder (the query vector is precomputed, so semantic times are the engine's, not a model's). Semantic search goes through HNSW from ${fmtInt(5000)} vectors on (exact below), re-scored exactly. Solid: p50, dashed: p99.</p>
+      <p>In process, no HTTP: each mode through <code>KnowledgeBase</code> with hits materialized, top 10, ${corpusWords(r.engine?.corpus)}; vectors from the hashed 384-d embedder (the query vector is precomputed, so semantic times are the engine's, not a model's). Semantic search goes through HNSW from ${fmtInt(5000)} vectors on (exact below), re-scored exactly. Solid: p50, dashed: p99.</p>
       ${lineChart({ title: 'Latency by mode (engine)', series, xLabel: 'chunks (log)', yLabel: 'ms (log)', xLog: true, yLog: true })}
       ${lineChart({ title: 'Full-text latency, both engine benchmarks', series: ftSeries, xLabel: 'chunks (log)', yLabel: 'ms (log)', xLog: true, yLog: true })}
       ${table(
@@ -482,7 +489,11 @@ export function renderHtml(r: Combined): string {
     addPeer(`exact brute force, JS (${kcount(near.chunks)})`, near.latency?.['exact brute force']);
     addPeer(`engine hybrid (${kcount(near.chunks)})`, near.latency?.hybrid);
   }
-  if (peerLabels.length) {
+  if (!ftl && !pgBig) {
+    // Both peer benchmarks need SciFact's documents; without them only the engine's own points are left.
+    sections.push(`<h2 id="peers">Engine and peers</h2>
+      <p>No peer ran in this run: <code>bench/fulltext.ts</code> (Orama, MiniSearch) and <code>bench/peers-pglite.ts</code> (PostgreSQL, pgvector) compare on SciFact, which was not found (<code>../shared/eval/scifact-train</code>, or set <code>SCIFACT_DIR</code>). The engine's own latency is above.</p>`);
+  } else if (peerLabels.length) {
     sections.push(`<h2 id="peers">Engine and peers, same data, same run</h2>
       <p>Full-text peers (Orama, MiniSearch) from <code>bench/fulltext.ts</code>, in the same process on the same documents; PostgreSQL full-text search and pgvector through PGlite (WASM, one thread) from <code>bench/peers-pglite.ts</code>; exact brute force over a flat Float32Array from <code>bench/engine-modes.ts</code>. Log scale.</p>
       ${barChart({

@@ -130,6 +130,33 @@ describe('a folder from nothing to searchable', () => {
   });
 });
 
+describe('in a terminal', () => {
+  test("ingest draws its bars in place: uploads, then this run's items being indexed (not the whole knowledge base)", () => {
+    const kb = cli(['kb', 'create', 'Terminal']).stdout.trim();
+    // An item already there: the index bar must count only this run's two.
+    expect(cli(['ingest', 'docs/refunds.md', '--kb', kb]).code).toBe(0);
+    const dir = join(work, 'tty');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'one.md'), '# One\n\nThe first file of the terminal run.');
+    writeFileSync(join(dir, 'two.txt'), 'The second file of the terminal run.');
+    // util-linux script: the CLI's stdout and stderr are a pseudo-terminal.
+    const command = ['bun', join(ROOT, 'src', 'cli', 'main.ts'), 'ingest', 'tty', '--kb', kb].join(' ');
+    const run = Bun.spawnSync(['script', '-qfec', command, '/dev/null'], {
+      cwd: work,
+      env: { ...process.env, KB_URL: server.url, KB_ORG: ORG, KB_KEY: KEY, COLUMNS: '120' },
+      timeout: 60_000,
+    });
+    const out = run.stdout.toString();
+    expect(run.exitCode).toBe(0);
+    // Redrawn in place (cursor movement), not one line per update as on a pipe.
+    expect(out).toContain('\u001b[');
+    expect(out).toMatch(/upload \|[█░]+\| 2\/2 files/);
+    expect(out).toMatch(/index  \|[█░]+\| 2\/2 items/);
+    expect(out).not.toMatch(/index  \|[█░]+\| \d+\/3 items/);
+    expect(out).toContain('2 files: 2 uploaded, 0 skipped (already in the knowledge base), 0 not readable by the server, 0 failed to upload');
+  }, 60_000);
+});
+
 describe('failures', () => {
   test('files the server cannot read are left out before uploading and summed up by reason; a refused one fails the run (exit 1)', () => {
     const kb = cli(['kb', 'create', 'Mixed']).stdout.trim();
