@@ -217,7 +217,7 @@ export class Engine {
 
   /** Items by status, chunks waiting, pace over the last minute and time left. */
   ingestionProgress = (orgId: string, kbId: string): IngestionProgress =>
-    progressOf([heldKbOf(this.core, orgId, kbId)], this.ingestion.throughput.perSecond(kbId));
+    progressOf([heldKbOf(this.core, orgId, kbId)], this.ingestion.throughput.perSecond(kbId), (item) => this.ingestion.chunksDone.get(item) ?? 0);
 
   /** BM25 (the query's phrases and exclusions hold on every hit), cosine, and the blend: methods/search.ts. */
   searchFullText = (orgId: string, kbId: string, req: SearchRequest) => search.fullText(this.core, orgId, kbId, req);

@@ -12,8 +12,10 @@ import { workerUrl } from '../workers/entry-points';
 import { BACKGROUND_NICENESS } from '../workers/priority';
 import type { ProcessJob } from './process';
 
-/** Items longer than this many chunks are split across the document workers (split.ts). */
+/** Items longer than this many chunks are split into runs (split.ts): across the document workers, and reported as each run is done. */
 const SPLIT_CHUNKS = 32;
+/** The most chunks in one run of a split item: a 400-chunk PDF reports its progress seven times, not once at the end. */
+const RUN_CHUNKS = 64;
 
 export interface ComputeOptions {
   documentWorkers: number;
@@ -48,25 +50,31 @@ export class Compute {
     this.batch = { texts: options.batchSize ?? 16, chars: options.batchChars ?? 2048, tokens: options.batchTokens ?? 256 };
   }
 
-  process(items: ProcessJob[], embedding: EmbeddingSpec | undefined): Promise<ItemResult[]> {
+  /** `onChunks`: called as runs of a large item are done, with their chunk count (progress within the item). */
+  process(items: ProcessJob[], embedding: EmbeddingSpec | undefined, onChunks?: (chunks: number) => void): Promise<ItemResult[]> {
     const only = items.length === 1 ? items[0]! : undefined;
-    if (only && this.documents.size > 1 && only.text.length > SPLIT_CHUNKS * only.chunking.size) {
-      return this.processAcrossWorkers(only, embedding).then((result) => [result]);
+    if (only && only.text.length > SPLIT_CHUNKS * only.chunking.size) {
+      return this.processInRuns(only, embedding, onChunks).then((result) => [result]);
     }
     return this.documents.run<ItemResult[]>({ type: 'process', items, embedding, batch: this.batch });
   }
 
-  /** A large item: its spans found by one worker, then runs of them processed by all (split.ts). */
-  private async processAcrossWorkers(item: ProcessJob, embedding: EmbeddingSpec | undefined): Promise<ItemResult> {
+  /** A large item: its spans found by one worker, then runs of them processed by all (split.ts), each reported when done. */
+  private async processInRuns(item: ProcessJob, embedding: EmbeddingSpec | undefined, onChunks?: (chunks: number) => void): Promise<ItemResult> {
     let spans: ChunkSpan[];
     try {
       spans = await this.documents.run<ChunkSpan[]>({ type: 'chunk', text: item.text, chunking: item.chunking });
     } catch (err) {
       return { ok: false, error: `chunking failed: ${err instanceof Error ? err.message : String(err)}` };
     }
-    const runs = splitSpans(spans, this.documents.size);
+    const runs = splitSpans(spans, Math.max(this.documents.size, Math.ceil(spans.length / RUN_CHUNKS)));
     const parts = await Promise.all(
-      runs.map((run) => this.documents.run<ItemResult[]>({ type: 'process', items: [{ ...item, spans: run }], embedding, batch: this.batch })),
+      runs.map((run) =>
+        this.documents.run<ItemResult[]>({ type: 'process', items: [{ ...item, spans: run }], embedding, batch: this.batch }).then((result) => {
+          if (result[0]?.ok) onChunks?.(run.length);
+          return result;
+        }),
+      ),
     );
     return joinResults(parts.map((p) => p[0]!));
   }

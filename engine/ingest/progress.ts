@@ -75,14 +75,15 @@ function waiting(item: ContentItem): boolean {
   return item.status === 'pending' || item.status === 'processing';
 }
 
-export function progressOf(kbs: Iterable<KnowledgeBase>, chunksPerSecond: number): IngestionProgress {
+/** `done`: chunks already indexed of an item still processing (a large one, in runs). */
+export function progressOf(kbs: Iterable<KnowledgeBase>, chunksPerSecond: number, done: (item: ContentItem) => number = () => 0): IngestionProgress {
   const contents = { pending: 0, processing: 0, ready: 0, failed: 0 };
   let chunksWaiting = 0;
   for (const kb of kbs) {
     const { chunking } = kb.record.config;
     for (const item of kb.contents.values()) {
       contents[item.status]++;
-      if (waiting(item)) chunksWaiting += estimatedChunks(item.current.text.length, chunking);
+      if (waiting(item)) chunksWaiting += Math.max(0, estimatedChunks(item.current.text.length, chunking) - done(item));
     }
   }
   const etaSeconds = chunksWaiting === 0 ? 0 : chunksPerSecond > 0 ? Math.ceil(chunksWaiting / chunksPerSecond) : null;

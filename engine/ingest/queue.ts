@@ -107,6 +107,8 @@ export class IngestionQueue {
   private closed = false;
   /** Chunks indexed per second over the last minute, per knowledge base. */
   readonly throughput = new ThroughputMeter();
+  /** Items being indexed in runs (large ones): the chunks done so far. */
+  readonly chunksDone = new WeakMap<ContentItem, number>();
 
   constructor(private readonly options: IngestionQueueOptions) {
     this.running = options.held !== true;
@@ -200,10 +202,22 @@ export class IngestionQueue {
     });
     const { chunking, embedding } = set.config;
     const started = performance.now();
+    const paceKey = building ? buildKey(kb.id, set.config.id) : kb.id;
+    // A large item reports its runs as they are done: the pace moves, and its chunks leave the waiting count.
+    let reported = 0;
+    let lastReport = started;
+    const onChunks = (chunks: number) => {
+      const at = performance.now();
+      this.throughput.record({ kbId: paceKey, chunks, millis: at - lastReport });
+      lastReport = at;
+      reported += chunks;
+      for (const { item } of batch) this.chunksDone.set(item, reported);
+    };
     this.options.compute
       .process(
         versions.map((v) => ({ text: v.text, chunking, pages: v.pages })),
         embedding.dimensions > 0 ? toSpec(embedding) : undefined,
+        onChunks,
       )
       .catch((err: Error): ItemResult[] => batch.map(() => ({ ok: false, error: err.message })))
       .then((results) => {
@@ -215,8 +229,10 @@ export class IngestionQueue {
           millis: performance.now() - started,
           model: embedding.model,
         };
-        // A build's pace apart from the knowledge base's own writes (its progress has an ETA of its own).
-        this.throughput.record(building ? { ...done, kbId: buildKey(kb.id, set.config.id) } : done);
+        // A build's pace apart from the knowledge base's own writes (its progress has an ETA of its own);
+        // what the runs of a large item reported already is not counted twice.
+        for (const { item } of batch) this.chunksDone.delete(item);
+        this.throughput.record({ ...done, kbId: paceKey, chunks: Math.max(0, done.chunks - reported), millis: performance.now() - lastReport });
         this.options.onBatch?.(done);
         return Promise.all(
           results.map((r, i) => {

@@ -28,7 +28,8 @@ afterAll(() => {
 describe('splitting a large item across workers', () => {
   test('same chunks, terms and vectors as one worker, in order', async () => {
     expect(big.length).toBeGreaterThan(32 * chunking.size); // large enough to split
-    const [whole] = await one.process([{ text: big, chunking }], USE);
+    // The reference: the whole item in one worker request, unsplit.
+    const [whole] = await one.documents.run<ItemResult[]>({ type: 'process', items: [{ text: big, chunking }], embedding: USE, batch: one.batch });
     const requests: string[] = [];
     const run = two.documents.run.bind(two.documents);
     two.documents.run = ((req: { type: string; items?: unknown[] }) => {
@@ -36,13 +37,31 @@ describe('splitting a large item across workers', () => {
       return run(req as never);
     }) as typeof two.documents.run;
     const [split] = await two.process([{ text: big, chunking }], USE);
-    // Spans found once, then one run of them to each worker, at the same time.
-    expect(requests).toEqual(['chunk', 'process×1', 'process×1']);
+    // Spans found once, then runs of at most 64 chunks, at least one for each worker, sent at the same time.
+    if (!whole!.ok) throw new Error('processing failed');
+    const runs = Math.max(2, Math.ceil(whole!.chunks.length / 64));
+    expect(requests).toEqual(['chunk', ...Array.from({ length: runs }, () => 'process×1')]);
     if (!whole!.ok || !split!.ok) throw new Error('processing failed');
     expect(split!.chunks.map(({ start, end }) => ({ start, end }))).toEqual(chunkText(big, chunking));
     expect(split!.chunks).toEqual(whole!.chunks);
     expect(split!.vectors!.length).toBe(whole!.vectors!.length);
     split!.vectors!.forEach((v, i) => expect(Math.max(...v.map((x, k) => Math.abs(x - whole!.vectors![i]![k]!)))).toBeLessThan(1e-5));
+  }, 300_000);
+
+  test('a large item reports its runs as they are done (at most 64 chunks each), also on one worker', async () => {
+    const reports: number[] = [];
+    const huge = big.repeat(3);
+    // Chunked and analyzed only (no model): the runs are what is tested, not the embedding.
+    const [result] = await one.process([{ text: huge, chunking }], undefined, (chunks) => reports.push(chunks));
+    if (!result!.ok) throw new Error('processing failed');
+    expect(reports.length).toBe(Math.ceil(result!.chunks.length / 64));
+    expect(reports.every((n) => n <= 64)).toBe(true);
+    expect(reports.reduce((a, b) => a + b, 0)).toBe(result!.chunks.length);
+    expect(result!.chunks.map(({ start, end }) => ({ start, end }))).toEqual(chunkText(huge, chunking));
+    // A small item is one request and reports nothing on its way.
+    const small: number[] = [];
+    await one.process([{ text: 'A short note.', chunking }], undefined, (n) => small.push(n));
+    expect(small).toEqual([]);
   }, 120_000);
 
   test('runs are consecutive, near-equal and cover every span once', () => {
