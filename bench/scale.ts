@@ -58,6 +58,7 @@ const { values: args } = parseArgs({
     duration: { type: 'string' },
     queries: { type: 'string' },
     from: { type: 'string' },
+    'load-only': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -65,6 +66,7 @@ const quick = args.quick;
 const sizes = parseCounts(args.sizes ?? (quick ? '10k' : '10k,100k,1m')).sort((a, b) => a - b);
 const writers = Number(args.connections ?? 16);
 const durationS = Math.max(1, Math.round(Number(args.duration ?? (quick ? 2 : 5))));
+const bulkLabel = `${writers} writers, one item per POST …/contents`;
 const queryCount = Number(args.queries ?? (quick ? 100 : 300));
 const MODES = ['full-text', 'semantic', 'hybrid'] as const;
 type Mode = (typeof MODES)[number];
@@ -291,6 +293,12 @@ async function measureSize(targetChunks: number) {
       `  RSS ${(rssEmpty / 2 ** 20).toFixed(0)} MiB empty → ${(rssLoaded / 2 ** 20).toFixed(0)} MiB loaded = ${fmtInt((rssLoaded - rssEmpty) / chunks)} B/chunk (peak ${(peakRssLoad / 2 ** 20).toFixed(0)} MiB)`,
     );
 
+    if (args['load-only']) {
+      await s.stop(5 * 60_000);
+      server = undefined;
+      return { chunks, items, loadOnly: true as const, loadAverage: load, ingestion: ingestionSummary };
+    }
+
     const http = await phase(`${fmtCount(targetChunks)}: search through HTTP, one connection, ${durationS} s per mode`, () => httpLatency(s, kbId));
     load.searched = load1();
 
@@ -385,7 +393,9 @@ async function measureSize(targetChunks: number) {
   }
 }
 
-type Point = Awaited<ReturnType<typeof measureSize>>;
+type Measured = Awaited<ReturnType<typeof measureSize>>;
+type Point = Exclude<Measured, { loadOnly: true }>;
+type LoadOnly = Extract<Measured, { loadOnly: true }>;
 
 /**
  * Totals (memory, disk, seconds) grow with the chunks: the straight line through the two largest
@@ -442,12 +452,42 @@ function project(points: Point[], n: number) {
 
 // --from: the measured sizes of an earlier run's JSON, projected and tabled again (no server started).
 const points: Point[] = args.from ? ((await Bun.file(args.from).json()) as { sizes: Point[] }).sizes : [];
+const loads: LoadOnly[] = [];
 if (!args.from) {
   try {
-    for (const n of sizes) points.push(await measureSize(n));
+    for (const n of sizes) {
+      const measured = await measureSize(n);
+      if (measured.loadOnly) loads.push(measured);
+      else points.push(measured);
+    }
   } finally {
     await stub?.stop();
   }
+}
+// --load-only: the bulk-load rate alone (no search, restart or engine phases).
+if (args['load-only']) {
+  printTable(
+    `Bulk load through HTTP (${bulkLabel}), free embeddings`,
+    ['chunks', 'items', 'acked s', 'items acked/s', 'indexed s', 'chunks/s', 'graph s', 'server cores', 'load avg'],
+    loads.map((p) => [
+      fmtInt(p.chunks),
+      fmtInt(p.items),
+      p.ingestion.ackSeconds.toFixed(1),
+      fmtInt(p.ingestion.acksPerSecond),
+      p.ingestion.indexedSeconds.toFixed(1),
+      fmtInt(p.ingestion.chunksIndexedPerSecond),
+      p.ingestion.graphSeconds.toFixed(1),
+      p.ingestion.serverCoresDuringAcks.toFixed(2),
+      `${p.loadAverage.start}–${Math.max(...Object.values(p.loadAverage))}`,
+    ]),
+  );
+  for (const p of problems) console.log(`  problem: ${p}`);
+  if (args.json)
+    await Bun.write(
+      args.json,
+      `${JSON.stringify({ part: 'scale-load', date: new Date().toISOString(), machine: machine(), bulk: bulkLabel, writers, sizes: loads, problems }, null, 2)}\n`,
+    );
+  process.exit(0);
 }
 const projections = PROJECT_TO.filter((n) => !points.some((p) => p.chunks >= n * 0.9)).map((n) => project(points, n));
 

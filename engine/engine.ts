@@ -17,6 +17,7 @@ import type { ChunkHit, ContentItem, KnowledgeBase } from './kb/knowledge-base';
 import type { LogRange } from './log/log';
 import { checkOrgQuota, contentOf, heldKbOf, kbOf, type EngineCore } from './methods/core';
 import * as contents from './methods/contents';
+import * as imports from './methods/import';
 import * as kbs from './methods/knowledge-bases';
 import * as reembedding from './methods/reembed';
 import { openNode, type Node } from './node/open';
@@ -53,7 +54,10 @@ export class Engine {
     this.say = options.log ?? ((l, m, d) => console[l](m, d ?? ''));
     const originals = new OriginalsStore(join(options.dataDir, 'files'));
     const shards = (this.shards = options.cluster?.shards ?? ShardSet.all());
-    this.pacer = new GraphPacer(() => this.state.kbs.values(), options.idle);
+    // Idle only while no content waits for indexing either: the graph is built on this thread, and
+    // at its idle pace (20 ms of every 25) it held back the commits of a bulk load's results.
+    const idle = options.idle;
+    this.pacer = new GraphPacer(() => this.state.kbs.values(), idle && (() => idle() && this.ingestion.depth === 0));
     this.state = new LiveState({
       originals,
       graphThreshold: options.graphThreshold,
@@ -237,6 +241,9 @@ export class Engine {
   /** The text extracted from an uploaded file; the file (moved from `filePath`) is kept as the item's original. */
   addFileContent = (orgId: string, kbId: string, filePath: string, input: Parameters<typeof contents.addFileContent>[4]) =>
     contents.addFileContent(this.core, orgId, kbId, filePath, input);
+  /** Many text items logged as one durable batch (JSONL import) and queued for indexing; their ids, in order. */
+  importContents = (orgId: string, kbId: string, items: readonly imports.ImportItem[]): Promise<string[]> =>
+    imports.importContents(this.core, orgId, kbId, items);
   /** Replace the text (and the metadata, when given). */
   updateContent = (orgId: string, kbId: string, contentId: string, input: Parameters<typeof contents.updateContent>[4]) =>
     contents.updateContent(this.core, orgId, kbId, contentId, input);
