@@ -17,7 +17,10 @@
 //
 //   bun bench/scale.ts [--sizes 10k,100k,1m] [--quick] [--json out.json] [--connections 16]
 //                      [--duration 5] [--queries 300] [--from earlier.json]
+//                      [--bulk jsonl] [--batch-lines 2000] [--load-only]
 //   --quick: 10k chunks, short search runs (about a minute under light load).
+//   --bulk jsonl: load through POST …/contents/import, --batch-lines items a request (up to 4 at a
+//   time) instead of one item per POST; --load-only: stop after the load (rate, CPU per chunk).
 //   --from: re-project and print the measured sizes of an earlier --json (starts no server).
 //
 // Embeddings cost nothing here: every knowledge base type is served by the server's OpenAI-
