@@ -17,7 +17,10 @@
 //
 //   bun bench/scale.ts [--sizes 10k,100k,1m] [--quick] [--json out.json] [--connections 16]
 //                      [--duration 5] [--queries 300] [--from earlier.json]
+//                      [--bulk jsonl] [--batch-lines 2000] [--load-only]
 //   --quick: 10k chunks, short search runs (about a minute under light load).
+//   --bulk jsonl: load through POST …/contents/import, --batch-lines items a request (up to 4 at a
+//   time) instead of one item per POST; --load-only: stop after the load (rate, CPU per chunk).
 //   --from: re-project and print the measured sizes of an earlier --json (starts no server).
 //
 // Embeddings cost nothing here: every knowledge base type is served by the server's OpenAI-
@@ -26,7 +29,7 @@
 // abstracts stay distinct). Items are SciFact train abstracts replicated with a tag per copy (or
 // generated text without ../shared/eval), chunked as the server chunks for an HTTP model. The
 // 1-minute load average is recorded at every phase: the machine has 2 shared cores.
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -35,6 +38,7 @@ import { listSnapshotDirs, openEngine } from '../snapshots';
 import { headers, ORG, KEY } from './http/auth';
 import { ingestThroughHttp } from './http/ingestion';
 import { cannon } from './http/load';
+import { cpuSecondsOf } from './lib/cpu';
 import { loadCorpus, replicaText } from './lib/corpus';
 import { chunkText } from './lib/engine-internals';
 import { dirBytes } from './lib/files';
@@ -58,6 +62,9 @@ const { values: args } = parseArgs({
     duration: { type: 'string' },
     queries: { type: 'string' },
     from: { type: 'string' },
+    'load-only': { type: 'boolean', default: false },
+    bulk: { type: 'string' },
+    'batch-lines': { type: 'string' },
   },
   strict: true,
 });
@@ -65,6 +72,11 @@ const quick = args.quick;
 const sizes = parseCounts(args.sizes ?? (quick ? '10k' : '10k,100k,1m')).sort((a, b) => a - b);
 const writers = Number(args.connections ?? 16);
 const durationS = Math.max(1, Math.round(Number(args.duration ?? (quick ? 2 : 5))));
+// --bulk jsonl: the load goes through POST …/contents/import, --batch-lines items a request.
+if (args.bulk !== undefined && args.bulk !== 'jsonl') throw new Error('--bulk takes jsonl');
+const bulk = args.bulk === 'jsonl';
+const batchLines = Number(args['batch-lines'] ?? 2000);
+const bulkLabel = bulk ? `JSONL import, ${batchLines} items a request, ${Math.min(writers, 4)} at a time` : `${writers} writers, one item per POST …/contents`;
 const queryCount = Number(args.queries ?? (quick ? 100 : 300));
 const MODES = ['full-text', 'semantic', 'hybrid'] as const;
 type Mode = (typeof MODES)[number];
@@ -251,6 +263,115 @@ async function engineAlone(dataDir: string, kbId: string) {
   }
 }
 
+/** CPU seconds of a process's main thread (its JavaScript event loop): what serializes a load. */
+function mainThreadCpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * --bulk jsonl: every item through POST …/contents/import, `batchLines` a request, `connections`
+ * requests at a time (no ?wait), then /metrics polled until every item is indexed and the HNSW
+ * graph is built: the same measures as ingestThroughHttp's.
+ */
+async function importThroughHttp(
+  s: Server,
+  kbId: string,
+  items: { count: number; bodyAt: (i: number) => string },
+  { batchLines, connections, pollMs }: { batchLines: number; connections: number; pollMs: number },
+) {
+  const tStart = performance.now();
+  const cpu0 = cpuSecondsOf(s.pid);
+  const main0 = mainThreadCpuSeconds(s.pid);
+  const latencies: number[] = [];
+  let next = 0;
+  let acked = 0;
+  const sender = async () => {
+    while (next < items.count) {
+      const from = next;
+      next = Math.min(items.count, next + batchLines);
+      const lines: string[] = [];
+      for (let i = from; i < next; i++) lines.push(items.bodyAt(i));
+      const t = performance.now();
+      const res = await fetch(`${s.base}/api/v1/knowledge-bases/${kbId}/contents/import`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/x-ndjson' },
+        body: `${lines.join('\n')}\n`,
+      });
+      latencies.push(performance.now() - t);
+      if (res.status !== 201) {
+        problems.push(`import of items ${from}–${next - 1}: ${res.status} ${(await res.text()).slice(0, 200)}`);
+        continue;
+      }
+      acked += ((await res.json()) as { data: { count: number } }).data.count;
+    }
+  };
+  await Promise.all(Array.from({ length: connections }, sender));
+  const ackSeconds = (performance.now() - tStart) / 1000;
+  const serverCoresDuringAcks = (cpuSecondsOf(s.pid) - cpu0) / ackSeconds;
+  const progress: { t: number; chunks: number; queue: number; rss: number }[] = [];
+  let final: { chunks: number; failed: number };
+  // Progress from the knowledge base's own counts: a /metrics reading (prom-client's heap
+  // statistics, every item walked) took a tenth of the main thread at a 500 ms poll.
+  for (;;) {
+    const kb = (await call(s, 'GET', `/api/v1/knowledge-bases/${kbId}`)).json?.data?.ingestion?.contents as
+      | { pending: number; processing: number; ready: number; failed: number }
+      | undefined;
+    if (kb) {
+      progress.push({ t: (performance.now() - tStart) / 1000, chunks: NaN, queue: kb.pending + kb.processing, rss: rssOf(s.pid) });
+      if (kb.pending + kb.processing === 0) {
+        const m = await scrapeMetrics(s.base);
+        final = { chunks: metricSum(m, 'kb_chunks'), failed: kb.failed };
+        break;
+      }
+    }
+    if (performance.now() - tStart > 30 * 60_000) throw new Error('not indexed after 30 minutes');
+    await Bun.sleep(pollMs);
+  }
+  const indexedAt = performance.now();
+  const indexedSeconds = (indexedAt - tStart) / 1000;
+  const cpuIndexed = cpuSecondsOf(s.pid) - cpu0;
+  const mainIndexed = mainThreadCpuSeconds(s.pid) - main0;
+  while (metricSum(await scrapeMetrics(s.base), 'kb_vectors_graph_pending') > 0) {
+    await Bun.sleep(1000);
+    if (performance.now() - tStart > 30 * 60_000) throw new Error('HNSW graph not built after 30 minutes');
+  }
+  const graphSeconds = (performance.now() - indexedAt) / 1000;
+  if (final.failed) problems.push(`ingestion: ${final.failed} items failed`);
+  const out = {
+    items: items.count,
+    chunks: final.chunks,
+    failed: final.failed,
+    connections,
+    ackSeconds,
+    acksPerSecond: acked / ackSeconds,
+    ackLatency: summarize(latencies),
+    serverCoresDuringAcks,
+    benchCoresDuringAcks: NaN,
+    indexedSeconds,
+    itemsIndexedPerSecond: items.count / indexedSeconds,
+    chunksIndexedPerSecond: final.chunks / indexedSeconds,
+    graphSeconds,
+    embedderCalls: undefined as unknown,
+    /** Server CPU seconds until every item was indexed (graph steps meanwhile included), all threads and the main thread. */
+    cpuUntilIndexed: cpuIndexed,
+    mainCpuUntilIndexed: mainIndexed,
+    progress,
+  };
+  console.log(
+    `  ${fmtInt(acked)} items imported in ${ackSeconds.toFixed(1)} s = ${fmtInt(out.acksPerSecond)} items/s (${latencies.length} requests of ${batchLines}, ${connections} at a time, p50 ${fmtMs(out.ackLatency.p50)} ms); ` +
+      `${fmtInt(final.chunks)} chunks indexed in ${indexedSeconds.toFixed(1)} s = ${fmtInt(out.chunksIndexedPerSecond)} chunks/s (${fmtInt(out.itemsIndexedPerSecond)} items/s); ` +
+      `HNSW graph done ${graphSeconds.toFixed(1)} s later; ${final.failed} failed; server CPU ${serverCoresDuringAcks.toFixed(2)} cores while importing; ` +
+      `until indexed: server CPU ${fmtInt((cpuIndexed / final.chunks) * 1e6)} µs/chunk, main thread ${fmtInt((mainIndexed / final.chunks) * 1e6)} µs/chunk (${(mainIndexed / indexedSeconds).toFixed(2)} of a core)`,
+  );
+  return out;
+}
+
 async function measureSize(targetChunks: number) {
   const dataDir = mkdtempSync(join(tmpdir(), 'kb-bench-scale-'));
   const load: Record<string, number> = { start: load1() };
@@ -276,9 +397,21 @@ async function measureSize(targetChunks: number) {
       const it = replicaText(data.corpus, i);
       return JSON.stringify({ text: it.text, metadata: { sciId: it.source } });
     };
-    const ingestion = await phase(`${fmtCount(targetChunks)}: bulk load of ${fmtInt(items)} items through HTTP (${writers} writers, no ?wait)`, () =>
-      // Each /metrics reading walks every item: seldom at large sizes, so the poll costs the load little.
-      ingestThroughHttp(s, kbId, { count: items, bodyAt }, problems, { connections: writers, pollMs: targetChunks > 200_000 ? 2000 : 500 }),
+    const cpu0 = cpuSecondsOf(s.pid);
+    const main0 = mainThreadCpuSeconds(s.pid);
+    const ingestion = await phase(`${fmtCount(targetChunks)}: bulk load of ${fmtInt(items)} items through HTTP (${bulkLabel}, no ?wait)`, () =>
+      bulk
+        ? importThroughHttp(s, kbId, { count: items, bodyAt }, { batchLines, connections: Math.min(writers, 4), pollMs: targetChunks > 200_000 ? 2000 : 500 })
+        : // Each /metrics reading walks every item: seldom at large sizes, so the poll costs the load little.
+          ingestThroughHttp(s, kbId, { count: items, bodyAt }, problems, { connections: writers, pollMs: targetChunks > 200_000 ? 2000 : 500 }),
+    );
+    // Server CPU (all threads) per chunk, up to every item indexed and the graph built: what the load
+    // costs whatever the neighbours on this shared machine take.
+    const serverCpuSeconds = cpuSecondsOf(s.pid) - cpu0;
+    const mainCpuSeconds = mainThreadCpuSeconds(s.pid) - main0;
+    console.log(
+      `  server CPU ${serverCpuSeconds.toFixed(1)} s for the load = ${fmtInt((serverCpuSeconds / ingestion.chunks) * 1e6)} µs per chunk (indexing and graph), ` +
+        `of which the main thread ${fmtInt((mainCpuSeconds / ingestion.chunks) * 1e6)} µs (load average ${load1()})`,
     );
     load.loaded = load1();
     const { progress, ...ingestionSummary } = ingestion;
@@ -290,6 +423,12 @@ async function measureSize(targetChunks: number) {
     console.log(
       `  RSS ${(rssEmpty / 2 ** 20).toFixed(0)} MiB empty → ${(rssLoaded / 2 ** 20).toFixed(0)} MiB loaded = ${fmtInt((rssLoaded - rssEmpty) / chunks)} B/chunk (peak ${(peakRssLoad / 2 ** 20).toFixed(0)} MiB)`,
     );
+
+    if (args['load-only']) {
+      await s.stop(5 * 60_000);
+      server = undefined;
+      return { chunks, items, loadOnly: true as const, loadAverage: load, ingestion: ingestionSummary, serverCpuSeconds, mainCpuSeconds };
+    }
 
     const http = await phase(`${fmtCount(targetChunks)}: search through HTTP, one connection, ${durationS} s per mode`, () => httpLatency(s, kbId));
     load.searched = load1();
@@ -385,7 +524,9 @@ async function measureSize(targetChunks: number) {
   }
 }
 
-type Point = Awaited<ReturnType<typeof measureSize>>;
+type Measured = Awaited<ReturnType<typeof measureSize>>;
+type Point = Exclude<Measured, { loadOnly: true }>;
+type LoadOnly = Extract<Measured, { loadOnly: true }>;
 
 /**
  * Totals (memory, disk, seconds) grow with the chunks: the straight line through the two largest
@@ -442,12 +583,56 @@ function project(points: Point[], n: number) {
 
 // --from: the measured sizes of an earlier run's JSON, projected and tabled again (no server started).
 const points: Point[] = args.from ? ((await Bun.file(args.from).json()) as { sizes: Point[] }).sizes : [];
+const loads: LoadOnly[] = [];
 if (!args.from) {
   try {
-    for (const n of sizes) points.push(await measureSize(n));
+    for (const n of sizes) {
+      const measured = await measureSize(n);
+      if (measured.loadOnly) loads.push(measured);
+      else points.push(measured);
+    }
   } finally {
     await stub?.stop();
   }
+}
+// --load-only: the bulk-load rate alone (no search, restart or engine phases).
+if (args['load-only']) {
+  printTable(
+    `Bulk load through HTTP (${bulkLabel}), free embeddings`,
+    [
+      'chunks',
+      'items',
+      'acked s',
+      'items acked/s',
+      'indexed s',
+      'chunks/s',
+      'graph s',
+      'server cores (acks)',
+      'server CPU µs/chunk',
+      'main thread µs/chunk',
+      'load avg',
+    ],
+    loads.map((p) => [
+      fmtInt(p.chunks),
+      fmtInt(p.items),
+      p.ingestion.ackSeconds.toFixed(1),
+      fmtInt(p.ingestion.acksPerSecond),
+      p.ingestion.indexedSeconds.toFixed(1),
+      fmtInt(p.ingestion.chunksIndexedPerSecond),
+      p.ingestion.graphSeconds.toFixed(1),
+      p.ingestion.serverCoresDuringAcks.toFixed(2),
+      fmtInt((p.serverCpuSeconds / p.chunks) * 1e6),
+      fmtInt((p.mainCpuSeconds / p.chunks) * 1e6),
+      `${p.loadAverage.start}–${Math.max(...Object.values(p.loadAverage))}`,
+    ]),
+  );
+  for (const p of problems) console.log(`  problem: ${p}`);
+  if (args.json)
+    await Bun.write(
+      args.json,
+      `${JSON.stringify({ part: 'scale-load', date: new Date().toISOString(), machine: machine(), bulk: bulkLabel, writers, sizes: loads, problems }, null, 2)}\n`,
+    );
+  process.exit(0);
 }
 const projections = PROJECT_TO.filter((n) => !points.some((p) => p.chunks >= n * 0.9)).map((n) => project(points, n));
 

@@ -8,6 +8,7 @@ import type { ContentItem, KnowledgeBase } from './kb/knowledge-base';
 import type { LogRange } from './log/log';
 import { checkOrgQuota, contentOf, heldKbOf, kbOf, type EngineCore } from './methods/core';
 import * as contents from './methods/contents';
+import * as imports from './methods/import';
 import * as kbs from './methods/knowledge-bases';
 import * as reembedding from './methods/reembed';
 import * as search from './methods/search';
@@ -204,6 +205,9 @@ export class Engine {
   /** The text extracted from an uploaded file; the file (moved from `filePath`) is kept as the item's original. */
   addFileContent = (orgId: string, kbId: string, filePath: string, input: Parameters<typeof contents.addFileContent>[4]) =>
     contents.addFileContent(this.core, orgId, kbId, filePath, input);
+  /** Many text items logged as one durable batch (JSONL import) and queued for indexing; their ids, in order. */
+  importContents = (orgId: string, kbId: string, items: readonly imports.ImportItem[]): Promise<string[]> =>
+    imports.importContents(this.core, orgId, kbId, items);
   /** Replace the text (and the metadata, when given). */
   updateContent = (orgId: string, kbId: string, contentId: string, input: Parameters<typeof contents.updateContent>[4]) =>
     contents.updateContent(this.core, orgId, kbId, contentId, input);

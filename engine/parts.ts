@@ -53,5 +53,9 @@ export function assembleParts(options: EngineOptions, hooks: EngineHooks): Engin
     log: say,
     held: true,
   });
-  return { say, originals, shards, state, pacer: new GraphPacer(() => state.kbs.values(), options.idle), compute, ingestion };
+  // Idle only while no content waits for indexing either: the graph is built on this thread, and
+  // at its idle pace (20 ms of every 25) it held back the commits of a bulk load's results.
+  const idle = options.idle;
+  const pacer = new GraphPacer(() => state.kbs.values(), idle && (() => idle() && ingestion.depth === 0));
+  return { say, originals, shards, state, pacer, compute, ingestion };
 }

@@ -22,6 +22,7 @@ import { operationRoutes } from './routes/operations';
 import { playgroundRoutes } from './routes/playground';
 import { reembedRoutes } from './routes/reembed';
 import { searchRoutes } from './routes/search';
+import { importRoutes } from './routes/import';
 import { uploadRoutes } from './routes/uploads';
 import type { UploadService } from './uploads';
 
@@ -39,9 +40,13 @@ function apiErrorResponse(err: ApiError, requestId?: string): Response {
 
 /** File uploads: their body is streamed by their route, never parsed here. */
 const isUploadPath = (path: string) => path.endsWith('/contents/file');
+/** JSONL imports: streamed and parsed line by line by their route (src/routes/import.ts). */
+const isImportPath = (path: string) => path.endsWith('/contents/import');
+const isStreamedPath = (path: string) => isUploadPath(path) || isImportPath(path);
 
-/** Which body limit applies to a path (file uploads have their own, larger one). */
+/** Which body limit applies to a path (file uploads and imports have their own, larger ones). */
 function bodyLimit(ctx: ServerContext, path: string): number {
+  if (isImportPath(path)) return ctx.config.limits.maxImportBytes;
   return isUploadPath(path) ? ctx.config.limits.maxFileBytes + 1024 * 1024 : ctx.config.limits.maxJsonBodyBytes;
 }
 
@@ -81,7 +86,7 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
     .onParse({ as: 'global' }, ({ request, path }) => {
       // Uploads are streamed by their route (src/http/multipart.ts): nothing is buffered here. Nor is
       // the body of a request nobody authenticated: its route answers 401 (src/http/auth.ts).
-      if (isUploadPath(path) || verifiedOrg(request) === undefined) return {};
+      if (isStreamedPath(path) || verifiedOrg(request) === undefined) return {};
       // The body must arrive before the listener's idle timeout cuts the connection (then with no answer).
       return parseJsonBody(request, bodyLimit(ctx, path), Math.max(1000, ctx.config.idleTimeoutSeconds * 1000 - 2000));
     })
@@ -94,7 +99,7 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       const cluster = ctx.config.cluster;
       const engine = ctx.engine();
       if (isEngineError(error, 'SHARD_NOT_HELD') && cluster && engine) {
-        const sent = isUploadPath(pathOf(request.url)) ? 'stream' : body;
+        const sent = isStreamedPath(pathOf(request.url)) ? 'stream' : body;
         const answered = forward(request, sent, { ...error.details, appliedSeq: engine.lastSequence }, cluster.nodeId, ctx.config.waitTimeoutMs + 60_000).catch(
           (err: unknown) => {
             if (err instanceof ApiError) return apiErrorResponse(err, requestId);
@@ -171,7 +176,13 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
     .use(docsRoutes(ctx.version))
     .use(playgroundRoutes())
     .group(API_PREFIX, (api) =>
-      api.use(knowledgeBaseRoutes(ctx)).use(reembedRoutes(ctx)).use(uploadRoutes(ctx, uploads)).use(contentRoutes(ctx)).use(searchRoutes(ctx)),
+      api
+        .use(knowledgeBaseRoutes(ctx))
+        .use(reembedRoutes(ctx))
+        .use(uploadRoutes(ctx, uploads))
+        .use(importRoutes(ctx))
+        .use(contentRoutes(ctx))
+        .use(searchRoutes(ctx)),
     );
   registered = () => app.routes;
   return app;

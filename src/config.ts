@@ -151,6 +151,9 @@ export function loadConfig(env: Env = process.env) {
       maxFilePages: int(env, 'MAX_FILE_PAGES', 2000, 1),
       /** An upload's body must arrive within this long: 408 otherwise (a dripped upload holds a connection and a temp file). */
       uploadReceiveMs: int(env, 'UPLOAD_RECEIVE_TIMEOUT_S', 90, 1) * 1000,
+      /** One JSONL import (POST …/contents/import): its body and its lines; more → 413 (send the rest in another request). */
+      maxImportBytes: int(env, 'MAX_IMPORT_BYTES', 32 * MiB, 1024),
+      maxImportLines: int(env, 'MAX_IMPORT_LINES', 10_000, 1),
     },
     /** What one organization may hold; 0 = unbounded. */
     quotas: { knowledgeBases: int(env, 'MAX_KNOWLEDGE_BASES_PER_ORG', 1000, 0), contents: int(env, 'MAX_CONTENTS_PER_ORG', 1_000_000, 0) },

@@ -115,7 +115,8 @@ describe('every operation is documented', () => {
       // Authentication: every /api/v1 operation falls under the document's security; the others need none.
       expect({ where, security: op.security ?? spec.security }).toEqual({ where, security: api ? [{ apiKey: [], organization: [] }] : [] });
       if (op.requestBody && !path.endsWith('/contents/file')) {
-        const schema = op.requestBody.content['application/json'].schema;
+        // JSON, or JSON Lines for the bulk import.
+        const schema = (op.requestBody.content['application/json'] ?? op.requestBody.content['application/x-ndjson']).schema;
         expect({ where, bodyExamples: schema.examples?.length > 0 }).toEqual({ where, bodyExamples: true });
       }
     }
@@ -187,6 +188,21 @@ describe('real answers validate against the documented schemas', () => {
     });
     expect(upload.status).toBe(201);
     expect(documented('POST', `${KBS}/{id}/contents/file`, 201)(await upload.json())).toBe(true);
+
+    const imported = await fetch(`${server.url}${KBS}/${kb}/contents/import?wait=true`, {
+      method: 'POST',
+      headers: { 'x-service-organization-id': 'org_test', 'x-service-api-key': 'test-key-0123456789', 'content-type': 'application/x-ndjson' },
+      body: '{"text":"Imported and documented.","metadata":{"team":"docs"}}\n{"text":"A second imported line."}\n',
+    });
+    expect(imported.status).toBe(201);
+    expect(documented('POST', `${KBS}/{id}/contents/import`, 201)(await imported.json())).toBe(true);
+    const badImport = await fetch(`${server.url}${KBS}/${kb}/contents/import`, {
+      method: 'POST',
+      headers: { 'x-service-organization-id': 'org_test', 'x-service-api-key': 'test-key-0123456789', 'content-type': 'application/x-ndjson' },
+      body: '{"text":"fine"}\n{"text":""}\n',
+    });
+    expect(badImport.status).toBe(400);
+    expect(documented('POST', `${KBS}/{id}/contents/import`, 400)(await badImport.json())).toBe(true);
 
     // Errors: validation, authentication, absent resources, a body over the limit.
     await expectDocumented('POST', KBS, KBS, 400, { name: '', type: 'FOO' });

@@ -111,7 +111,11 @@ export async function handle(req: WorkerRequest): Promise<{ value: unknown; tran
           if (r.ok) for (const c of r.chunks) texts.push(item.text.slice(c.start, c.end));
         });
         try {
-          const vectors = await embedAll(await provider(req.embedding), texts, 'document', req.batch);
+          const p = await provider(req.embedding);
+          // A remote endpoint (OpenAI-compatible) batches on its side and pads nothing here: what
+          // costs is each round trip, so it gets the whole request (the provider sends calls of at
+          // most its maxBatch inputs). Small character budgets made a 16-chunk batch 8 calls.
+          const vectors = req.embedding.provider === 'http' ? await p.embed(texts, 'document') : await embedAll(p, texts, 'document', req.batch);
           let next = 0;
           for (const r of results) {
             if (!r.ok) continue;

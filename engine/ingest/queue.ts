@@ -85,6 +85,13 @@ export function* unfinishedItems(knowledgeBases: Map<string, KnowledgeBase>): Ge
 
 /** About this many chunks of text in one worker request (a share of it while several organizations wait). */
 const BATCH_CHUNKS = 16;
+/**
+ * Batches for a remote embedding endpoint (OpenAI-compatible) are this many times larger: its
+ * worker mostly waits on one round trip per request, so per-batch costs (the round trip, the worker
+ * message, the log commit) set the pace, not the model. A 16-chunk batch made bulk loads with a
+ * fast endpoint wait on round trips (Little's law: 2 batches in flight per worker).
+ */
+const REMOTE_BATCH_SCALE = 4;
 
 /**
  * How much of a full batch one turn takes when `organizations` have content waiting: all of it for
@@ -174,7 +181,8 @@ export class IngestionQueue {
       const batch: { job: QueueEntry; item: ContentItem }[] = [];
       let chars = 0;
       let target: { kb: KnowledgeBase; set: IndexSet } | undefined;
-      this.queue.take(maxItems, (job) => {
+      let scale = 1;
+      this.queue.take(maxItems * REMOTE_BATCH_SCALE, (job) => {
         const jobKb = knowledgeBases.get(job.kbId);
         const item = jobKb?.contents.get(job.id);
         const set = jobKb?.indexSet(job.configId);
@@ -183,10 +191,11 @@ export class IngestionQueue {
           job.settled?.('done');
           return 'drop';
         }
+        if (!target) scale = set.config.embedding.provider === 'http' ? REMOTE_BATCH_SCALE : 1;
         target = { kb: jobKb, set };
         batch.push({ job, item });
         chars += item.current.text.length;
-        return chars >= maxChunks * set.config.chunking.size ? 'last' : 'take';
+        return batch.length >= maxItems * scale || chars >= maxChunks * scale * set.config.chunking.size ? 'last' : 'take';
       });
       if (!target || batch.length === 0) continue;
       this.runBatch(target.kb, target.set, batch);

@@ -47,7 +47,9 @@ export class Api {
     return this.send<T>(`/api/v1/knowledge-bases/${encodeURIComponent(kbId)}/contents/file`, { method: 'POST', headers: this.headers(), body: form });
   }
 
-  private async send<T>(path: string, init: RequestInit): Promise<{ data: T; total?: number }> {
+  /** A request of its own (a body other than JSON); merged with the organization's headers. */
+  async send<T>(path: string, init: RequestInit): Promise<{ data: T; total?: number }> {
+    init = { ...init, headers: this.headers((init.headers ?? {}) as Record<string, string>) };
     let res: Response;
     try {
       res = await fetch(`${this.connection.url.replace(/\/$/, '')}${path}`, init);

@@ -2,6 +2,7 @@
 //
 //   kb create <name> [--type TEXT_HIGH_QUALITY] [--description …] | kb list | kb delete <id> --yes | kb reembed <id> [--no-wait]
 //   ingest <files or folders…> --kb <id> [--concurrency 4] [--no-wait]
+//   import <kbId> <file.jsonl> [--batch 2000] [--batch-bytes 8388608] [--concurrency 2] [--skip-lines 0] [--no-wait]
 //   search <query> --kb <id> [--mode hybrid|full-text|semantic] [--weight 0.5] [--filter key=value]… [--limit 10]
 //          [--min-score s] [--per-content n] [--highlight]
 //   export --kb <id> [--out file.jsonl]
@@ -11,6 +12,7 @@
 import { createWriteStream } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { allPages, Api, CliError } from './api';
+import { importFile } from './import';
 import { ingest } from './ingest';
 import { reembed } from './reembed';
 import { hitsTable, table } from './table';
@@ -115,6 +117,25 @@ export function buildProgram(): Command {
     .action(async (paths: string[], opts: { kb: string; concurrency: number; wait: boolean }, command: Command) => {
       process.exitCode = await ingest(connection(command), paths, opts);
     });
+
+  program
+    .command('import <kbId> <file>')
+    .description('import a JSON Lines file (one {"text": …, "metadata": …} a line) in batches, each one durable write; a bad line stops it, naming the line')
+    .option('--batch <n>', "lines per request (at most the server's MAX_IMPORT_LINES)", positiveInt, 2000)
+    .option('--batch-bytes <n>', "bytes per request (at most the server's MAX_IMPORT_BYTES)", positiveInt, 8 * 1024 * 1024)
+    .option('--concurrency <n>', 'requests at a time', positiveInt, 2)
+    .option('--skip-lines <n>', 'start after this many lines of the file (to resume)', (v) => (v === '0' ? 0 : positiveInt(v)), 0)
+    .option('--no-wait', 'do not wait for indexing to finish')
+    .action(
+      async (
+        kbId: string,
+        file: string,
+        opts: { batch: number; batchBytes: number; concurrency: number; skipLines: number; wait: boolean },
+        command: Command,
+      ) => {
+        process.exitCode = await importFile(connection(command), kbId, file, opts);
+      },
+    );
 
   program
     .command('search <query>')

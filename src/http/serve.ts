@@ -80,7 +80,8 @@ export function serve(handle: (request: Request) => Promise<Response> | Response
     reusePort: false,
     async fetch(received, server) {
       const started = performance.now();
-      if (received.url.includes('wait=') || received.url.includes('/contents/file')) server.timeout(received, Math.min(255, options.longRequestSeconds));
+      if (received.url.includes('wait=') || received.url.includes('/contents/file') || received.url.includes('/contents/import'))
+        server.timeout(received, Math.min(255, options.longRequestSeconds));
       const address = server.requestIP(received)?.address;
       // An HTTP/1.0 request without a Host header has a URL of only its path, which the router would
       // read from the wrong offset (see pathOf): it is given this server's own host.

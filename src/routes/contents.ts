@@ -41,7 +41,7 @@ const ContentSchema = t.Object({
 
 const ReindexAnswer = t.Object({ success: t.Literal(true), data: t.Object({ id: t.String(), status: t.String() }) });
 
-const TextBody = t.Object(
+export const TextBody = t.Object(
   {
     text: t.String({ description: 'Non-empty after trimming; at most MAX_TEXT_BYTES (10 MiB) of UTF-8.' }),
     metadata: t.Optional(MetadataSchema),
