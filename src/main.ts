@@ -1,11 +1,11 @@
 // Entry point of `bun run start` and of the compiled binary: `kb-search` (or `kb-search serve`)
 // serves the API, `kb-search admin …` manages organizations and keys (same as `bun run admin …`),
 // `kb-search models …` downloads and lists embedding models (same as `bun run models …`), and
-// `kb-search kb|ingest|search|export …` is the command-line client (same as `bun run cli …`).
+// `kb-search kb|ingest|import|search|export …` is the command-line client (same as `bun run cli …`).
 // `--help` lists all of them; a word that is none of them is an error (exit 2), never a server.
 import { COMPILED, commandFor } from './invocation';
 
-const CLI_COMMANDS = new Set(['kb', 'ingest', 'search', 'export']);
+const CLI_COMMANDS = new Set(['kb', 'ingest', 'import', 'search', 'export']);
 const HELP = new Set(['help', '--help', '-h']);
 
 function usage(): string {
@@ -25,6 +25,7 @@ embedding models
 client of a running server (--url, --org, --key or KB_URL, KB_ORG, KB_KEY)
   ${commandFor('cli')} kb create|list|delete|reembed …
   ${commandFor('cli')} ingest <files or folders…> --kb <id>
+  ${commandFor('cli')} import <kbId> <file.jsonl>   (one JSON object a line: { text, metadata })
   ${commandFor('cli')} search <query> --kb <id> [--mode hybrid|full-text|semantic] [--highlight]
   ${commandFor('cli')} export --kb <id> [--out file.jsonl]
   ${commandFor('cli')} <command> --help   (options of each client command)`;
