@@ -20,7 +20,16 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { analyze, searchFullText, searchHybrid, searchSemantic, type EmbeddingConfig, type IndexedChunk, type KnowledgeBaseRecord } from '../engine';
+import {
+  analyze,
+  searchFullText,
+  searchHybrid,
+  searchSemantic,
+  type EmbeddingConfig,
+  type IndexedChunk,
+  type KnowledgeBaseRecord,
+  type MetadataFilter,
+} from '../engine';
 import { loadConfig } from '../src/config';
 import { configForType } from '../src/kb-types';
 import { mulberry32 } from '../support/random';
@@ -200,7 +209,19 @@ interface Point {
   queriesPerSecond: Record<string, number>;
   recall10: number;
   bruteQueries: number;
+  /** Filtered searches: the share of chunks a filter lets through, the time to evaluate it, and each mode with it. */
+  filters: Record<string, { share: number; evaluate: Latency; 'full-text': Latency; semantic: Latency }>;
 }
+
+/** Filters at about 1% and 50% of the items: equality, a range, and a compound. */
+const FILTERS: Record<string, MetadataFilter> = {
+  '1% equal': { bucket: 7 },
+  '50% equal': { half: true },
+  '1% range': { n: { $lt: 10 } },
+  '50% range': { n: { $gte: 500 } },
+  '1.5% $or': { $or: [{ bucket: 7 }, { n: { $gte: 995 } }] },
+  '49% $ne+range': { half: { $ne: true }, n: { $lt: 990 } },
+};
 
 async function latencyCurve(): Promise<Point[]> {
   const maxChunks = sizes[sizes.length - 1]!;
@@ -221,7 +242,11 @@ async function latencyCurve(): Promise<Point[]> {
       const p = prepared[items % prepared.length]!;
       const copy = Math.floor(items / prepared.length);
       const vectors = copy === 0 ? p.vectors : p.vectors.map((v) => noisyCopy(v, normal, NOISE_NORM));
-      const item = kb.putContent(`ct_${items}`, { version: 1, text: p.text, metadata: { sciId: p.id }, source: { kind: 'text' } }, at);
+      const item = kb.putContent(
+        `ct_${items}`,
+        { version: 1, text: p.text, metadata: { sciId: p.id, bucket: items % 100, half: items % 2 === 0, n: items % 1000 }, source: { kind: 'text' } },
+        at,
+      );
       kb.applyIndexed(item, p.chunks.map((c, j) => ({ ...c, id: `ch_${items}_${j}` })) as IndexedChunk[], vectors, kb.docSpace);
       for (const v of vectors) {
         brute.add(v);
@@ -268,6 +293,18 @@ async function latencyCurve(): Promise<Point[]> {
       const truth = new Set(brute.search(queryVectors[i]!, K).map((h) => h.doc));
       recall += searchSemantic(kb, queryVectors[i]!, K).filter((h) => truth.has(h.doc)).length / Math.max(1, truth.size);
     }
+    const filters: Point['filters'] = {};
+    const filterIds = spread(ids, 200);
+    for (const [name, filter] of Object.entries(FILTERS)) {
+      const share = (kb.allowedSet(filter)?.docs.length ?? chunks) / chunks;
+      timeEach(filterIds.slice(0, 20), 1, (i) => searchFullText(kb, queryTerms[i]!, K, filter));
+      filters[name] = {
+        share,
+        evaluate: summarize(timeEach(filterIds, 1, () => kb.allowedSet(filter))),
+        'full-text': summarize(timeEach(filterIds, 1, (i) => searchFullText(kb, queryTerms[i]!, K, filter))),
+        semantic: summarize(timeEach(filterIds, 1, (i) => searchSemantic(kb, queryVectors[i]!, K, filter))),
+      };
+    }
     const sum = (s: number[]) => s.reduce((a, b) => a + b, 0);
     const point: Point = {
       chunks,
@@ -288,6 +325,7 @@ async function latencyCurve(): Promise<Point[]> {
       },
       recall10: recall / sample.length,
       bruteQueries: sample.length,
+      filters,
     };
     points.push(point);
     console.log(
@@ -295,6 +333,12 @@ async function latencyCurve(): Promise<Point[]> {
         `p50 full-text ${fmtMs(point.latency['full-text'].p50)} ms, semantic ${fmtMs(point.latency.semantic.p50)} ms, hybrid ${fmtMs(point.latency.hybrid.p50)} ms, ` +
         `brute force ${fmtMs(point.latency['exact brute force'].p50)} ms; recall@10 ${f4(point.recall10)}`,
     );
+    for (const [name, f] of Object.entries(filters)) {
+      console.log(
+        `    filter ${name.padEnd(14)} (${(f.share * 100).toFixed(1)}% of chunks): evaluated p50 ${fmtMs(f.evaluate.p50)} / p99 ${fmtMs(f.evaluate.p99)} ms; ` +
+          `full-text p50 ${fmtMs(f['full-text'].p50)} / p99 ${fmtMs(f['full-text'].p99)} ms; semantic p50 ${fmtMs(f.semantic.p50)} / p99 ${fmtMs(f.semantic.p99)} ms`,
+      );
+    }
   }
   printTable(
     `Engine latency by size, top ${K}, ms (${queries.length} queries × ${passes} passes; brute force on ${BRUTE_QUERIES} of them; hits materialized as the engine returns them; query vectors precomputed)`,
@@ -333,7 +377,7 @@ const results = {
   mode: quick ? 'quick' : 'full',
   date: new Date().toISOString(),
   machine: machine(),
-  corpus: { source: generated ? 'generated' : 'scifact-train', documents: data.corpus.length, baseChunks, queries: queries.length },
+  corpus: { source: generated ? 'generated' : 'scifact-train', documents: work.corpus.length, baseChunks, queries: queries.length },
   settings: {
     chunking: kbConfig.chunking,
     bm25: kbConfig.bm25,

@@ -13,7 +13,7 @@ test('--help, -h and help list the server, admin, models and the client commands
     const out = run(flag);
     expect(out.exitCode).toBe(0);
     const text = out.stdout.toString();
-    for (const line of ['serve the API', 'bun run admin org create', 'bun run models pull', 'bun run cli ingest', 'bun run cli search'])
+    for (const line of ['serve the API', 'bun run admin org create', 'bun run models pull', 'bun run cli ingest', 'bun run cli import', 'bun run cli search'])
       expect(text).toContain(line);
   }
 });
