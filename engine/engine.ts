@@ -91,7 +91,7 @@ export class Engine {
     const start = await options.startFrom?.();
     start?.replay((record, attachment) => engine.state.apply(record, attachment));
     // A snapshot holding more shards than this node (its content was skipped above): their graphs too.
-    for (const g of start?.graphs ?? []) if (engine.shards.holds(g.kbId)) engine.state.kbs.get(g.kbId)?.attachGraph(g.path);
+    for (const g of start?.graphs ?? []) if (engine.shards.holds(g.kbId)) engine.state.kbs.get(g.kbId)?.attachGraph(g.path, g.docs);
     const fromSnapshotMs = Math.round(performance.now() - started);
     const room = () => engine.compute.documents.size * (options.batchItems ?? 16) * 2 - engine.ingestion.depth;
     engine.node = await openNode(

@@ -16,8 +16,11 @@ export interface StartingPoint {
   records: number;
   /** Hands every record of the starting state to `apply`, in order. */
   replay(apply: (record: LogRecord, attachment: Uint8Array) => void): void;
-  /** Saved HNSW graphs, each holding exactly the vectors of its knowledge base after replay. */
-  graphs: { kbId: string; path: string }[];
+  /**
+   * Saved HNSW graphs, each holding exactly the vectors of its knowledge base after replay, or the
+   * documents in `docs` (then keys not alive are removed and vectors missing from it queued).
+   */
+  graphs: { kbId: string; path: string; docs?: number[] }[];
 }
 
 /** Cluster mode: the log is a replicated JetStream stream every node follows (see engine/log/jetstream-log.ts). */
