@@ -77,11 +77,16 @@ export async function newestSnapshot(
         // One decoder for every file: a later one's binary records may use terms of an earlier one.
         const decoder = new PayloadDecoder();
         paths.forEach((path, i) => {
-          const read = readFramesSync(path, (_, payload) => {
-            const decoded = decoder.decode<LogRecord>(payload);
-            // The attachment is copied: the reader reuses its buffer, and the state may keep what it is given.
-            if (decoded) apply(decoded.record, decoded.attachment.length > 0 ? decoded.attachment.slice() : decoded.attachment);
-          });
+          const read = readFramesSync(
+            path,
+            (_, payload) => {
+              const decoded = decoder.decode<LogRecord>(payload);
+              // The attachment is a view of the reader's buffer, valid during apply (StartingPoint.replay).
+              if (decoded) apply(decoded.record, decoded.attachment);
+            },
+            reading.pieceBytes,
+            reading.poison,
+          );
           // Checked a moment ago: only a file changed since then can fail here.
           if (!read.ok || read.frames !== scans[i]!.frames) throw new Error(`${path} changed while it was read: ${read.ok ? 'frames differ' : read.reason}`);
         });
@@ -98,10 +103,17 @@ export async function newestSnapshot(
   return undefined;
 }
 
+/** How record files are read: bytes at a time (a larger frame is read whole); `poison`, see readFramesSync. */
+let reading = { pieceBytes: 8 << 20, poison: false };
+/** Tests: small pieces and poisoned payloads show a state that keeps views of what it is given. */
+export const setSnapshotReading = (options: typeof reading) => {
+  reading = options;
+};
+
 /** Every frame's checksum of a file, streamed. */
 function checkFrames(path: string): ReturnType<typeof readFramesSync> | undefined {
   try {
-    return readFramesSync(path, () => {});
+    return readFramesSync(path, () => {}, reading.pieceBytes);
   } catch {
     return undefined;
   }

@@ -193,35 +193,41 @@ export class PayloadDecoder {
   private readBody(b: Uint8Array, start: number, end: number, chunks: TermChunk[]): void {
     const dict = this.terms;
     let pos = start;
-    // LEB128, inlined: this loop runs once per term of every chunk at start-up.
-    const next = (): number => {
-      let byte = b[pos++]!;
-      if (byte < 0x80) return byte;
-      let n = byte & 0x7f;
-      let scale = 128;
-      do {
-        byte = b[pos++]!;
-        n += (byte & 0x7f) * scale;
-        scale *= 128;
-      } while (byte >= 0x80);
-      return n;
-    };
+    // LEB128, inlined (this loop runs once per term of every chunk at start-up): one byte is the
+    // common case, longer ones go through varintAt.
     for (const c of chunks) {
-      const count = next();
+      let count = b[pos++]!;
+      if (count >= 0x80) [count, pos] = varintAt(b, pos - 1);
       const terms = new Array<string>(count);
       const tfs = new Array<number>(count);
       for (let i = 0; i < count; i++) {
-        const id = next();
+        let id = b[pos++]!;
+        if (id >= 0x80) [id, pos] = varintAt(b, pos - 1);
+        let tf = b[pos++]!;
+        if (tf >= 0x80) [tf, pos] = varintAt(b, pos - 1);
         const term = dict[id];
         if (term === undefined) throw new Error(`term ${id} is not in the dictionary (${dict.length} terms)`);
         terms[i] = term;
-        tfs[i] = next();
+        tfs[i] = tf;
       }
       c.terms = terms;
       c.tfs = tfs;
     }
     if (pos !== end) throw new Error(`indexed record body: ${end - pos} bytes unread`);
   }
+}
+
+/** The LEB128 number at `pos`, and the position after it. */
+function varintAt(b: Uint8Array, pos: number): [number, number] {
+  let n = 0;
+  let scale = 1;
+  let byte: number;
+  do {
+    byte = b[pos++]!;
+    n += (byte & 0x7f) * scale;
+    scale *= 128;
+  } while (byte >= 0x80);
+  return [n, pos];
 }
 
 /**

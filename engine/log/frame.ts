@@ -62,9 +62,10 @@ export type FileScan = { ok: true; frames: number; end: number } | { ok: false; 
  * Every intact frame of the file at `path`, in order, read in pieces of about `pieceBytes` (a larger
  * frame is read whole) so that a file of gigabytes is never in memory at once. A frame's payload is
  * a view of the reading buffer, valid only during `visit` (copy what is kept). Stops at the first
- * frame that is short or fails its checksum, as scanFrames does.
+ * frame that is short or fails its checksum, as scanFrames does. `poison` (tests): every payload is
+ * zeroed once visited, so that a view kept past `visit` shows.
  */
-export function readFramesSync(path: string, visit: (seq: number, payload: Uint8Array) => void, pieceBytes = 8 << 20): FileScan {
+export function readFramesSync(path: string, visit: (seq: number, payload: Uint8Array) => void, pieceBytes = 8 << 20, poison = false): FileScan {
   const fd = openSync(path, 'r');
   try {
     const size = fstatSync(fd).size;
@@ -111,6 +112,7 @@ export function readFramesSync(path: string, visit: (seq: number, payload: Uint8
       }
       if (Bun.hash.crc32(buf.subarray(pos + 8, pos + need)) !== view.getUint32(pos + 4, true)) return fail('checksum mismatch');
       visit(Number(view.getBigUint64(pos + 8, true)), buf.subarray(pos + FRAME_HEADER, pos + need));
+      if (poison) buf.fill(0, pos + FRAME_HEADER, pos + need);
       frames++;
       pos += need;
     }

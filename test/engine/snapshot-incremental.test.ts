@@ -1,11 +1,12 @@
 // Snapshot format 2 through the engine library: binary indexed records after a term dictionary,
 // incremental snapshots at shutdown (the previous snapshot's record files hard-linked, the log after
 // it appended, the in-memory graph with its documents), and data directories of format 1 opening.
-import { afterEach, describe, expect, test } from 'bun:test';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine, EngineOptions } from '../../engine';
 import { openEngine, RECORDS_FILE, type Snapshotter } from '../../snapshots';
+import { setSnapshotReading } from '../../snapshots/snapshotter';
 import { textKbConfig } from '../helpers/kb-config';
 import { TestServer } from '../helpers/server';
 import { rewriteAsFormat1 } from '../../support/snapshot-format1';
@@ -25,6 +26,10 @@ const TOPICS = [
 const dirs: string[] = [];
 const engines: Engine[] = [];
 const snapshotters = new Map<Engine, Snapshotter>();
+// Record files read 4 KB at a time, every payload zeroed once applied: a state keeping a view of an
+// attachment (instead of a copy) would show here as different answers.
+beforeAll(() => setSnapshotReading({ pieceBytes: 4096, poison: true }));
+afterAll(() => setSnapshotReading({ pieceBytes: 8 << 20, poison: false }));
 afterEach(async () => {
   for (const e of engines.splice(0)) await e.close().catch(() => {});
   snapshotters.clear();
@@ -46,6 +51,8 @@ async function close(e: Engine) {
   engines.splice(engines.indexOf(e), 1);
 }
 
+const PROBE = Float32Array.from({ length: 512 }, (_, i) => Math.sin(i + 1));
+
 /** Every search mode, and every item as listed: what must be identical across restarts. */
 async function answers(e: Engine, kbId: string) {
   const out: unknown[] = [];
@@ -55,6 +62,9 @@ async function answers(e: Engine, kbId: string) {
     out.push(await e.searchHybrid(ORG, kbId, { query, limit: 8, semanticWeight: 0.5, fusion: 'weighted' }));
   }
   out.push(e.listContents(ORG, kbId, 0, 1000)!.items.map((c) => [c.id, c.createdAt, c.updatedAt, c.current.text, c.status, c.current.version]));
+  // Every stored vector, as exact scores against a fixed query (graph searches may not read them all).
+  const vectors = e.knowledgeBase(kbId)!.vectors!;
+  out.push(vectors.scoreDocs(PROBE, vectors.aliveDocs()));
   return JSON.stringify(out);
 }
 
