@@ -3,7 +3,7 @@
 // previous snapshot's graph (only vectors added since are inserted); a manifest written last.
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
-import { linkSync, renameSync, rmSync, statSync } from 'node:fs';
+import { linkSync, renameSync, rmSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import {
   copyFilePaced,
@@ -12,7 +12,6 @@ import {
   PayloadDecoder,
   PRIVATE_FILE,
   readFramesSync,
-  sha256File,
   TermDictionary,
   ShardSet,
   encodeFrame,
@@ -26,6 +25,7 @@ import {
 } from '../engine';
 import { Compactor, type KeptRecord } from './compactor';
 import {
+  fileEntryCrc32,
   graphDocsFileName,
   graphFileName,
   MANIFEST_FILE,
@@ -155,12 +155,11 @@ async function buildIncremental(
     const path = join(req.outDir, file);
     renameSync(g.path, path);
     fsyncFile(path);
-    files.push({ name: file, bytes: statSync(path).size, sha256: await sha256File(path) });
+    files.push(fileEntryCrc32(req.outDir, file));
     const docs = graphDocsFileName(g.kbId);
-    const docsBytes = new Uint8Array(Uint32Array.from(g.docs).buffer);
-    await writeFile(join(req.outDir, docs), docsBytes, { mode: PRIVATE_FILE });
+    await writeFile(join(req.outDir, docs), new Uint8Array(Uint32Array.from(g.docs).buffer), { mode: PRIVATE_FILE });
     fsyncFile(join(req.outDir, docs));
-    files.push({ name: docs, bytes: docsBytes.length, sha256: new Bun.CryptoHasher('sha256').update(docsBytes).digest('hex') });
+    files.push(fileEntryCrc32(req.outDir, docs));
     graphs.push({ kbId: g.kbId, file, vectors: g.docs.length, from: 'memory', docs });
   }
   lap('graphs');
@@ -237,7 +236,7 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
   const writer = new PacedFileWriter(join(req.outDir, RECORDS_FILE));
   writer.write(encodeFrame(0, dict.encode()));
   for (const k of kept) writer.write(encodeFrame(k.seq, k.payload));
-  const files = [{ name: RECORDS_FILE, ...writer.end() }];
+  const files: SnapshotManifest['files'] = [{ name: RECORDS_FILE, ...writer.end() }];
   lap('write records');
 
   const graphs: SnapshotManifest['graphs'] = [];
@@ -274,7 +273,9 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
     const file = graphFileName(kbId);
     const scratch = join(req.outDir, `${file}.unsynced`);
     index.saveGraph(scratch);
-    files.push({ name: file, ...copyFilePaced(scratch, join(req.outDir, file)) });
+    copyFilePaced(scratch, join(req.outDir, file));
+    // CRC32 rather than the copy's SHA-256: start-up checks it 30× faster (0.03 s against 0.8 s at 100k vectors).
+    files.push(fileEntryCrc32(req.outDir, file));
     lap('graph: save');
     rmSync(scratch);
     graphs.push({ kbId, file, vectors: index.size, from });

@@ -4,7 +4,7 @@
 //   graph-<kbId>.usearch HNSW graphs, keyed by document number, of large knowledge bases
 //   manifest.json        format version, seq, and the size and SHA-256 of every file (written last)
 // A snapshot is valid only when its manifest parses and every file matches its checksum.
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sha256File, type ShardSet } from '../engine';
@@ -21,8 +21,32 @@ export const RECORDS_FILE = 'records.log';
 export interface SnapshotFile {
   name: string;
   bytes: number;
-  sha256: string;
+  /** One of the two checksums: SHA-256 (hex), or CRC32 for large files read back once written (graphs: 30× faster to check). */
+  sha256?: string;
+  crc32?: number;
 }
+
+/** CRC32 of a whole file, read in pieces. */
+export function crc32File(path: string): number {
+  const fd = openSync(path, 'r');
+  try {
+    const buf = new Uint8Array(8 << 20);
+    let crc = 0;
+    for (;;) {
+      const n = readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) return crc;
+      crc = Bun.hash.crc32(buf.subarray(0, n), crc);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A manifest entry for a finished file, with its CRC32. */
+export const fileEntryCrc32 = (dir: string, name: string): SnapshotFile => {
+  const path = join(dir, name);
+  return { name, bytes: statSync(path).size, crc32: crc32File(path) };
+};
 
 export interface SnapshotManifest {
   format: number;
@@ -127,7 +151,8 @@ export async function verifySnapshot(
     if (!(await file.exists())) return { ok: false, reason: `${f.name} is missing` };
     if (file.size !== f.bytes) return { ok: false, reason: `${f.name} has ${file.size} bytes, expected ${f.bytes}` };
     if (framed.includes(f.name)) continue;
-    if ((await sha256File(path)) !== f.sha256) return { ok: false, reason: `${f.name} fails its checksum` };
+    const intact = f.crc32 !== undefined ? crc32File(path) === f.crc32 : (await sha256File(path)) === f.sha256;
+    if (!intact) return { ok: false, reason: `${f.name} fails its checksum` };
   }
   return { ok: true, manifest };
 }
