@@ -177,16 +177,21 @@ export class Snapshotter {
     const tmp = join(this.dir, `tmp-${seq}-${crypto.randomUUID()}`);
     await mkdir(tmp, { mode: PRIVATE_DIR });
     try {
-      // At shutdown, continue the previous snapshot instead of rewriting it (build.ts): single node only
-      // (a cluster's log range may hold other shards' records), and not past MAX_TAILS files.
       const range = this.engine.logRange(prev?.seq ?? 0, seq);
+      const mainGraphs = reuseGraphs ? this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`)) : [];
+      // At shutdown, continue the previous snapshot instead of rewriting it (build.ts): single node
+      // only (a cluster's log range may hold other shards' records), not past MAX_TAILS files, and
+      // only when the graphs were saved with nothing applied after the sealed log (else one could
+      // belong to a configuration activated since, or the counts differ): the state is then exactly
+      // the snapshot's, and nothing is reconciled.
       const incremental =
         reuseGraphs &&
         prev &&
         prev.manifest.format >= 2 &&
         range.kind === 'segments' &&
         this.engine.shards.holdsAll &&
-        (prev.manifest.tails?.length ?? 0) < MAX_TAILS;
+        (prev.manifest.tails?.length ?? 0) < MAX_TAILS &&
+        this.engine.lastSequence === seq;
       const { knowledgeBases, contents, chunks } = this.engine.stats();
       const request: BuildRequest = {
         prevDir: prev?.dir,
@@ -194,7 +199,7 @@ export class Snapshotter {
         seq,
         outDir: tmp,
         graphThreshold: this.engine.graphThreshold,
-        mainGraphs: reuseGraphs ? this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`)) : [],
+        mainGraphs,
         shards: this.engine.shards.toJSON(),
         ...(incremental ? { incremental: { stats: { knowledgeBases, contents, chunks } } } : {}),
       };
