@@ -22,7 +22,7 @@ const { values } = parseArgs({
 });
 const base = values.dir ?? join(BENCH_OUT, 'restart', 'base-100000');
 const work = `${base}-shutdown`;
-// The work copy is kept for a look (bench/restart/split.ts --real --dir it).
+rmSync(work, { recursive: true, force: true });
 cpSync(base, work, { recursive: true });
 const meta = (await Bun.file(join(base, 'bench-meta.json')).json()) as { kbId: string; items: number };
 const stub = await spawnStub();
