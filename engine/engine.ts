@@ -69,7 +69,7 @@ export class Engine {
     const start = await options.startFrom?.();
     start?.replay((record, attachment) => state.apply(record, attachment));
     // A snapshot holding more shards than this node (its content was skipped above): their graphs too.
-    for (const g of start?.graphs ?? []) if (shards.holds(g.kbId)) state.kbs.get(g.kbId)?.attachGraph(g.path);
+    for (const g of start?.graphs ?? []) if (shards.holds(g.kbId)) state.kbs.get(g.kbId)?.attachGraph(g.path, g.docs);
     const fromSnapshotMs = Math.round(performance.now() - started);
     const room = () => compute.documents.size * (options.batchItems ?? 16) * 2 - ingestion.depth;
     const node = await openNode(

@@ -16,9 +16,16 @@ export interface StartingPoint {
   /** How many records replay hands over. */
   records: number;
   /** Hands every record of the starting state to `apply`, in order. */
+  /**
+   * Hand every record to `apply`, in order. The attachment may be a view of a buffer reused for the
+   * next record (snapshots are streamed): what the state keeps of it must be copied.
+   */
   replay(apply: (record: LogRecord, attachment: Uint8Array) => void): void;
-  /** Saved HNSW graphs, each holding exactly the vectors of its knowledge base after replay. */
-  graphs: { kbId: string; path: string }[];
+  /**
+   * Saved HNSW graphs, each holding exactly the vectors of its knowledge base after replay, or the
+   * documents in `docs` (then keys not alive are removed and vectors missing from it queued).
+   */
+  graphs: { kbId: string; path: string; docs?: number[] }[];
 }
 
 /** Cluster mode: the log is a replicated JetStream stream every node follows (see engine/log/jetstream-log.ts). */

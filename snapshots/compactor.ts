@@ -9,8 +9,8 @@
 // records carry their document numbers, so replaying the result numbers documents identically.
 import {
   applyRecord,
-  decodePayload,
   encodePayload,
+  withRecordFields,
   statusAfterIndexed,
   type ContentStatus,
   type KnowledgeBaseConfig,
@@ -158,11 +158,13 @@ export class Compactor implements StateTarget {
    * what was applied, so replaying the snapshot rebuilds exactly this state.
    */
   private settle(fields: { version: number } | { firstDoc: number }): void {
-    const { record, attachment } = decodePayload<LogRecord>(this.current.payload);
+    // In the payload's own encoding (a snapshot's indexed records are binary: codec.ts).
+    const payload = withRecordFields(this.current.payload, fields);
     this.current = {
       ...this.current,
       record: { ...this.current.record, ...fields } as LogRecord,
-      payload: encodePayload({ ...record, ...fields }, attachment.length > 0 ? attachment : undefined),
+      payload,
+      attachment: payload.subarray(payload.length - this.current.attachment.length),
     };
   }
 

@@ -58,7 +58,12 @@ export class S3SnapshotStore implements SnapshotStore {
 
   async upload(dir: string, manifest: SnapshotManifest): Promise<void> {
     for (const f of manifest.files) {
-      await this.client.fPutObject(this.options.bucket, this.key(manifest.seq, f.name), join(dir, f.name), { 'x-amz-meta-sha256': f.sha256 });
+      await this.client.fPutObject(
+        this.options.bucket,
+        this.key(manifest.seq, f.name),
+        join(dir, f.name),
+        f.sha256 ? { 'x-amz-meta-sha256': f.sha256 } : { 'x-amz-meta-crc32': String(f.crc32) },
+      );
     }
     // Last: a snapshot is listed only once its manifest exists.
     await this.client.fPutObject(this.options.bucket, this.key(manifest.seq, MANIFEST_FILE), join(dir, MANIFEST_FILE));

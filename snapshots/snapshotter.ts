@@ -5,11 +5,11 @@
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  decodePayload,
   Engine,
   fsyncPathAsync,
+  PayloadDecoder,
   PRIVATE_DIR,
-  scanFrames,
+  readFramesSync,
   WorkerPool,
   workerUrl,
   type EngineOptions,
@@ -17,7 +17,16 @@ import {
   type StartingPoint,
 } from '../engine';
 import type { BuildRequest } from './build';
-import { coversShards, listSnapshotDirs, RECORDS_FILE, removeUnfinishedSnapshots, snapshotDirName, verifySnapshot, type SnapshotManifest } from './format';
+import {
+  coversShards,
+  listSnapshotDirs,
+  readDocs,
+  recordFiles,
+  removeUnfinishedSnapshots,
+  snapshotDirName,
+  verifySnapshot,
+  type SnapshotManifest,
+} from './format';
 
 export interface SnapshotInfo {
   seq: number;
@@ -42,13 +51,17 @@ export async function newestSnapshot(
   const unfinished = await removeUnfinishedSnapshots(root);
   if (unfinished.length > 0) info('removed unfinished snapshot directories', { removed: unfinished });
   for (const candidate of await listSnapshotDirs(root)) {
-    const check = await verifySnapshot(candidate.dir, { framed: [RECORDS_FILE] });
-    // records.log: its size was checked; every frame's CRC32 is checked before anything is applied.
-    const scan = check.ok ? scanFrames(new Uint8Array(await Bun.file(join(candidate.dir, RECORDS_FILE)).arrayBuffer())) : undefined;
-    if (!check.ok || !scan?.ok) {
+    const check = await verifySnapshot(candidate.dir, { framed: true });
+    // Record files: their sizes were checked; every frame's CRC32 is checked before anything is
+    // applied (a first pass that keeps nothing: the files are streamed, never held whole).
+    const paths = check.ok ? recordFiles(check.manifest).map((name) => join(candidate.dir, name)) : [];
+    const scans = paths.map(checkFrames);
+    const bad = scans.findIndex((scan) => !scan?.ok);
+    if (!check.ok || bad >= 0) {
+      const scan = scans[bad];
       warn('snapshot skipped', {
         snapshot: candidate.name,
-        reason: check.ok ? `${RECORDS_FILE} fails its frame checksums (${scan?.ok === false ? scan.reason : 'unreadable'})` : check.reason,
+        reason: check.ok ? `${paths[bad]} fails its frame checksums (${scan?.ok === false ? scan.reason : 'unreadable'})` : check.reason,
       });
       continue;
     }
@@ -61,17 +74,49 @@ export async function newestSnapshot(
       seq: manifest.seq,
       records: manifest.stats.records,
       replay(apply) {
-        for (const frame of scan.frames) {
-          const { record, attachment } = decodePayload<LogRecord>(frame.payload);
-          apply(record, attachment);
-        }
+        // One decoder for every file: a later one's binary records may use terms of an earlier one.
+        const decoder = new PayloadDecoder();
+        paths.forEach((path, i) => {
+          const read = readFramesSync(
+            path,
+            (_, payload) => {
+              const decoded = decoder.decode<LogRecord>(payload);
+              // The attachment is a view of the reader's buffer, valid during apply (StartingPoint.replay).
+              if (decoded) apply(decoded.record, decoded.attachment);
+            },
+            reading.pieceBytes,
+            reading.poison,
+          );
+          // Checked a moment ago: only a file changed since then can fail here.
+          if (!read.ok || read.frames !== scans[i]!.frames) throw new Error(`${path} changed while it was read: ${read.ok ? 'frames differ' : read.reason}`);
+        });
       },
-      // Each graph holds exactly the vectors of the snapshot's records.
-      graphs: manifest.graphs.map((g) => ({ kbId: g.kbId, path: join(candidate.dir, g.file) })),
+      graphs: manifest.graphs.map((g) => ({
+        kbId: g.kbId,
+        path: join(candidate.dir, g.file),
+        // Absent: the graph holds exactly the vectors of the snapshot's records.
+        ...(g.docs ? { docs: readDocs(join(candidate.dir, g.docs)) } : {}),
+      })),
       snapshot: { seq: manifest.seq, dir: candidate.dir, manifest },
     };
   }
   return undefined;
+}
+
+/** How record files are read: bytes at a time (a larger frame is read whole); `poison`, see readFramesSync. */
+let reading = { pieceBytes: 8 << 20, poison: false };
+/** Tests: small pieces and poisoned payloads show a state that keeps views of what it is given. */
+export const setSnapshotReading = (options: typeof reading) => {
+  reading = options;
+};
+
+/** Every frame's checksum of a file, streamed. */
+function checkFrames(path: string): ReturnType<typeof readFramesSync> | undefined {
+  try {
+    return readFramesSync(path, () => {}, reading.pieceBytes);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Open an engine on its data directory: from the newest local snapshot, then the log after it. */
@@ -90,6 +135,9 @@ export async function openEngine(options: EngineOptions): Promise<{ engine: Engi
   });
   return { engine, snapshots: new Snapshotter(engine, root, latest) };
 }
+
+/** Incremental snapshots in a row (taken at shutdown) before one is written whole again. */
+const MAX_TAILS = 16;
 
 export class Snapshotter {
   private pool: WorkerPool | undefined;
@@ -129,14 +177,31 @@ export class Snapshotter {
     const tmp = join(this.dir, `tmp-${seq}-${crypto.randomUUID()}`);
     await mkdir(tmp, { mode: PRIVATE_DIR });
     try {
+      const range = this.engine.logRange(prev?.seq ?? 0, seq);
+      const mainGraphs = reuseGraphs ? this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`)) : [];
+      // At shutdown, continue the previous snapshot instead of rewriting it (build.ts): single node
+      // only (a cluster's log range may hold other shards' records), not past MAX_TAILS files, and
+      // only when the graphs were saved with nothing applied after the sealed log (else one could
+      // belong to a configuration activated since, or the counts differ): the state is then exactly
+      // the snapshot's, and nothing is reconciled.
+      const incremental =
+        reuseGraphs &&
+        prev &&
+        prev.manifest.format >= 2 &&
+        range.kind === 'segments' &&
+        this.engine.shards.holdsAll &&
+        (prev.manifest.tails?.length ?? 0) < MAX_TAILS &&
+        this.engine.lastSequence === seq;
+      const { knowledgeBases, contents, chunks } = this.engine.stats();
       const request: BuildRequest = {
         prevDir: prev?.dir,
-        log: this.engine.logRange(prev?.seq ?? 0, seq),
+        log: range,
         seq,
         outDir: tmp,
         graphThreshold: this.engine.graphThreshold,
-        mainGraphs: reuseGraphs ? this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`)) : [],
+        mainGraphs,
         shards: this.engine.shards.toJSON(),
+        ...(incremental ? { incremental: { stats: { knowledgeBases, contents, chunks } } } : {}),
       };
       this.pool ??= new WorkerPool({ size: 1, workerUrl: workerUrl('snapshot'), retries: 0 });
       const manifest = await this.pool.run<SnapshotManifest>(request);

@@ -159,8 +159,8 @@ export class IndexSet {
     return this.vectors.graphDocs();
   }
 
-  attachGraph(path: string): void {
-    this.vectors?.attachGraph(path, this.vectors.aliveDocs());
+  attachGraph(path: string, docs?: readonly number[]): void {
+    this.vectors?.attachGraph(path, docs ?? this.vectors.aliveDocs());
   }
 
   // --- what searches read ----------------------------------------------------------------------

@@ -276,9 +276,9 @@ export class KnowledgeBase {
     return this.active.saveGraph(path);
   }
 
-  /** Use a saved graph holding exactly the vectors stored now. */
-  attachGraph(path: string): void {
-    this.active.attachGraph(path);
+  /** Use a saved graph holding exactly the vectors stored now, or the documents `docs`. */
+  attachGraph(path: string, docs?: readonly number[]): void {
+    this.active.attachGraph(path, docs);
   }
 
   // --- what searches read (engine/search/ plans them) ----------------------------------------------

@@ -1,0 +1,76 @@
+// The real server on a copy of a data directory holding a snapshot (bench/restart/build-base.ts):
+// spawn → /ready (with /ready's recovery), `--tail` items written through HTTP (vectors from the
+// hashing stub) and indexed, a graceful shutdown (SIGTERM → exit, the snapshot at shutdown
+// included), then spawn → /ready again on what that shutdown left. Peak RSS from /proc (VmHWM).
+//   bun bench/restart/server.ts [--dir .bench-out/restart/base-100000] [--tail 1000]
+import { cpSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { headers, KEY, ORG } from '../http/auth';
+import { loadCorpus, replicaText } from '../lib/corpus';
+import { HASH_DIMENSIONS, HASH_MODEL } from '../lib/hash-embed';
+import { BENCH_OUT } from '../lib/paths';
+import { launchServer, waitFor, type Server } from '../lib/server';
+import { spawnStub } from '../snapshot/stub';
+
+const { values } = parseArgs({ args: Bun.argv.slice(2), options: { dir: { type: 'string' }, tail: { type: 'string', default: '1000' } } });
+const base = values.dir ?? join(BENCH_OUT, 'restart', 'base-100000');
+const work = `${base}-server`;
+rmSync(work, { recursive: true, force: true });
+cpSync(base, work, { recursive: true });
+const meta = (await Bun.file(join(base, 'bench-meta.json')).json()) as { kbId: string; items: number };
+const stub = await spawnStub();
+const env = {
+  DATA_DIR: work,
+  KB_API_KEYS: `${ORG}:${KEY}`,
+  RATE_LIMIT_RPS: '0',
+  MAX_CONTENTS_PER_ORG: '0',
+  HIGH_QUALITY_MODEL: `http:${HASH_MODEL}`,
+  COST_EFFECTIVE_MODEL: `http:${HASH_MODEL}`,
+  EMBEDDING_HTTP_URL: stub.url,
+  EMBEDDING_HTTP_DIMENSIONS: String(HASH_DIMENSIONS),
+};
+const peakMiB = (s: Server) => Math.round(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${s.pid}/status`, 'utf8'))![1]) / 1024);
+
+async function start() {
+  const s = await launchServer({ env });
+  const readyMs = Math.round(await waitFor(s, '/ready', { intervalMs: 10, timeoutMs: 600_000 }));
+  const ready = (await (await fetch(`${s.base}/ready`)).json()) as { recovery?: unknown };
+  return { s, readyMs, recovery: ready.recovery, peakRssMiB: peakMiB(s) };
+}
+
+const first = await start();
+const { data } = await loadCorpus();
+const tail = Number(values.tail);
+const path = `${first.s.base}/api/v1/knowledge-bases/${meta.kbId}/contents`;
+for (let i = 0; i < tail; i += 50) {
+  await Promise.all(
+    Array.from({ length: Math.min(50, tail - i) }, (_, j) =>
+      fetch(`${path}?wait=true`, { method: 'POST', headers, body: JSON.stringify({ text: replicaText(data.corpus, meta.items + i + j).text }) }).then((r) => {
+        if (r.status >= 300) throw new Error(`POST contents: ${r.status}`);
+      }),
+    ),
+  );
+}
+await Bun.sleep(2000); // the graph catches up with the last vectors (as bench/scale.ts waits for it)
+const peakBeforeStop = peakMiB(first.s);
+const shutdownMs = Math.round(await first.s.stop(120_000));
+const second = await start();
+await second.s.stop(120_000);
+await stub.stop();
+console.log(
+  JSON.stringify(
+    {
+      dataDir: base,
+      tailItems: tail,
+      first: { readyMs: first.readyMs, recovery: first.recovery, peakRssMiB: first.peakRssMiB },
+      peakRssMiBBeforeStop: peakBeforeStop,
+      shutdownMs,
+      exitCode: first.s.exitCode(),
+      second: { readyMs: second.readyMs, recovery: second.recovery, peakRssMiB: second.peakRssMiB },
+    },
+    null,
+    2,
+  ),
+);
+rmSync(work, { recursive: true, force: true });

@@ -1,0 +1,26 @@
+// Rewrites a snapshot as snapshot format 1 wrote it (every record JSON, as in the write-ahead log;
+// no term dictionary), to test and measure the upgrade path: a data directory of an older version
+// must still open.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { encodeFrame, encodePayload, PayloadDecoder, readFramesSync, sha256File } from '../engine';
+import { MANIFEST_FILE, RECORDS_FILE, type SnapshotManifest } from '../snapshots';
+
+export async function rewriteAsFormat1(dir: string): Promise<void> {
+  const path = join(dir, RECORDS_FILE);
+  const decoder = new PayloadDecoder();
+  const frames: Uint8Array[] = [];
+  const read = readFramesSync(path, (seq, payload) => {
+    const decoded = decoder.decode<object>(payload);
+    if (decoded) frames.push(encodeFrame(seq, encodePayload(decoded.record, decoded.attachment.length > 0 ? decoded.attachment : undefined)));
+  });
+  if (!read.ok) throw new Error(read.reason);
+  const bytes = Buffer.concat(frames);
+  writeFileSync(path, bytes);
+  const manifest = JSON.parse(readFileSync(join(dir, MANIFEST_FILE), 'utf8')) as SnapshotManifest;
+  const file = manifest.files.find((f) => f.name === RECORDS_FILE)!;
+  file.bytes = bytes.length;
+  file.sha256 = await sha256File(path);
+  manifest.format = 1;
+  writeFileSync(join(dir, MANIFEST_FILE), JSON.stringify(manifest, null, 2));
+}

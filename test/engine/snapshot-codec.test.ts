@@ -1,0 +1,126 @@
+// The binary encoding of snapshot records (engine/log/codec.ts) and the streaming frame reader
+// (engine/log/frame.ts): property tests against the JSON encoding and scanFrames.
+import { afterAll, describe, expect, test } from 'bun:test';
+import fc from 'fast-check';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodePayload, encodePayload, isBinaryPayload, PayloadDecoder, TermDictionary, withRecordFields } from '../../engine/log/codec';
+import { encodeFrame, readFramesSync, scanFrames } from '../../engine/log/frame';
+
+const dir = mkdtempSync(join(tmpdir(), 'codec-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const chunkArb = fc
+  .record({
+    id: fc.string(),
+    start: fc.nat(),
+    end: fc.nat(),
+    page: fc.option(fc.nat(), { nil: undefined }),
+    length: fc.nat(),
+    pairs: fc.array(fc.tuple(fc.string({ unit: 'binary' }), fc.nat({ max: 0xffffffff })), { maxLength: 30 }),
+  })
+  .map(({ pairs, page, ...c }) => ({ ...c, ...(page === undefined ? {} : { page }), terms: pairs.map((p) => p[0]), tfs: pairs.map((p) => p[1]) }));
+
+const indexedArb = fc.record({
+  t: fc.constant('content.indexed' as const),
+  kbId: fc.string(),
+  id: fc.string(),
+  version: fc.nat(),
+  analyzer: fc.nat(),
+  chunks: fc.array(chunkArb, { maxLength: 5 }),
+  firstDoc: fc.nat(),
+  configId: fc.option(fc.string(), { nil: undefined }),
+  at: fc.string(),
+});
+const attachmentArb = fc.uint8Array({ maxLength: 64 });
+
+/** A record as JSON gives it back (undefined fields dropped). */
+const viaJson = (r: unknown) => JSON.parse(JSON.stringify(r));
+
+describe('binary indexed records', () => {
+  test('decode to what the JSON encoding decodes to, through a dictionary written before them', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(indexedArb, attachmentArb), { maxLength: 8 }), (records) => {
+        const dict = new TermDictionary();
+        const encoded = records.map(([r, a]) => dict.encodeIndexed(r, a)!);
+        const decoder = new PayloadDecoder();
+        expect(decoder.decode(dict.encode())).toBeUndefined();
+        records.forEach(([r, a], i) => {
+          expect(isBinaryPayload(encoded[i]!)).toBe(true);
+          const json = decodePayload(encodePayload(r, a));
+          const out = decoder.decode(encoded[i]!)!;
+          expect(out.record).toEqual(json.record);
+          expect([...out.attachment]).toEqual([...json.attachment]);
+          // Compaction's view: the same record without the chunks' terms.
+          const head = new PayloadDecoder().decodeHead<typeof r>(encoded[i]!)!;
+          expect(head.record.chunks.map(({ terms, tfs, ...rest }) => rest)).toEqual(viaJson(r).chunks.map(({ terms, tfs, ...rest }: any) => rest));
+        });
+      }),
+    );
+  });
+
+  test('a dictionary continued in a later payload, and fields replaced in place', () => {
+    fc.assert(
+      fc.property(indexedArb, indexedArb, attachmentArb, fc.nat(), (a, b, att, firstDoc) => {
+        const dict = new TermDictionary();
+        const pa = dict.encodeIndexed(a, att)!;
+        const d1 = dict.encode();
+        const afterA = dict.size;
+        const pb = dict.encodeIndexed(b, att)!;
+        const d2 = dict.encode(afterA);
+        const decoder = new PayloadDecoder();
+        decoder.decode(d1);
+        expect(decoder.decode(pa)!.record).toEqual(viaJson(a));
+        decoder.decode(d2);
+        expect(decoder.decode(withRecordFields(pb, { firstDoc }))!.record).toEqual(viaJson({ ...b, firstDoc }));
+      }),
+    );
+  });
+
+  test('records that do not fit stay JSON; JSON payloads decode alike through the decoder', () => {
+    const dict = new TermDictionary();
+    expect(dict.encodeIndexed({ t: 'content.put' }, new Uint8Array())).toBeUndefined();
+    const fractional = { t: 'content.indexed', chunks: [{ terms: ['a'], tfs: [0.5] }] };
+    expect(dict.encodeIndexed(fractional, new Uint8Array())).toBeUndefined();
+    expect(dict.encodeIndexed({ t: 'content.indexed', chunks: [{ terms: ['a'], tfs: [-1] }] }, new Uint8Array())).toBeUndefined();
+    expect(dict.encodeIndexed({ t: 'content.indexed', chunks: [{ terms: ['a', 'b'], tfs: [1] }] }, new Uint8Array())).toBeUndefined();
+    const put = { t: 'content.put', text: 'x' };
+    expect(new PayloadDecoder().decode(encodePayload(put))!.record).toEqual(put);
+  });
+
+  test('a term the dictionary lacks, a dictionary out of order, and plain decodePayload of a binary payload throw', () => {
+    const dict = new TermDictionary();
+    const p = dict.encodeIndexed({ t: 'content.indexed', chunks: [{ id: 'c', terms: ['a', 'b'], tfs: [1, 2] }] }, new Uint8Array())!;
+    expect(() => new PayloadDecoder().decode(p)).toThrow(/not in the dictionary/);
+    expect(() => new PayloadDecoder().decode(dict.encode(1))).toThrow(/out of order/);
+    expect(() => decodePayload(p)).toThrow(/PayloadDecoder/);
+  });
+});
+
+describe('readFramesSync', () => {
+  const framesArb = fc.array(fc.uint8Array({ maxLength: 300 }), { maxLength: 20 });
+  let n = 0;
+  test('reads what scanFrames reads, whole or cut anywhere or damaged, in any piece size', () => {
+    fc.assert(
+      fc.property(framesArb, fc.nat(), fc.integer({ min: 1, max: 700 }), fc.option(fc.nat(), { nil: undefined }), (payloads, cutAt, piece, flip) => {
+        const whole = Buffer.concat(payloads.map((p, i) => encodeFrame(i + 1, p)));
+        let bytes: Uint8Array = whole.subarray(0, whole.length === 0 ? 0 : cutAt % (whole.length + 1));
+        if (flip !== undefined && bytes.length > 0) {
+          bytes = Uint8Array.from(bytes);
+          bytes[flip % bytes.length]! ^= 0x40;
+        }
+        const path = join(dir, `f${n++}`);
+        writeFileSync(path, bytes);
+        const scan = scanFrames(bytes);
+        const seen: { seq: number; payload: number[] }[] = [];
+        const read = readFramesSync(path, (seq, payload) => seen.push({ seq, payload: [...payload] }), piece);
+        expect(read.ok).toBe(scan.ok);
+        expect(read.end).toBe(scan.end);
+        expect(read.frames).toBe(scan.frames.length);
+        expect(seen).toEqual(scan.frames.map((f) => ({ seq: f.seq, payload: [...f.payload] })));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

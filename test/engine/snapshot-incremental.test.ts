@@ -1,0 +1,194 @@
+// Snapshot format 2 through the engine library: binary indexed records after a term dictionary,
+// incremental snapshots at shutdown (the previous snapshot's record files hard-linked, the log after
+// it appended, the in-memory graph with its documents), and data directories of format 1 opening.
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Engine, EngineOptions } from '../../engine';
+import { openEngine, RECORDS_FILE, type Snapshotter } from '../../snapshots';
+import { setSnapshotReading } from '../../snapshots/snapshotter';
+import { textKbConfig } from '../helpers/kb-config';
+import { TestServer } from '../helpers/server';
+import { rewriteAsFormat1 } from '../../support/snapshot-format1';
+
+const ORG = 'org_i';
+const CONFIG = textKbConfig(
+  { provider: 'use-lite', model: 'universal-sentence-encoder-lite', dimensions: 512, metric: 'cosine', quantization: 'f32' },
+  { chunking: { size: 120, overlap: 0 }, hnsw: { connectivity: 16, expansionAdd: 64, expansionSearch: 64 } },
+);
+const TOPICS = [
+  'volcanic eruptions and lava',
+  'glaciers melting in the arctic',
+  'desert dunes and camels',
+  'coral reefs under the sea',
+  'rainforest canopies and birds',
+];
+const dirs: string[] = [];
+const engines: Engine[] = [];
+const snapshotters = new Map<Engine, Snapshotter>();
+// Record files read 4 KB at a time, every payload zeroed once applied: a state keeping a view of an
+// attachment (instead of a copy) would show here as different answers.
+beforeAll(() => setSnapshotReading({ pieceBytes: 4096, poison: true }));
+afterAll(() => setSnapshotReading({ pieceBytes: 8 << 20, poison: false }));
+afterEach(async () => {
+  for (const e of engines.splice(0)) await e.close().catch(() => {});
+  snapshotters.clear();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+async function open(dataDir: string, options: Partial<EngineOptions> = {}) {
+  const { engine, snapshots } = await openEngine({ dataDir, compute: { documentWorkers: 2 }, graphThreshold: 8, log: () => {}, ...options });
+  engines.push(engine);
+  snapshotters.set(engine, snapshots);
+  return engine;
+}
+const snaps = (e: Engine) => snapshotters.get(e)!;
+async function settle(e: Engine) {
+  while (e.stats().queueDepth > 0) await Bun.sleep(20);
+}
+async function close(e: Engine) {
+  await e.close();
+  engines.splice(engines.indexOf(e), 1);
+}
+
+const PROBE = Float32Array.from({ length: 512 }, (_, i) => Math.sin(i + 1));
+
+/** Every search mode, and every item as listed: what must be identical across restarts. */
+async function answers(e: Engine, kbId: string) {
+  const out: unknown[] = [];
+  for (const query of ['ice melting', 'hot lava', 'underwater reef', 'sand camels', 'note 7']) {
+    out.push(e.searchFullText(ORG, kbId, { query, limit: 8 }));
+    out.push(await e.searchSemantic(ORG, kbId, { query, limit: 8 }));
+    out.push(await e.searchHybrid(ORG, kbId, { query, limit: 8, semanticWeight: 0.5, fusion: 'weighted' }));
+  }
+  out.push(e.listContents(ORG, kbId, 0, 1000)!.items.map((c) => [c.id, c.createdAt, c.updatedAt, c.current.text, c.status, c.current.version]));
+  // Every stored vector, as exact scores against a fixed query (graph searches may not read them all).
+  const vectors = e.knowledgeBase(kbId)!.vectors!;
+  out.push(vectors.scoreDocs(PROBE, vectors.aliveDocs()));
+  return JSON.stringify(out);
+}
+
+/** A knowledge base of `n` items (several chunks each), one updated and one deleted. */
+async function fill(e: Engine, n: number) {
+  const kb = await e.createKnowledgeBase(ORG, { name: 'inc', description: '', type: 'TEXT_HIGH_QUALITY', config: CONFIG });
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const text = `Note ${i} about ${TOPICS[i % 5]}. It goes on about ${TOPICS[(i + 2) % 5]}, then ${TOPICS[(i + 3) % 5]} again, and ends with ${i}.`;
+    ids.push((await e.addContent(ORG, kb.id, { text, metadata: { i } })).id);
+  }
+  await settle(e);
+  await e.updateContent(ORG, kb.id, ids[0]!, { text: 'Rewritten note about volcanoes and lava.' });
+  await e.deleteContent(ORG, kb.id, ids[1]!);
+  await settle(e);
+  return { kbId: kb.id, ids };
+}
+
+describe('snapshot format 2', () => {
+  test('a snapshot of format 1 (all JSON) opens with identical answers; the next snapshot is format 2', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const a = await open(dir);
+    const { kbId, ids } = await fill(a, 24);
+    const first = await snaps(a).snapshot();
+    expect(first.manifest.format).toBe(2);
+    // The log after the snapshot, as written by any version (JSON).
+    await a.addContent(ORG, kbId, { text: 'A late note about camels in the desert.' });
+    await a.deleteContent(ORG, kbId, ids[2]!);
+    await settle(a);
+    const before = await answers(a, kbId);
+    await close(a);
+    // As an older version wrote it: the same records, all JSON, format 1.
+    const f2 = readFileSync(join(first.dir, RECORDS_FILE));
+    await rewriteAsFormat1(first.dir);
+    expect(readFileSync(join(first.dir, RECORDS_FILE)).length).toBeGreaterThan(f2.length);
+
+    const b = await open(dir);
+    expect(b.recovery.snapshot?.seq).toBe(first.seq);
+    expect(b.recovery.records).toBeGreaterThan(0);
+    expect(await answers(b, kbId)).toBe(before);
+    // At shutdown too, a previous snapshot of format 1 is written whole (its graph the one in memory, reconciled with the records).
+    const vectors = b.knowledgeBase(kbId)!.vectors!;
+    while (!vectors.graphReady) await Bun.sleep(20);
+    const upgraded = await snaps(b).snapshot({ reuseGraphs: true });
+    expect(upgraded.manifest.format).toBe(2);
+    expect(upgraded.manifest.tails).toBeUndefined();
+    expect(upgraded.manifest.graphs).toEqual([{ kbId, file: expect.any(String), vectors: vectors.size, from: 'memory' }]);
+    expect(upgraded.seq).toBeGreaterThan(first.seq);
+    expect(await b.truncateLog(upgraded.seq)).toBeGreaterThan(0);
+    await close(b);
+    const c = await open(dir);
+    expect(c.recovery.snapshot?.seq).toBe(upgraded.seq);
+    expect(c.recovery.records).toBe(0);
+    expect(await answers(c, kbId)).toBe(before);
+  }, 120_000);
+
+  test('at shutdown a snapshot continues the previous one: linked, the log appended, the graph as in memory', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const a = await open(dir);
+    const { kbId, ids } = await fill(a, 24);
+    const full = await snaps(a).snapshot();
+    expect(full.manifest.tails).toBeUndefined();
+    // Writes after it: new items, an update, deletes (of items in the snapshot and after it).
+    const late = await a.addContent(ORG, kbId, { text: 'A late note about glaciers and ice.' });
+    await a.addContent(ORG, kbId, { text: 'Another late note about reefs.' });
+    await a.updateContent(ORG, kbId, ids[3]!, { text: 'Note three, now about desert sand.' });
+    await a.deleteContent(ORG, kbId, ids[4]!);
+    await settle(a);
+    await a.deleteContent(ORG, kbId, late.id);
+    const vectors = a.knowledgeBase(kbId)!.vectors!;
+    while (!vectors.graphReady) await Bun.sleep(20);
+    const shutdown = await snaps(a).snapshot({ reuseGraphs: true });
+    expect(shutdown.manifest.tails).toHaveLength(1);
+    expect(shutdown.manifest.graphs).toEqual([{ kbId, file: expect.any(String), vectors: vectors.size, from: 'memory', docs: expect.any(String) }]);
+    // The previous records are shared, not copied; the directory holds exactly the manifest's files.
+    expect(statSync(join(shutdown.dir, RECORDS_FILE)).ino).toBe(statSync(join(full.dir, RECORDS_FILE)).ino);
+    expect(readdirSync(shutdown.dir).sort()).toEqual([...shutdown.manifest.files.map((f) => f.name), 'manifest.json'].sort());
+    const before = await answers(a, kbId);
+    await close(a);
+
+    const b = await open(dir);
+    expect(b.recovery.snapshot?.seq).toBe(shutdown.seq);
+    expect(b.recovery.records).toBe(0);
+    // The graph from memory is taken whole: nothing to insert again.
+    expect(b.knowledgeBase(kbId)!.vectors!.graphReady).toBe(true);
+    expect(await answers(b, kbId)).toBe(before);
+    // A second one continues the chain; a periodic one compacts it into one file again.
+    await b.addContent(ORG, kbId, { text: 'Yet another note about lava flows.' });
+    await settle(b);
+    const second = await snaps(b).snapshot({ reuseGraphs: true });
+    expect(second.manifest.tails).toHaveLength(2);
+    await b.deleteContent(ORG, kbId, ids[5]!);
+    const compacted = await snaps(b).snapshot();
+    expect(compacted.manifest.tails).toBeUndefined();
+    expect(compacted.manifest.stats.records).toBeLessThan(second.manifest.stats.records);
+    const after = await answers(b, kbId);
+    await close(b);
+    const c = await open(dir);
+    expect(c.recovery.snapshot?.seq).toBe(compacted.seq);
+    expect(await answers(c, kbId)).toBe(after);
+  }, 120_000);
+
+  test('an incremental snapshot with a damaged tail is skipped for the previous one and the log', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const a = await open(dir);
+    const { kbId } = await fill(a, 12);
+    const full = await snaps(a).snapshot();
+    await a.addContent(ORG, kbId, { text: 'A late note about pelicans.' });
+    await settle(a);
+    const shutdown = await snaps(a).snapshot({ reuseGraphs: true });
+    const before = await answers(a, kbId);
+    await close(a);
+    const tail = join(shutdown.dir, shutdown.manifest.tails![0]!);
+    const bytes = readFileSync(tail);
+    bytes[bytes.length - 3]! ^= 0xff;
+    writeFileSync(tail, bytes);
+    const warnings: string[] = [];
+    const b = await open(dir, { log: (level, message) => level === 'warn' && warnings.push(message) });
+    expect(warnings).toContain('snapshot skipped');
+    expect(b.recovery.snapshot?.seq).toBe(full.seq);
+    expect(b.recovery.records).toBeGreaterThan(0);
+    expect(await answers(b, kbId)).toBe(before);
+  }, 120_000);
+});
