@@ -181,67 +181,57 @@ export function nodeMatches(node: FilterNode, metadata: Metadata): boolean {
   }
 }
 
-// --- sorted document lists -----------------------------------------------------------------------
+// --- evaluation on an index ----------------------------------------------------------------------
 
-export function intersect(a: readonly number[], b: readonly number[]): number[] {
-  const out: number[] = [];
-  for (let i = 0, j = 0; i < a.length && j < b.length; ) {
-    if (a[i]! < b[j]!) i++;
-    else if (a[i]! > b[j]!) j++;
-    else {
-      out.push(a[i]!);
-      i++;
-      j++;
-    }
-  }
-  return out;
-}
-
-export function union(lists: readonly (readonly number[])[]): number[] {
-  if (lists.length === 1) return [...lists[0]!];
-  const all = lists.flat().sort((x, y) => x - y);
-  return all.filter((d, i) => i === 0 || d !== all[i - 1]);
-}
-
-export function difference(a: readonly number[], b: readonly number[]): number[] {
-  const out: number[] = [];
-  let j = 0;
-  for (const d of a) {
-    while (j < b.length && b[j]! < d) j++;
-    if (j >= b.length || b[j] !== d) out.push(d);
-  }
-  return out;
-}
-
-/** What the evaluation reads of an index: documents by value, by key, in a range, and all of them. */
+/** What the evaluation reads of an index: documents by value, by key, in a range, and which are live. */
 export interface FilterSource {
-  docsWith(key: string, value: Scalar): number[];
-  docsWithKey(key: string): number[];
-  docsInRange(key: string, lower: Bound | undefined, upper: Bound | undefined): number[];
-  /** Every live document (what a negation is taken against). */
-  allDocs(): number[];
+  /** Upper bound of document numbers (masks are this long). */
+  docSpace: number;
+  eachWith(key: string, value: Scalar, visit: (doc: number) => void): void;
+  eachWithKey(key: string, visit: (doc: number) => void): void;
+  eachInRange(key: string, lower: Bound | undefined, upper: Bound | undefined, visit: (doc: number) => void): void;
+  /** 1 for every live document (what a negation is taken against). */
+  liveMask(): Uint8Array;
 }
 
-/** The documents matching the tree, ascending. */
-export function evaluate(node: FilterNode, source: FilterSource): number[] {
+/**
+ * The documents matching the tree, as a mask over the document numbers. Leaves set the bits of
+ * their postings (time in proportion to what they match); and, or and not are byte loops over the
+ * mask (a million documents in about a millisecond), so a compound never sorts or merges lists.
+ */
+export function evaluate(node: FilterNode, source: FilterSource): Uint8Array {
+  const leaf = (fill: (set: (doc: number) => void) => void) => {
+    const mask = new Uint8Array(source.docSpace);
+    fill((doc) => {
+      if (doc < mask.length) mask[doc] = 1;
+    });
+    return mask;
+  };
   switch (node.kind) {
     case 'in':
-      return union(node.values.map((v) => source.docsWith(node.key, v)));
+      return leaf((set) => {
+        for (const v of node.values) source.eachWith(node.key, v, set);
+      });
     case 'exists':
-      return source.docsWithKey(node.key);
+      return leaf((set) => source.eachWithKey(node.key, set));
     case 'range':
-      return source.docsInRange(node.key, node.lower, node.upper);
-    case 'not':
-      return difference(source.allDocs(), evaluate(node.child, source));
-    case 'or':
-      return union(node.children.map((c) => evaluate(c, source)));
+      return leaf((set) => source.eachInRange(node.key, node.lower, node.upper, set));
+    case 'not': {
+      const inner = evaluate(node.child, source);
+      const live = source.liveMask();
+      for (let d = 0; d < inner.length; d++) inner[d] = live[d]! & (inner[d]! ^ 1);
+      return inner;
+    }
+    case 'or': {
+      const [first, ...rest] = node.children.map((c) => evaluate(c, source));
+      for (const m of rest) for (let d = 0; d < first!.length; d++) first![d]! |= m[d]!;
+      return first!;
+    }
     case 'and': {
-      // Positive conditions first, smallest first; negations then only remove from what is left.
-      const positive = node.children.filter((c) => c.kind !== 'not').map((c) => evaluate(c, source));
-      positive.sort((x, y) => x.length - y.length);
-      let result = positive.length > 0 ? positive.reduce((acc, list) => (acc.length === 0 ? acc : intersect(acc, list))) : source.allDocs();
-      for (const c of node.children) if (c.kind === 'not' && result.length > 0) result = difference(result, evaluate(c.child, source));
-      return result;
+      const [first, ...rest] = node.children.map((c) => evaluate(c, source));
+      if (!first) return source.liveMask().slice();
+      for (const m of rest) for (let d = 0; d < first.length; d++) first[d]! &= m[d]!;
+      return first;
     }
   }
 }

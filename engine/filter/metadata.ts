@@ -1,6 +1,6 @@
 // Metadata filters (expression.ts: pairs, operators, $and / $or) over an index of the items'
 // metadata: documents per (key, value), and per key its values in order for ranges.
-import { compileFilter, evaluate, inRange, nodeMatches, union, type Bound, type FilterSource, type MetadataFilter, type Scalar } from './expression';
+import { compileFilter, evaluate, inRange, nodeMatches, type Bound, type FilterSource, type MetadataFilter, type Scalar } from './expression';
 
 export type { MetadataFilter } from './expression';
 export type MetadataValue = string | number | boolean | string[];
@@ -64,21 +64,24 @@ export class MetadataIndex {
     }
   }
 
-  /** Documents matching the filter, ascending; `allDocs`: every live document (negations are taken against it). */
-  matching(filter: MetadataFilter, allDocs: () => number[]): number[] {
+  /** Documents matching the filter, as a mask over `docSpace` document numbers; `liveMask`: 1 for every live document (negations are taken against it). */
+  matching(filter: MetadataFilter, docSpace: number, liveMask: () => Uint8Array): Uint8Array {
     const source: FilterSource = {
-      docsWith: (key, value) => sorted(this.postings.get(key)?.get(scalarKey(value))),
-      docsWithKey: (key) => union([...(this.postings.get(key)?.values() ?? [])].map(sorted)),
-      docsInRange: (key, lower, upper) => this.inRange(key, lower, upper),
-      allDocs,
+      docSpace,
+      eachWith: (key, value, visit) => this.postings.get(key)?.get(scalarKey(value))?.forEach(visit),
+      eachWithKey: (key, visit) => {
+        for (const docs of this.postings.get(key)?.values() ?? []) docs.forEach(visit);
+      },
+      eachInRange: (key, lower, upper, visit) => this.eachInRange(key, lower, upper, visit),
+      liveMask,
     };
     return evaluate(compileFilter(filter), source);
   }
 
   /** Documents whose value of `key` lies in the range: a binary search over the key's ordered values, then their documents. */
-  private inRange(key: string, lower: Bound | undefined, upper: Bound | undefined): number[] {
+  private eachInRange(key: string, lower: Bound | undefined, upper: Bound | undefined, visit: (doc: number) => void): void {
     const byValue = this.postings.get(key);
-    if (!byValue) return [];
+    if (!byValue) return;
     let ordered = this.ordered.get(key);
     if (!ordered) {
       ordered = [...byValue.keys()]
@@ -98,10 +101,6 @@ export class MetadataIndex {
       if (before) lo = mid + 1;
       else hi = mid;
     }
-    const lists: number[][] = [];
-    for (let i = lo; i < ordered.length && inRange(ordered[i]!.value, lower, upper); i++) lists.push(sorted(byValue.get(ordered[i]!.key)));
-    return lists.length === 0 ? [] : union(lists);
+    for (let i = lo; i < ordered.length && inRange(ordered[i]!.value, lower, upper); i++) byValue.get(ordered[i]!.key)?.forEach(visit);
   }
 }
-
-const sorted = (docs: Set<number> | undefined): number[] => (docs ? [...docs].sort((a, b) => a - b) : []);

@@ -167,17 +167,17 @@ export class IndexSet {
 
   allowedSet(filter: MetadataFilter | undefined): AllowedDocs | undefined {
     if (!filter || Object.keys(filter).length === 0) return undefined;
-    const docs = this.metadataIndex.matching(filter, () => this.liveDocs());
-    const mask = new Uint8Array(this.chunks.length);
-    for (const d of docs) mask[d] = 1;
+    const mask = this.metadataIndex.matching(filter, this.chunks.length, () => this.liveMask());
+    const docs: number[] = [];
+    for (let d = 0; d < mask.length; d++) if (mask[d]) docs.push(d);
     return { mask, docs };
   }
 
-  /** Document numbers of the chunks answering now, ascending (what a negated filter is taken against). */
-  private liveDocs(): number[] {
-    const out: number[] = [];
-    for (let d = 0; d < this.chunks.length; d++) if (this.chunks[d]) out.push(d);
-    return out;
+  /** 1 for the chunks answering now (what a negated filter is taken against). */
+  private liveMask(): Uint8Array {
+    const mask = new Uint8Array(this.chunks.length);
+    for (let d = 0; d < this.chunks.length; d++) if (this.chunks[d]) mask[d] = 1;
+    return mask;
   }
 
   fullTextTop(terms: readonly string[], k: number, allowed?: AllowedDocs): Scored[] {
