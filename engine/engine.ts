@@ -60,6 +60,7 @@ export class Engine {
       discard: (task) => task.catch((err) => this.say('warn', 'could not remove stored files', { error: String(err) })),
       onVectorsAdded: () => this.recovery && this.pacer.schedule(), // once open: not during replay
       holds: shards.holdsAll ? undefined : (kbId) => shards.holds(kbId),
+      vectorDir: join(options.dataDir, 'vectors'),
     });
     this.core = {
       state: this.state,
@@ -109,6 +110,7 @@ export class Engine {
       start?.seq,
     ).catch(async (err) => {
       // Nothing of a failed start stays behind (the server may try again from another snapshot).
+      engine.state.close();
       await engine.compute.close();
       throw err;
     });
@@ -315,5 +317,6 @@ export class Engine {
     this.ingestion.close();
     await this.compute.close();
     await this.node.close();
+    this.state.close();
   }
 }
