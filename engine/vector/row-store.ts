@@ -64,9 +64,18 @@ export class MemoryRows implements RowStore {
 /** Consecutive rows are gathered, up to this many, into one write (replay adds rows in order). */
 const GATHER_ROWS = 64;
 
-/** Rows in a file, created empty (an existing file is truncated), owner-only. */
+/**
+ * Open vector files at most (one per knowledge base and configuration with vectors): the least
+ * recently used beyond this are closed and opened again when next read or written.
+ */
+export const MAX_OPEN_VECTOR_FILES = 128;
+const openFiles = new Set<FileRows>();
+
+/** Rows in a file, created empty at the first write (an existing file is truncated), owner-only. */
 export class FileRows implements RowStore {
   private fd: number | undefined;
+  private created = false;
+  private closed = false;
   private end = 0;
   /** Rows not yet written (held by reference: callers hand over rows they do not change). */
   private pending: Uint8Array[] = [];
@@ -77,16 +86,37 @@ export class FileRows implements RowStore {
     readonly rowBytes: number,
   ) {
     mkdirSync(dirname(path), { recursive: true, mode: PRIVATE_DIR });
-    this.fd = openSync(path, 'w+', PRIVATE_FILE);
-    fchmodSync(this.fd, PRIVATE_FILE);
   }
 
+  /** The file descriptor, opening (at first: creating) the file when it is not open. */
   private get open(): number {
-    if (this.fd === undefined) throw new Error(`vector file ${this.path} is closed`);
+    if (this.closed) throw new Error(`vector file ${this.path} is closed`);
+    if (this.fd !== undefined) {
+      // Most recently used last.
+      openFiles.delete(this);
+      openFiles.add(this);
+      return this.fd;
+    }
+    for (const f of openFiles) {
+      if (openFiles.size < MAX_OPEN_VECTOR_FILES) break;
+      f.release();
+    }
+    this.fd = openSync(this.path, this.created ? 'r+' : 'w+', PRIVATE_FILE);
+    if (!this.created) fchmodSync(this.fd, PRIVATE_FILE);
+    this.created = true;
+    openFiles.add(this);
     return this.fd;
   }
 
+  /** Close the descriptor (the file stays; it opens again when needed). */
+  private release(): void {
+    openFiles.delete(this);
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+
   write(doc: number, bytes: Uint8Array): void {
+    if (!this.created) void this.open;
     const rows = this.pending.length;
     if (rows > 0 && (doc !== this.pendingFirst + rows || rows === GATHER_ROWS)) this.flush();
     if (this.pending.length === 0) this.pendingFirst = doc;
@@ -104,7 +134,8 @@ export class FileRows implements RowStore {
     }
     const at = this.pendingFirst * this.rowBytes;
     let done = 0;
-    while (done < data.length) done += writeSync(this.open, data, done, data.length - done, at + done);
+    const fd = this.open;
+    while (done < data.length) done += writeSync(fd, data, done, data.length - done, at + done);
     this.end = Math.max(this.end, at + data.length);
     this.pending = [];
   }
@@ -114,8 +145,9 @@ export class FileRows implements RowStore {
     const from = first * this.rowBytes;
     const length = Math.max(0, Math.min(count * this.rowBytes, this.end - from));
     let done = 0;
+    const fd = length > 0 ? this.open : -1;
     while (done < length) {
-      const n = readSync(this.open, out, done, length - done, from + done);
+      const n = readSync(fd, out, done, length - done, from + done);
       if (n === 0) break;
       done += n;
     }
@@ -131,10 +163,10 @@ export class FileRows implements RowStore {
   }
 
   close(): void {
-    if (this.fd === undefined) return;
+    if (this.closed) return;
     this.pending = [];
-    closeSync(this.fd);
-    this.fd = undefined;
-    rmSync(this.path, { force: true });
+    this.release();
+    this.closed = true;
+    if (this.created) rmSync(this.path, { force: true });
   }
 }

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Engine, EngineOptions } from '../../engine';
 import { normalize } from '../../engine/embedding/provider';
+import { MAX_OPEN_VECTOR_FILES } from '../../engine/vector/row-store';
 import { VectorIndex } from '../../engine/vector/vector-index';
 import { openEngine } from '../../snapshots';
 import { textKbConfig } from '../helpers/kb-config';
@@ -77,6 +78,25 @@ describe('stored vectors in a file', () => {
     expect(rows).toBeLessThan(50 * d * 4);
     index.close();
     expect(existsSync(file)).toBe(false);
+  });
+
+  test('more vector files than may stay open: the least recently used are closed and reopened intact', () => {
+    const d = 4;
+    const count = MAX_OPEN_VECTOR_FILES + 20;
+    const indexes = Array.from({ length: count }, () => fileIndex(d));
+    const vectors = indexes.map(() => Array.from({ length: 70 }, () => randomUnit(d)));
+    // Two rounds of writes (the second after every file was opened once), reads in between.
+    for (const [i, { index }] of indexes.entries()) for (let doc = 0; doc < 35; doc++) index.add(doc, vectors[i]![doc]!);
+    for (const { index } of indexes) index.scoreDocs(randomUnit(d), [0]);
+    for (const [i, { index }] of indexes.entries()) for (let doc = 35; doc < 70; doc++) index.add(doc, vectors[i]![doc]!);
+    const q = randomUnit(d);
+    for (const [i, { index, file }] of indexes.entries()) {
+      const truth = new Map(vectors[i]!.map((v, doc) => [doc, v] as const));
+      expect(index.exact(q, 5)).toEqual(bruteForce(q, truth, 5));
+      expect(statSync(file).size).toBe(70 * d * 4);
+      index.close();
+      expect(existsSync(file)).toBe(false);
+    }
   });
 
   test('scores are the exact cosines of the stored vectors, exact and graph paths alike', () => {
@@ -344,6 +364,11 @@ describe('vector files of an engine', () => {
     const before = await scores();
     expect(await engine.reembed(ORG, kb.id, { ...CONFIG, embedding: { ...EMBEDDING, model: 'stub-2' } })).toBe('started');
     const building = engine.knowledgeBase(kb.id)!.building!.id;
+    // A set's file is made with its first vector: wait for one in the set being built (80 items
+    // take many embedding batches, so the build is still under way then).
+    const set = () => engine.knowledgeBase(kb.id)!.indexSet(building);
+    while ((set()?.vectorCount ?? 0) === 0) await Bun.sleep(1);
+    expect(engine.knowledgeBase(kb.id)!.building?.id).toBe(building);
     expect(vectorFiles(dir)).toEqual([`${kb.id}.${building}.vectors`, `${kb.id}.${oldConfig}.vectors`].sort());
     await settle(engine, kb.id);
     expect(engine.knowledgeBase(kb.id)!.record.config.id).toBe(building);
