@@ -117,6 +117,15 @@ describe('stored vectors in a file', () => {
       const graphHits = index.search(q, 10);
       for (const h of graphHits) expect(h.score).toBe(cosine(q, stored.get(h.doc)!));
       expect(index.scoreDocs(q, [7, 3, 999_999, 1200])).toEqual([cosine(q, stored.get(7)!), cosine(q, stored.get(3)!), 0, cosine(q, stored.get(1200)!)]);
+      // Scores of the search's candidates, asked again (hybrid does), then after one changes.
+      const docs = graphHits.map((h) => h.doc);
+      expect(index.scoreDocs(Float32Array.from(q), docs)).toEqual(graphHits.map((h) => h.score));
+      const changed = index.quantize(randomUnit(d));
+      stored.set(docs[0]!, changed);
+      index.add(docs[0]!, changed);
+      expect(index.scoreDocs(q, docs)).toEqual(docs.map((doc) => cosine(q, stored.get(doc)!)));
+      index.remove(docs[1]!);
+      expect(index.scoreDocs(q, [docs[1]!])).toEqual([0]);
       index.close();
     }
   });
