@@ -90,6 +90,7 @@ export class Engine {
       start?.seq,
     ).catch(async (err) => {
       // Nothing of a failed start stays behind (the server may try again from another snapshot).
+      state.close();
       await compute.close();
       throw err;
     });
@@ -275,5 +276,6 @@ export class Engine {
     this.ingestion.close();
     await this.compute.close();
     await this.node.close();
+    this.state.close();
   }
 }

@@ -40,6 +40,7 @@ export function assembleParts(options: EngineOptions, hooks: EngineHooks): Engin
     discard: (task) => task.catch((err) => say('warn', 'could not remove stored files', { error: String(err) })),
     onVectorsAdded: hooks.vectorsAdded,
     holds: shards.holdsAll ? undefined : (kbId) => shards.holds(kbId),
+    vectorDir: join(options.dataDir, 'vectors'),
   });
   const compute = new Compute({ documentWorkers: 1, ...options.compute });
   const ingestion = new IngestionQueue({

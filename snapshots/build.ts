@@ -246,6 +246,8 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
     const kb = kbRecords.get(kbId);
     if (!kb || docs.length < req.graphThreshold) continue;
     const { embedding, hnsw } = kb.config;
+    const file = graphFileName(kbId);
+    // The vectors go to a scratch file beside the graph (this worker shares the server's memory).
     const index = new VectorIndex({
       dimensions: embedding.dimensions,
       quantization: embedding.quantization,
@@ -253,32 +255,39 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
       expansionAdd: hnsw.expansionAdd,
       expansionSearch: hnsw.expansionSearch,
       autoGraph: false,
+      file: join(req.outDir, `${file}.vectors.unsynced`),
     });
-    for (const k of kept) {
-      if (k.record.t !== 'content.indexed' || k.record.kbId !== kbId || k.attachment.length === 0) continue;
-      const vectors = index.fromBytes(k.attachment, k.record.chunks.length);
-      vectors.forEach((v, i) => index.add((k.record as { firstDoc: number }).firstDoc + i, v));
+    let from: SnapshotManifest['graphs'][number]['from'];
+    let vectors = 0;
+    try {
+      for (const k of kept) {
+        if (k.record.t !== 'content.indexed' || k.record.kbId !== kbId || k.attachment.length === 0) continue;
+        const vectors = index.fromBytes(k.attachment, k.record.chunks.length);
+        vectors.forEach((v, i) => index.add((k.record as { firstDoc: number }).firstDoc + i, v));
+      }
+      const prevGraph = prevManifest?.graphs.find((g) => g.kbId === kbId);
+      const mainGraph = req.mainGraphs?.find((g) => g.kbId === kbId);
+      from = mainGraph ? 'memory' : prevGraph && req.prevDir ? 'previous' : 'new';
+      lap('graph: vectors');
+      if (mainGraph) index.attachGraph(mainGraph.path, mainGraph.docs);
+      else if (prevGraph && req.prevDir) index.attachGraph(join(req.prevDir, prevGraph.file), prevGraphDocs.get(kbId) ?? []);
+      else index.startGraph();
+      // One core is left to the main thread, which keeps serving and committing meanwhile.
+      lap('graph: attach');
+      while (!index.buildStep(1000, 256, Math.max(1, availableParallelism() - 1)));
+      lap('graph: build');
+      const scratch = join(req.outDir, `${file}.unsynced`);
+      index.saveGraph(scratch);
+      copyFilePaced(scratch, join(req.outDir, file));
+      // CRC32 rather than the copy's SHA-256: start-up checks it 30× faster (0.03 s against 0.8 s at 100k vectors).
+      files.push(fileEntryCrc32(req.outDir, file));
+      lap('graph: save');
+      rmSync(scratch);
+      vectors = index.size;
+    } finally {
+      index.close();
     }
-    const prevGraph = prevManifest?.graphs.find((g) => g.kbId === kbId);
-    const mainGraph = req.mainGraphs?.find((g) => g.kbId === kbId);
-    const from = mainGraph ? 'memory' : prevGraph && req.prevDir ? 'previous' : 'new';
-    lap('graph: vectors');
-    if (mainGraph) index.attachGraph(mainGraph.path, mainGraph.docs);
-    else if (prevGraph && req.prevDir) index.attachGraph(join(req.prevDir, prevGraph.file), prevGraphDocs.get(kbId) ?? []);
-    else index.startGraph();
-    // One core is left to the main thread, which keeps serving and committing meanwhile.
-    lap('graph: attach');
-    while (!index.buildStep(1000, 256, Math.max(1, availableParallelism() - 1)));
-    lap('graph: build');
-    const file = graphFileName(kbId);
-    const scratch = join(req.outDir, `${file}.unsynced`);
-    index.saveGraph(scratch);
-    copyFilePaced(scratch, join(req.outDir, file));
-    // CRC32 rather than the copy's SHA-256: start-up checks it 30× faster (0.03 s against 0.8 s at 100k vectors).
-    files.push(fileEntryCrc32(req.outDir, file));
-    lap('graph: save');
-    rmSync(scratch);
-    graphs.push({ kbId, file, vectors: index.size, from });
+    graphs.push({ kbId, file, vectors, from });
   }
 
   for (const g of req.mainGraphs ?? []) rmSync(g.path, { force: true });

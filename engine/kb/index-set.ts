@@ -130,6 +130,16 @@ export class IndexSet {
     return this.vectors?.size ?? 0;
   }
 
+  /** Keep this set's stored vectors in a file at `path` (before any is added; see engine/vector/row-store.ts). */
+  useVectorFile(path: string): void {
+    this.vectors?.useFile(path);
+  }
+
+  /** The set is dropped (knowledge base deleted, build cancelled or replaced): its vector file goes. */
+  close(): void {
+    this.vectors?.close();
+  }
+
   /** Model vectors in the form this set stores (f32 or i8). */
   storedVectors(vectors: readonly Float32Array[]): StoredVector[] | undefined {
     return this.vectors && vectors.map((v) => this.vectors!.quantize(v));

@@ -2,8 +2,12 @@
 // It changes only through the state machine (applyRecord), which decides whether a record applies;
 // this target carries it out, with the side effects memory needs (stored originals removed,
 // vectors handed to the background graph builder).
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { OriginalsStore } from '../files/originals';
+import { PRIVATE_DIR } from '../fsync';
 import { observeId } from '../ids';
+import type { IndexSet } from '../kb/index-set';
 import { KnowledgeBase } from '../kb/knowledge-base';
 import type { LogRecord } from '../records';
 import { DEFAULT_EXACT_THRESHOLD } from '../vector/vector-index';
@@ -20,7 +24,14 @@ export interface LiveStateOptions {
   onVectorsAdded: () => void;
   /** Cluster mode with shards: the knowledge bases whose content this node keeps (default all). */
   holds?: (kbId: string) => boolean;
+  /**
+   * Where each index set keeps its stored vectors, one file per knowledge base and configuration
+   * (derived data: emptied here at start, rewritten as the log replays). Absent: in memory.
+   */
+  vectorDir?: string;
 }
+
+const SAFE_NAME = /^[A-Za-z0-9_-]+$/;
 
 export class LiveState implements StateTarget {
   readonly kbs = new Map<string, KnowledgeBase>();
@@ -28,6 +39,27 @@ export class LiveState implements StateTarget {
 
   constructor(private readonly options: LiveStateOptions) {
     this.graphThreshold = options.graphThreshold ?? DEFAULT_EXACT_THRESHOLD;
+    if (options.vectorDir) {
+      rmSync(options.vectorDir, { recursive: true, force: true });
+      mkdirSync(options.vectorDir, { recursive: true, mode: PRIVATE_DIR });
+    }
+  }
+
+  /** A new index set keeps its vectors in the vector directory. */
+  private placeVectors(kbId: string, set: IndexSet | undefined): void {
+    const dir = this.options.vectorDir;
+    if (!dir || !set?.vectors) return;
+    const configId = set.config.id;
+    if (!SAFE_NAME.test(kbId) || !SAFE_NAME.test(configId)) throw new Error(`unsafe vector file name: ${kbId}.${configId}`);
+    set.useVectorFile(join(dir, `${kbId}.${configId}.vectors`));
+  }
+
+  /** Close every index set (their vector files are removed): the engine is closing. */
+  close(): void {
+    for (const kb of this.kbs.values()) {
+      kb.indexSet(kb.building?.id)?.close();
+      kb.indexSet(undefined)?.close();
+    }
   }
 
   /** Apply a record (see machine.ts); whether it applied. */
@@ -73,21 +105,33 @@ export class LiveState implements StateTarget {
 
   startBuilding(record: RecordOf<'kb.reconfigure'>): void {
     observeId(record.config.id);
-    this.kbs.get(record.kbId)!.startBuilding(record.config);
+    const kb = this.kbs.get(record.kbId)!;
+    const replaced = kb.building && kb.indexSet(kb.building.id);
+    kb.startBuilding(record.config);
+    replaced?.close();
+    this.placeVectors(kb.id, kb.indexSet(record.config.id));
   }
 
   cancelBuilding(record: RecordOf<'kb.reconfigure'>): void {
-    this.kbs.get(record.kbId)!.cancelBuilding();
+    const kb = this.kbs.get(record.kbId)!;
+    const building = kb.building && kb.indexSet(kb.building.id);
+    kb.cancelBuilding();
+    building?.close();
   }
 
   activateBuilding(record: RecordOf<'kb.activate'>): void {
-    this.kbs.get(record.kbId)!.activateBuilding(record.at);
+    const kb = this.kbs.get(record.kbId)!;
+    const old = kb.indexSet(undefined);
+    kb.activateBuilding(record.at);
+    if (old !== kb.indexSet(undefined)) old?.close();
     this.options.onVectorsAdded();
   }
 
   createKnowledgeBase(record: RecordOf<'kb.create'>): void {
     observeId(record.kb.id);
-    this.kbs.set(record.kb.id, new KnowledgeBase(record.kb, this.graphThreshold));
+    const kb = new KnowledgeBase(record.kb, this.graphThreshold);
+    this.placeVectors(kb.id, kb.indexSet(undefined));
+    this.kbs.set(record.kb.id, kb);
   }
 
   updateKnowledgeBase(record: RecordOf<'kb.update'>): void {
@@ -96,7 +140,10 @@ export class LiveState implements StateTarget {
   }
 
   deleteKnowledgeBase(record: RecordOf<'kb.delete'>): void {
-    this.kbs.get(record.id)!.clear();
+    const kb = this.kbs.get(record.id)!;
+    const sets = [kb.indexSet(undefined), kb.building && kb.indexSet(kb.building.id)];
+    kb.clear();
+    for (const set of sets) set?.close();
     this.kbs.delete(record.id);
     this.options.discard(this.options.originals.removeKnowledgeBase(record.id));
   }
