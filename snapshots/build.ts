@@ -172,12 +172,17 @@ async function buildIncremental(
     tails: [...(prev.tails ?? []), tail],
     stats: { ...stats, records: prev.stats.records + records },
   };
-  const manifestPath = join(req.outDir, MANIFEST_FILE);
-  await writeFile(manifestPath, JSON.stringify(manifest, null, 2), { mode: PRIVATE_FILE });
-  fsyncFile(manifestPath);
-  fsyncFile(req.outDir);
+  await writeManifest(req.outDir, manifest);
   lap('manifest');
   return manifest;
+}
+
+/** The manifest, written last and made durable with its directory: the snapshot counts from here on. */
+async function writeManifest(outDir: string, manifest: SnapshotManifest): Promise<void> {
+  const manifestPath = join(outDir, MANIFEST_FILE);
+  await writeFile(manifestPath, JSON.stringify(manifest, null, 2), { mode: PRIVATE_FILE });
+  fsyncFile(manifestPath);
+  fsyncFile(outDir);
 }
 
 /** A hard link (the same file system: snapshots sit side by side), else a copy. */
@@ -301,10 +306,7 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
     stats: { ...compactor.stats, records: kept.length },
     ...(shards && !shards.holdsAll ? { shards: shards.toJSON() } : {}),
   };
-  const manifestPath = join(req.outDir, MANIFEST_FILE);
-  await writeFile(manifestPath, JSON.stringify(manifest, null, 2), { mode: PRIVATE_FILE });
-  fsyncFile(manifestPath);
-  fsyncFile(req.outDir);
+  await writeManifest(req.outDir, manifest);
   lap('manifest');
   return manifest;
 }

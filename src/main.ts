@@ -45,5 +45,3 @@ else {
   console.error(`error: unknown command '${command}'\n\n${usage()}`);
   process.exit(2);
 }
-
-export {};

@@ -7,7 +7,7 @@
 // skip them with --skip-lines).
 import { createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import cliProgress from 'cli-progress';
+import { progressBars } from './progress';
 import { type Api, CliError } from './api';
 
 export interface ImportOptions {
@@ -80,17 +80,7 @@ export async function importFile(api: Api, kbId: string, file: string, options: 
   const kbPath = `/api/v1/knowledge-bases/${encodeURIComponent(kbId)}`;
   // A missing knowledge base (or a bad key) is told before anything is sent.
   const before = (await api.call<{ ingestion: Progress }>('GET', kbPath)).data.ingestion;
-  const bars = new cliProgress.MultiBar(
-    {
-      format: ' {name} |{bar}| {percentage}% · {items} items · {rate} · eta {eta_text}',
-      hideCursor: true,
-      noTTYOutput: true,
-      notTTYSchedule: 2000,
-      stopOnComplete: false,
-      clearOnComplete: false,
-    },
-    cliProgress.Presets.shades_classic,
-  );
+  const bars = progressBars(' {name} |{bar}| {percentage}% · {items} items · {rate} · eta {eta_text}');
   const started = performance.now();
   const sendBar = bars.create(total, 0, { name: 'import', items: 0, rate: '0 items/s', eta_text: '?' });
   let sentBytes = 0;

@@ -4,7 +4,7 @@
 // base (same SHA-256) are skipped, so a rerun resumes where an interrupted one stopped.
 import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
-import cliProgress from 'cli-progress';
+import { progressBars } from './progress';
 import { allPages, type Api, CliError } from './api';
 
 export interface IngestOptions {
@@ -86,17 +86,7 @@ export async function ingest(api: Api, paths: string[], options: IngestOptions):
     if (typeof item.metadata.sha256 === 'string') known.add(item.metadata.sha256);
   }
 
-  const bars = new cliProgress.MultiBar(
-    {
-      format: ' {name} |{bar}| {value}/{total} {unit} · {rate} · eta {eta_text}',
-      hideCursor: true,
-      noTTYOutput: true,
-      notTTYSchedule: 2000,
-      stopOnComplete: false,
-      clearOnComplete: false,
-    },
-    cliProgress.Presets.shades_classic,
-  );
+  const bars = progressBars(' {name} |{bar}| {value}/{total} {unit} · {rate} · eta {eta_text}');
   const started = performance.now();
   const upload = bars.create(files.length, 0, { name: 'upload', unit: 'files', rate: '0 files/s', eta_text: '?' });
   const uploaded: string[] = [];
