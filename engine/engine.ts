@@ -28,6 +28,7 @@ import { queryVector } from './search/query-vector';
 import { searchSemantic } from './search/semantic';
 import { ShardSet } from './shards';
 import { LiveState } from './state/live-state';
+import { TextStore } from './text/text-store';
 import { collectMetrics, countState, reembedSummary, type EngineMetrics } from './state/metrics';
 import type { Quotas } from './state/quotas';
 import { GraphPacer } from './vector/graph-pacer';
@@ -35,6 +36,7 @@ import type { EngineLog, EngineOptions, NewContent, RecoveryReport, ReplicationS
 
 export class Engine {
   private readonly state: LiveState;
+  private readonly texts: TextStore;
   private readonly waiters = new ContentWaiters();
   private readonly pacer: GraphPacer;
   private readonly compute: Compute;
@@ -52,6 +54,8 @@ export class Engine {
   private constructor(private readonly options: EngineOptions) {
     this.say = options.log ?? ((l, m, d) => console[l](m, d ?? ''));
     const originals = new OriginalsStore(join(options.dataDir, 'files'));
+    // Item texts out of the heap, rebuilt by every open from the log (engine/text/text-store.ts).
+    this.texts = new TextStore(join(options.dataDir, 'text'));
     const shards = (this.shards = options.cluster?.shards ?? ShardSet.all());
     this.pacer = new GraphPacer(() => this.state.kbs.values(), options.idle);
     this.state = new LiveState({
@@ -60,6 +64,7 @@ export class Engine {
       discard: (task) => task.catch((err) => this.say('warn', 'could not remove stored files', { error: String(err) })),
       onVectorsAdded: () => this.recovery && this.pacer.schedule(), // once open: not during replay
       holds: shards.holdsAll ? undefined : (kbId) => shards.holds(kbId),
+      texts: this.texts,
     });
     this.core = {
       state: this.state,
@@ -110,6 +115,7 @@ export class Engine {
     ).catch(async (err) => {
       // Nothing of a failed start stays behind (the server may try again from another snapshot).
       await engine.compute.close();
+      engine.texts.close();
       throw err;
     });
     const requeued = engine.node.requeueUnfinished();
@@ -315,5 +321,6 @@ export class Engine {
     this.ingestion.close();
     await this.compute.close();
     await this.node.close();
+    this.texts.close();
   }
 }

@@ -7,7 +7,9 @@ import { MetadataIndex, type MetadataFilter } from '../filter/metadata';
 import type { ContentStatus, IndexedChunk, KnowledgeBaseConfig } from '../records';
 import type { Scored } from '../topk';
 import { VectorIndex } from '../vector/vector-index';
+import { ChunkTable } from './chunk-table';
 import type { ChunkHit, ContentItem, ContentVersion } from './knowledge-base';
+import { ItemVersion } from './version';
 
 export type StoredVector = Float32Array | Int8Array;
 
@@ -29,17 +31,14 @@ export interface BuildOutcome {
   error?: string;
 }
 
-interface ChunkSlot {
-  id: string;
+/** What the chunk table keeps per item: every chunk of the item points at one of these. */
+interface ChunkOwner {
   content: ContentItem;
   version: ContentVersion;
-  start: number;
-  end: number;
-  page?: number;
 }
 
 export class IndexSet {
-  private readonly chunks: (ChunkSlot | undefined)[] = [];
+  private readonly chunks = new ChunkTable<ChunkOwner>();
   readonly bm25: InvertedIndex;
   readonly metadataIndex = new MetadataIndex();
   /** Undefined for a configuration without embeddings. */
@@ -83,12 +82,12 @@ export class IndexSet {
     const live = this.live.get(itemId);
     if (!live) return;
     for (const doc of live.docs) {
-      const slot = this.chunks[doc];
-      if (!slot) continue;
+      const owner = this.chunks.owner(doc);
+      if (!owner) continue;
       this.bm25.remove(doc);
       this.vectors?.remove(doc);
-      this.metadataIndex.remove(doc, slot.version.metadata);
-      this.chunks[doc] = undefined;
+      this.metadataIndex.remove(doc, owner.version.metadata);
+      this.chunks.clear(doc);
       this.liveChunks--;
     }
     this.live.delete(itemId);
@@ -106,13 +105,13 @@ export class IndexSet {
     // Document numbers come from the record, so a compacted log (a snapshot) rebuilds exactly the
     // numbering, and with it the keys of a saved HNSW graph; gaps are left empty.
     if (firstDoc < this.chunks.length) throw new Error(`document ${firstDoc} of ${item.id} is already taken`);
-    this.chunks.length = firstDoc;
+    this.chunks.skipTo(firstDoc);
     this.drop(item.id);
     const version = item.current;
+    const owner: ChunkOwner = { content: item, version };
     const docs: number[] = [];
     for (const c of chunks) {
-      const doc = this.chunks.length;
-      this.chunks.push({ id: c.id, content: item, version, start: c.start, end: c.end, page: c.page });
+      const doc = this.chunks.push(owner, c.id, c.start, c.end, c.page);
       this.bm25.add(doc, c);
       if (this.vectors && vectors) this.vectors.add(doc, vectors[docs.length]!);
       this.metadataIndex.add(doc, version.metadata);
@@ -192,15 +191,19 @@ export class IndexSet {
   hits(scored: readonly Scored[]): ChunkHit[] {
     const out: ChunkHit[] = [];
     for (const { doc, score } of scored) {
-      const slot = this.chunks[doc];
-      if (!slot) continue;
+      const owner = this.chunks.owner(doc);
+      if (!owner) continue;
+      const { version } = owner;
+      const start = this.chunks.startOf(doc);
+      const end = this.chunks.endOf(doc);
       out.push({
-        chunkId: slot.id,
-        contentId: slot.content.id,
-        text: slot.version.text.slice(slot.start, slot.end),
+        chunkId: this.chunks.id(doc)!,
+        contentId: owner.content.id,
+        // A stored text reads only the chunk's characters.
+        text: version instanceof ItemVersion ? version.slice(start, end) : version.text.slice(start, end),
         score,
-        metadata: slot.version.metadata,
-        page: slot.page,
+        metadata: version.metadata,
+        page: this.chunks.pageOf(doc),
         doc,
       });
     }
@@ -208,6 +211,6 @@ export class IndexSet {
   }
 
   chunkIdOf(doc: number): string | undefined {
-    return this.chunks[doc]?.id;
+    return this.chunks.id(doc);
   }
 }

@@ -6,6 +6,7 @@ import type { OriginalsStore } from '../files/originals';
 import { observeId } from '../ids';
 import { KnowledgeBase } from '../kb/knowledge-base';
 import type { LogRecord } from '../records';
+import type { TextStore } from '../text/text-store';
 import { DEFAULT_EXACT_THRESHOLD } from '../vector/vector-index';
 import { markFailed, markPending, markReady } from './content-status';
 import { applyRecord, statusAfterIndexed, type RecordOf, type StateTarget } from './machine';
@@ -20,6 +21,8 @@ export interface LiveStateOptions {
   onVectorsAdded: () => void;
   /** Cluster mode with shards: the knowledge bases whose content this node keeps (default all). */
   holds?: (kbId: string) => boolean;
+  /** Where indexed item texts live out of the JavaScript heap (without one they stay on it). */
+  texts?: TextStore;
 }
 
 export class LiveState implements StateTarget {
@@ -87,7 +90,7 @@ export class LiveState implements StateTarget {
 
   createKnowledgeBase(record: RecordOf<'kb.create'>): void {
     observeId(record.kb.id);
-    this.kbs.set(record.kb.id, new KnowledgeBase(record.kb, this.graphThreshold));
+    this.kbs.set(record.kb.id, new KnowledgeBase(record.kb, this.graphThreshold, this.options.texts));
   }
 
   updateKnowledgeBase(record: RecordOf<'kb.update'>): void {

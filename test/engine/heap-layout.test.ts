@@ -1,0 +1,200 @@
+// The compact in-memory layout of issue 25: item texts in a store out of the JavaScript heap, the
+// chunk table in columns. Each structure alone against the obvious one, then the engine: searches,
+// content reads, updates and deletes answer the same, and again after a restart.
+import { afterEach, describe, expect, test } from 'bun:test';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Engine } from '../../engine';
+import { ChunkTable } from '../../engine/kb/chunk-table';
+import { ItemVersion } from '../../engine/kb/version';
+import { TextStore } from '../../engine/text/text-store';
+import { NO_EMBEDDING, textKbConfig } from '../helpers/kb-config';
+import { mulberry32 } from '../helpers/random';
+
+const dirs: string[] = [];
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'kb-heap-layout-'));
+  dirs.push(d);
+  return d;
+};
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function randomText(rand: () => number, length: number, wide: boolean): string {
+  const alphabet = wide ? 'abc déf ĝħ 漢字 — “q” 😀 z\n' : 'abcdefghij klmno, pqrst. éàü\n';
+  let s = '';
+  while (s.length < length) s += alphabet[Math.floor(rand() * alphabet.length)]!;
+  return s;
+}
+
+describe('TextStore', () => {
+  test('texts read back whole and by character range, Latin-1 and wide, before and after a flush', () => {
+    const store = new TextStore(tempDir());
+    const rand = mulberry32(7);
+    const texts: string[] = ['', 'a', 'ÿ', '😀', 'x'.repeat(3 << 20)];
+    for (let i = 0; i < 400; i++) texts.push(randomText(rand, Math.floor(rand() * 20_000), rand() < 0.3));
+    const refs = texts.map((t) => store.put(t));
+    expect(refs[3]!.wide).toBe(true);
+    expect(refs[2]!.wide).toBe(false);
+    for (let i = 0; i < texts.length; i++) {
+      const t = texts[i]!;
+      expect(store.read(refs[i]!)).toBe(t);
+      for (let k = 0; k < 5; k++) {
+        const a = Math.floor(rand() * (t.length + 1));
+        const b = a + Math.floor(rand() * 3000);
+        expect(store.read(refs[i]!, a, b)).toBe(t.slice(a, b));
+      }
+    }
+    expect(store.bytes.live).toBeGreaterThan(3 << 20);
+    store.release(refs[4]!);
+    expect(store.bytes.dead).toBe(3 << 20);
+    store.close();
+  });
+
+  test('leaves no file behind: the store has no name once open', () => {
+    const dir = tempDir();
+    const store = new TextStore(dir);
+    store.put('held by the descriptor only');
+    expect(readdirSync(dir)).toEqual([]);
+    expect(store.read({ at: 0, length: 4, wide: false })).toBe('held');
+    store.close();
+  });
+});
+
+describe('ItemVersion', () => {
+  test('the text is held until moved, then read from the store; slices equal String.slice', () => {
+    const store = new TextStore(tempDir());
+    const text = 'Vitamin D — “a study” of 25(OH)D levels 😀 in 1,000 patients.';
+    const v = new ItemVersion({ version: 3, text, metadata: { a: 1 }, source: { kind: 'text' }, pages: [0, 10] });
+    expect(v.stored).toBe(false);
+    v.moveTo(store);
+    expect(v.stored).toBe(true);
+    expect(v.text).toBe(text);
+    expect(v.textLength).toBe(text.length);
+    expect({ version: v.version, metadata: v.metadata, source: v.source, pages: v.pages }).toEqual({
+      version: 3,
+      metadata: { a: 1 },
+      source: { kind: 'text' },
+      pages: [0, 10],
+    });
+    for (let a = 0; a <= text.length + 2; a += 3) for (let b = a; b <= text.length + 5; b += 7) expect(v.slice(a, b)).toBe(text.slice(a, b));
+    v.release();
+    v.release();
+    expect(store.bytes.live).toBe(0);
+    expect(v.text).toBe(text);
+    store.close();
+  });
+});
+
+describe('ChunkTable', () => {
+  test('answers as one object per chunk would: ids of any shape, spans, pages, gaps and clears', () => {
+    const table = new ChunkTable<{ n: number }>();
+    const rand = mulberry32(3);
+    const reference: ({ owner: { n: number }; id: string; start: number; end: number; page?: number } | undefined)[] = [];
+    const hex = () => Array.from({ length: 28 }, () => '0123456789abcdef'[Math.floor(rand() * 16)]).join('');
+    for (let i = 0; i < 5000; i++) {
+      if (rand() < 0.05) {
+        const gap = reference.length + Math.floor(rand() * 10);
+        table.skipTo(gap);
+        reference.length = gap;
+      }
+      const kind = rand();
+      const id = kind < 0.8 ? `ch_${hex()}` : kind < 0.9 ? `other-${i}` : kind < 0.95 ? `xy_${hex()}` : `CH_${hex()}`;
+      const owner = { n: i };
+      const page = rand() < 0.5 ? undefined : Math.floor(rand() * 4);
+      const start = Math.floor(rand() * 1e6);
+      const doc = table.push(owner, id, start, start + 100, page);
+      expect(doc).toBe(reference.length);
+      reference.push({ owner, id, start, end: start + 100, page });
+    }
+    for (let i = 0; i < 500; i++) {
+      const d = Math.floor(rand() * reference.length);
+      table.clear(d);
+      reference[d] = undefined;
+    }
+    expect(table.length).toBe(reference.length);
+    for (let d = 0; d < reference.length; d++) {
+      const r = reference[d];
+      expect(table.owner(d)).toBe(r?.owner);
+      expect(table.id(d)).toBe(r?.id);
+      if (r) expect([table.startOf(d), table.endOf(d), table.pageOf(d)]).toEqual([r.start, r.end, r.page]);
+    }
+    expect(() => table.skipTo(3)).toThrow();
+  });
+});
+
+describe('engine with texts out of the heap', () => {
+  const ORG = 'org_heap';
+  const engines: Engine[] = [];
+  afterEach(async () => {
+    for (const e of engines.splice(0)) await e.close().catch(() => {});
+  });
+  const open = async (dataDir: string) => {
+    const e = await Engine.open({ dataDir, compute: { documentWorkers: 1 }, log: () => {} });
+    engines.push(e);
+    return e;
+  };
+
+  test('searches, reads, updates and deletes answer the same before and after a restart', async () => {
+    const dir = tempDir();
+    const rand = mulberry32(11);
+    let e = await open(dir);
+    const kb = await e.createKnowledgeBase(ORG, {
+      name: 'h',
+      description: '',
+      type: 'TEXT_HIGH_QUALITY',
+      config: textKbConfig(NO_EMBEDDING, { chunking: { size: 300, overlap: 40 } }),
+    });
+    const words = ['vitamin', 'déficit', 'protein', 'cell', 'naïve', 'β-cell', '漢字', 'insulin', 'tumour', 'growth', 'rate', '😀'];
+    const texts = Array.from({ length: 40 }, (_, i) =>
+      Array.from({ length: 30 + Math.floor(rand() * 200) }, () => words[Math.floor(rand() * (i % 3 === 0 ? words.length : 9))]).join(' '),
+    );
+    const ids: string[] = [];
+    for (let i = 0; i < texts.length; i++) ids.push((await e.addContent(ORG, kb.id, { text: texts[i]!, metadata: { n: i % 4 } })).id);
+    await e.updateContent(ORG, kb.id, ids[1]!, { text: 'an updated text about insulin and growth' });
+    await e.deleteContent(ORG, kb.id, ids[2]!);
+    while (
+      e.stats().queueDepth > 0 ||
+      e
+        .knowledgeBase(kb.id)!
+        .contents.values()
+        .some((i) => i.status === 'pending' || i.status === 'processing')
+    )
+      await Bun.sleep(20);
+
+    const queries = ['vitamin cell', 'insulin growth', '漢字', 'naïve β-cell tumour', 'updated', 'rate'];
+    const answers = (eng: Engine) => ({
+      search: queries.map((query) => eng.searchFullText(ORG, kb.id, { query, limit: 10 }).map(({ doc, ...hit }) => hit)),
+      filtered: eng.searchFullText(ORG, kb.id, { query: 'cell', limit: 5, filter: { n: 1 } }),
+      contents: eng.listContents(ORG, kb.id, 0, 100).items.map((i) => ({ id: i.id, text: i.current.text, metadata: i.current.metadata, chunks: i.live?.docs })),
+    });
+    const before = answers(e);
+    // Texts are what was written: the store gives back the very strings.
+    const byId = new Map(before.contents.map((c) => [c.id, c.text]));
+    expect(byId.get(ids[0]!)).toBe(texts[0]!);
+    expect(byId.get(ids[3]!)).toBe(texts[3]!);
+    expect(byId.get(ids[1]!)).toBe('an updated text about insulin and growth');
+    expect(byId.has(ids[2]!)).toBe(false);
+    // Every hit's text is its chunk of the item's text.
+    for (const hits of before.search) for (const h of hits) expect(byId.get(h.contentId)!.includes(h.text)).toBe(true);
+    expect(before.search.flat().length).toBeGreaterThan(20);
+    // Indexed texts left the heap.
+    const item = e.knowledgeBase(kb.id)!.contents.get(ids[0]!)!;
+    expect((item.current as ItemVersion).stored).toBe(true);
+
+    await e.close();
+    engines.length = 0;
+    e = await open(dir);
+    expect(answers(e)).toEqual(before);
+    // An update after the restart: the old chunks answer until the new ones, then the new text.
+    await e.updateContent(ORG, kb.id, ids[0]!, { text: 'replaced by words of its own: zebra' });
+    const replaced = e.knowledgeBase(kb.id)!.contents.get(ids[0]!)!;
+    expect(replaced.current.text).toBe('replaced by words of its own: zebra');
+    while (replaced.status !== 'ready') await Bun.sleep(20);
+    expect(e.searchFullText(ORG, kb.id, { query: 'zebra', limit: 3 }).map((h) => [h.contentId, h.text])).toEqual([
+      [ids[0]!, 'replaced by words of its own: zebra'],
+    ]);
+  });
+});
