@@ -74,6 +74,11 @@ async function measure(): Promise<void> {
   console.log(`full-text (engine, k=10, ${qs.length} SciFact queries × 3): p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms`);
   const chunks = kb.chunkCount as number;
   const items = kb.contents.size as number;
+  const rssOpen = rssOf('self');
+  // The allocator gives freed pages back to the system in the background (bmalloc's scavenger).
+  await Bun.sleep(3000);
+  await heap();
+  console.log(`RSS growth per chunk: ${((rssOpen - rss0) / chunks).toFixed(0)} B at open, ${((rssOf('self') - rss0) / chunks).toFixed(0)} B 3 s later`);
   console.log(
     `${chunks} chunks, ${items} items; heap ${((h1.heap - h0.heap) / chunks).toFixed(0)} B/chunk (of it extra memory ${((h1.extra - h0.extra) / chunks).toFixed(0)}), RSS ${((rssOf('self') - rss0) / chunks).toFixed(0)} B/chunk, objects ${((h1.objects - h0.objects) / chunks).toFixed(1)}/chunk`,
   );
@@ -104,9 +109,10 @@ async function measure(): Promise<void> {
     postings += l.length;
     capacity += l.docs.length;
   }
-  for (const ids of (kb as any).active.bm25.docTermIds ?? []) termIds += ids?.length ?? 0;
+  const docTerms = (kb as any).active.bm25.docTerms;
+  for (let d = 0; d < kb.docSpace; d++) termIds += docTerms ? docTerms.read(d).count : ((kb as any).active.bm25.docTermIds[d]?.length ?? 0);
   console.log(
-    `bm25: ${(postings / chunks).toFixed(1)} postings/chunk (6 B each), capacity ${(capacity / chunks).toFixed(1)}; ${(kb as any).active.bm25.lists.length} terms; ${(termIds / chunks).toFixed(1)} term ids/chunk (4 B each)`,
+    `bm25: ${(postings / chunks).toFixed(1)} postings/chunk (6 B each), capacity ${(capacity / chunks).toFixed(1)}; ${(kb as any).active.bm25.lists.length} terms; ${(termIds / chunks).toFixed(1)} term ids/chunk${docTerms ? ` (${(docTerms.byteLength / chunks).toFixed(0)} B/chunk packed)` : ' (4 B each)'}`,
   );
   await heap();
 
@@ -137,6 +143,7 @@ async function measure(): Promise<void> {
   });
   await step('bm25 per-doc term ids (docTermIds)', () => {
     bm25.docTermIds = [];
+    bm25.docTerms = undefined;
   });
   await step('bm25 posting lists', () => {
     bm25.lists.length = 0;

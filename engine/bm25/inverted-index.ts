@@ -16,6 +16,7 @@
 // group was formed for is a group of its own (then these are the usual document counts).
 import { DEFAULT_BM25, idf, lengthNorm, lengthNormParts, termWeight, weightedTermScore, type Bm25Params, type ScoreExplanation } from './scorer';
 import { TopK, type Scored } from '../topk';
+import { DocTerms } from './doc-terms';
 
 const MAX_TF = 0xffff;
 
@@ -40,10 +41,12 @@ class PostingList {
     if (tf > this.maxTf) this.maxTf = tf;
     if (docLength < this.minDocLength) this.minDocLength = docLength;
     if (this.length === this.docs.length) {
-      const docs = new Int32Array(this.length * 2);
+      // Grows by a quarter (doubling left a third of all postings' room empty on average).
+      const cap = this.length + Math.max(4, this.length >>> 2);
+      const docs = new Int32Array(cap);
       docs.set(this.docs);
       this.docs = docs;
-      const tfs = new Uint16Array(this.length * 2);
+      const tfs = new Uint16Array(cap);
       tfs.set(this.tfs);
       this.tfs = tfs;
     }
@@ -161,7 +164,8 @@ export class InvertedIndex {
   private readonly lists: PostingList[] = [];
   // Term counts are integers: 4 bytes each keeps the array the scoring loops read small in cache.
   private docLength = new Uint32Array(1024);
-  private docTermIds: (Int32Array | undefined)[] = [];
+  /** Each live document's term ids (for deletes and grouping), packed. */
+  private readonly docTerms = new DocTerms();
   private alive = new Uint8Array(1024);
   private liveDocs = 0;
   private totalLength = 0;
@@ -272,7 +276,7 @@ export class InvertedIndex {
         list.groupFreq++;
       }
     }
-    this.docTermIds[doc] = ids;
+    this.docTerms.set(doc, ids);
     this.docLength[doc] = vector.length;
     this.alive[doc] = 1;
     this.liveDocs++;
@@ -294,15 +298,15 @@ export class InvertedIndex {
     this.changes++;
     const group = this.groupOf[doc]!;
     const members = this.members.get(group);
-    const ids = this.docTermIds[doc]!;
-    this.docTermIds[doc] = undefined;
-    for (const id of ids) {
-      const list = this.lists[id]!;
+    const { ids, count } = this.docTerms.read(doc);
+    for (let i = 0; i < count; i++) {
+      const list = this.lists[ids[i]!]!;
       // The group still holds the term while another of its live documents does.
       if (!members || !this.heldByOther(list, members, doc)) list.groupFreq--;
       list.dead++;
       if (list.dead * 2 >= list.length) list.compact(this.alive, this.docLength);
     }
+    this.docTerms.delete(doc);
     if (!members?.some((m) => this.alive[m] === 1)) {
       this.liveGroups--;
       if (members) {
@@ -363,8 +367,8 @@ export class InvertedIndex {
     const { groupStamp, docStamp, lists } = this;
     for (let k = 0; k < live.length; k++) {
       const d = live[k]!;
-      const ids = this.docTermIds[d]!;
-      for (let i = 0; i < ids.length; i++) {
+      const { ids, count } = this.docTerms.read(d);
+      for (let i = 0; i < count; i++) {
         const t = ids[i]!;
         // A term a document of the group already holds adds no group to its count.
         if (groupStamp[t] === serial) {
@@ -633,7 +637,7 @@ export class InvertedIndex {
   memoryBytes(): number {
     let bytes = this.alive.byteLength + this.docLength.byteLength + this.window.byteLength + this.windowBits.byteLength;
     for (const l of this.lists) bytes += l.docs.byteLength + l.tfs.byteLength + 48;
-    for (const ids of this.docTermIds) if (ids) bytes += ids.byteLength + 16;
+    bytes += this.docTerms.byteLength;
     for (const t of this.terms) bytes += 2 * t.length + 48;
     // Groups: each document's group and span, the members and overlaps of multi-chunk items.
     bytes += this.groupOf.byteLength + this.spanStart.byteLength + this.spanEnd.byteLength + this.groupStamp.byteLength + this.docStamp.byteLength;

@@ -6,6 +6,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine } from '../../engine';
+import { DocTerms } from '../../engine/bm25/doc-terms';
 import { ChunkTable } from '../../engine/kb/chunk-table';
 import { ItemVersion } from '../../engine/kb/version';
 import { TextStore } from '../../engine/text/text-store';
@@ -122,6 +123,40 @@ describe('ChunkTable', () => {
       if (r) expect([table.startOf(d), table.endOf(d), table.pageOf(d)]).toEqual([r.start, r.end, r.page]);
     }
     expect(() => table.skipTo(3)).toThrow();
+  });
+});
+
+describe('DocTerms', () => {
+  test('gives back each document its ids (sorted, duplicates kept) through sets, deletes and compactions', () => {
+    const terms = new DocTerms();
+    const rand = mulberry32(5);
+    const reference = new Map<number, number[]>();
+    let doc = 0;
+    for (let round = 0; round < 20_000; round++) {
+      if (rand() < 0.6 || reference.size === 0) {
+        doc += 1 + Math.floor(rand() * 3);
+        // Ids from small to past 2^21 (varints of 1 to 4 bytes), some listed twice, some documents empty.
+        const n = Math.floor(rand() * 60);
+        const ids = Array.from({ length: n }, () => Math.floor(rand() ** 3 * 3_000_000));
+        if (n > 2) ids.push(ids[0]!);
+        terms.set(doc, Int32Array.from(ids));
+        reference.set(
+          doc,
+          ids.sort((a, b) => a - b),
+        );
+      } else {
+        const keys = [...reference.keys()];
+        const d = keys[Math.floor(rand() * keys.length)]!;
+        terms.delete(d);
+        reference.delete(d);
+      }
+    }
+    for (let d = 0; d <= doc + 1; d++) {
+      const { ids, count } = terms.read(d);
+      expect([terms.has(d), [...ids.subarray(0, count)]]).toEqual([reference.has(d), reference.get(d) ?? []]);
+    }
+    // Compaction kept the pool near the live entries (deletes removed about 40% of all written).
+    expect(terms.byteLength).toBeLessThan(4 * doc + 3 * 30 * 2.5 * reference.size);
   });
 });
 
