@@ -24,6 +24,25 @@ export interface LiveChunks {
   docs: number[];
 }
 
+/**
+ * LiveChunks as the chunk table keeps them: one per item, shared by its documents, which are
+ * consecutive (`docs` is made on demand from the first and the count, not held).
+ */
+class ItemChunks implements LiveChunks {
+  constructor(
+    readonly content: ContentItem,
+    readonly version: ContentVersion,
+    readonly first: number,
+    public count: number,
+  ) {}
+
+  get docs(): number[] {
+    const out = new Array<number>(this.count);
+    for (let i = 0; i < this.count; i++) out[i] = this.first + i;
+    return out;
+  }
+}
+
 /** Where indexing an item's version ended in a set being built (its status lives on the item in the active set). */
 export interface BuildOutcome {
   version: number;
@@ -31,14 +50,8 @@ export interface BuildOutcome {
   error?: string;
 }
 
-/** What the chunk table keeps per item: every chunk of the item points at one of these. */
-interface ChunkOwner {
-  content: ContentItem;
-  version: ContentVersion;
-}
-
 export class IndexSet {
-  private readonly chunks = new ChunkTable<ChunkOwner>();
+  private readonly chunks = new ChunkTable<ItemChunks>();
   readonly bm25: InvertedIndex;
   readonly metadataIndex = new MetadataIndex();
   /** Undefined for a configuration without embeddings. */
@@ -108,17 +121,15 @@ export class IndexSet {
     this.chunks.skipTo(firstDoc);
     this.drop(item.id);
     const version = item.current;
-    const owner: ChunkOwner = { content: item, version };
-    const docs: number[] = [];
+    const live = new ItemChunks(item, version, firstDoc, 0);
     for (const c of chunks) {
-      const doc = this.chunks.push(owner, c.id, c.start, c.end, c.page);
+      const doc = this.chunks.push(live, c.id, c.start, c.end, c.page);
       this.bm25.add(doc, c);
-      if (this.vectors && vectors) this.vectors.add(doc, vectors[docs.length]!);
+      if (this.vectors && vectors) this.vectors.add(doc, vectors[live.count]!);
       this.metadataIndex.add(doc, version.metadata);
-      docs.push(doc);
+      live.count++;
       this.liveChunks++;
     }
-    const live = { version, docs };
     this.live.set(item.id, live);
     return live;
   }

@@ -165,7 +165,8 @@ export class KnowledgeBase {
       existing.updatedAt = at;
       return existing;
     }
-    const item: ContentItem = { id, kbId: this.id, createdAt, updatedAt: at, current: version, status: 'pending' };
+    // One string for both times when equal (a decoded record carries two copies).
+    const item: ContentItem = { id, kbId: this.id, createdAt, updatedAt: at === createdAt ? createdAt : at, current: version, status: 'pending' };
     this.contents.set(id, item);
     const last = this.order[this.order.length - 1];
     if (!last || compareOrder(last, item) < 0) {

@@ -13,7 +13,10 @@ export class ItemVersion implements ContentVersion {
   source: ContentSource;
   pages?: number[];
   private held: string | undefined;
-  private ref: TextRef | undefined;
+  // Where the text lies in `store` (a TextRef's fields, inline: no object per version).
+  private at = -1;
+  private chars = 0;
+  private wide = false;
   private store: TextStore | undefined;
   private released = false;
 
@@ -26,24 +29,23 @@ export class ItemVersion implements ContentVersion {
   }
 
   get text(): string {
-    return this.held ?? this.store!.read(this.ref!);
+    return this.held ?? this.store!.read(this.ref());
   }
 
   set text(text: string) {
     this.release();
     this.held = text;
-    this.ref = undefined;
     this.store = undefined;
     this.released = false;
   }
 
   /** Characters [start, end) of the text, as String.prototype.slice with non-negative bounds. */
   slice(start: number, end: number): string {
-    return this.held !== undefined ? this.held.slice(start, end) : this.store!.read(this.ref!, start, end);
+    return this.held !== undefined ? this.held.slice(start, end) : this.store!.read(this.ref(), start, end);
   }
 
   get textLength(): number {
-    return this.held !== undefined ? this.held.length : this.ref!.length;
+    return this.held !== undefined ? this.held.length : this.chars;
   }
 
   /** Whether the text lives in a store rather than on the heap. */
@@ -51,17 +53,24 @@ export class ItemVersion implements ContentVersion {
     return this.held === undefined;
   }
 
+  private ref(): TextRef {
+    return { at: this.at, length: this.chars, wide: this.wide };
+  }
+
   /** Move the text to `store` (once: a stored text stays where it is). */
   moveTo(store: TextStore): void {
     if (this.held === undefined) return;
-    this.ref = store.put(this.held);
+    const ref = store.put(this.held);
+    this.at = ref.at;
+    this.chars = ref.length;
+    this.wide = ref.wide;
     this.store = store;
     this.held = undefined;
   }
 
   /** The text answers nothing any more: its bytes in the store are dead (counted once; it stays readable). */
   release(): void {
-    if (this.ref && this.store && !this.released) this.store.release(this.ref);
+    if (this.store && !this.released) this.store.release(this.ref());
     this.released = true;
   }
 }
