@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine } from '../../engine';
 import { DocTerms } from '../../engine/bm25/doc-terms';
+import { matchesFilter, MetadataIndex, type Metadata, type MetadataFilter } from '../../engine/filter/metadata';
 import { ChunkTable } from '../../engine/kb/chunk-table';
 import { ItemVersion } from '../../engine/kb/version';
 import { TextStore } from '../../engine/text/text-store';
@@ -157,6 +158,48 @@ describe('DocTerms', () => {
     }
     // Compaction kept the pool near the live entries (deletes removed about 40% of all written).
     expect(terms.byteLength).toBeLessThan(4 * doc + 3 * 30 * 2.5 * reference.size);
+  });
+});
+
+describe('MetadataIndex in typed arrays', () => {
+  test('matches as the rule does through many adds (some out of order, some repeated) and removes', () => {
+    const rand = mulberry32(9);
+    const index = new MetadataIndex();
+    const live = new Map<number, Metadata>();
+    let next = 0;
+    for (let round = 0; round < 6000; round++) {
+      const r = rand();
+      if (r < 0.55 || live.size === 0) {
+        // Mostly increasing numbers; now and then one below the last (the slow path).
+        const doc = rand() < 0.05 && next > 10 ? next - 1 - Math.floor(rand() * 10) : next++;
+        if (live.has(doc)) continue;
+        const tag = `g${Math.floor(rand() * 6)}`;
+        const m: Metadata = { team: `t${Math.floor(rand() * 3)}`, tags: [tag, tag, `g${Math.floor(rand() * 6)}`], n: Math.floor(rand() * 40) };
+        index.add(doc, m);
+        if (rand() < 0.1) index.add(doc, m);
+        live.set(doc, m);
+      } else {
+        const keys = [...live.keys()];
+        const doc = keys[Math.floor(rand() * keys.length)]!;
+        index.remove(doc, live.get(doc)!);
+        if (rand() < 0.1) index.remove(doc, live.get(doc)!);
+        live.delete(doc);
+      }
+      if (round % 500 === 0 || round === 5999) {
+        const filters: MetadataFilter[] = [
+          { team: 't1' },
+          { tags: 'g2' },
+          { tags: ['g0', 'g5'], team: 't2' },
+          { n: [1, 2, 3] },
+          { n: 7, tags: 'g1' },
+          { nothing: 1 },
+        ];
+        for (const f of filters) {
+          const expected = [...live.keys()].filter((d) => matchesFilter(live.get(d)!, f)).sort((a, b) => a - b);
+          expect(index.matching(f)).toEqual(expected);
+        }
+      }
+    }
   });
 });
 
