@@ -114,7 +114,7 @@ async function measure(): Promise<void> {
   const docTerms = (kb as any).active.bm25.docTerms;
   for (let d = 0; d < kb.docSpace; d++) termIds += docTerms ? docTerms.read(d).count : ((kb as any).active.bm25.docTermIds[d]?.length ?? 0);
   console.log(
-    `bm25: ${(postings / chunks).toFixed(1)} postings/chunk (6 B each), capacity ${(capacity / chunks).toFixed(1)}; ${(kb as any).active.bm25.lists.length} terms; ${(termIds / chunks).toFixed(1)} term ids/chunk${docTerms ? ` (${(docTerms.byteLength / chunks).toFixed(0)} B/chunk packed)` : ' (4 B each)'}`,
+    `bm25: ${(postings / chunks).toFixed(1)} postings/chunk (5 B each: doc id and a one-byte tf), capacity ${(capacity / chunks).toFixed(1)}; ${(kb as any).active.bm25.lists.length} terms; ${(termIds / chunks).toFixed(1)} term ids/chunk${docTerms ? ` (${(docTerms.byteLength / chunks).toFixed(0)} B/chunk packed)` : ' (4 B each)'}`,
   );
   await heap();
 

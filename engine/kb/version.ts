@@ -7,6 +7,15 @@ import type { ContentSource } from '../records';
 import type { TextRef, TextStore } from '../text/text-store';
 import type { ContentVersion } from './knowledge-base';
 
+/** The source of every typed text, shared (one object per version otherwise). */
+const TEXT_SOURCE: ContentSource = Object.freeze({ kind: 'text' });
+
+function isPlainTextSource(source: ContentSource): boolean {
+  if (source.kind !== 'text') return false;
+  for (const key in source) if (key !== 'kind') return false;
+  return true;
+}
+
 export class ItemVersion implements ContentVersion {
   readonly version: number;
   metadata: Metadata;
@@ -23,7 +32,7 @@ export class ItemVersion implements ContentVersion {
   constructor(v: ContentVersion) {
     this.version = v.version;
     this.metadata = v.metadata;
-    this.source = v.source;
+    this.source = isPlainTextSource(v.source) ? TEXT_SOURCE : v.source;
     if (v.pages !== undefined) this.pages = v.pages;
     this.held = v.text;
   }

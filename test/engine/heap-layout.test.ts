@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine } from '../../engine';
 import { DocTerms } from '../../engine/bm25/doc-terms';
+import { InvertedIndex } from '../../engine/bm25/inverted-index';
+import { idf, lengthNorm, termScore } from '../../engine/bm25/scorer';
 import { matchesFilter, MetadataIndex, type Metadata, type MetadataFilter } from '../../engine/filter/metadata';
 import { ChunkTable } from '../../engine/kb/chunk-table';
 import { ItemVersion } from '../../engine/kb/version';
@@ -158,6 +160,65 @@ describe('DocTerms', () => {
     }
     // Compaction kept the pool near the live entries (deletes removed about 40% of all written).
     expect(terms.byteLength).toBeLessThan(4 * doc + 3 * 30 * 2.5 * reference.size);
+  });
+});
+
+describe('BM25 postings with one-byte term frequencies', () => {
+  test('frequencies of 255 and more (and past the 65,535 cap) score exactly, through merges and compactions', () => {
+    const params = { k1: 1.2, b: 0.75 };
+    const index = new InvertedIndex(params);
+    const rand = mulberry32(13);
+    const choices = [1, 2, 3, 254, 255, 256, 300, 65_534, 65_535, 70_000];
+    const expected = new Map<number, Map<string, number>>();
+    const lengths = new Map<number, number>();
+    const seen = new Map<number, number>();
+    const N = 3000;
+    for (let d = 0; d < N; d++) {
+      const terms: string[] = [];
+      const tfs: number[] = [];
+      const want = new Map<string, number>();
+      for (let i = 0; i < 1 + Math.floor(rand() * 6); i++) {
+        const term = `t${Math.floor(rand() * 12)}`;
+        const tf = choices[Math.floor(rand() * choices.length)]!;
+        // A term listed twice adds to its posting (capped at 65,535).
+        terms.push(term);
+        tfs.push(tf);
+        want.set(term, Math.min(65_535, (want.get(term) ?? 0) + tf));
+      }
+      const length = 10 + Math.floor(rand() * 100);
+      index.add(d, { terms, tfs, length });
+      seen.set(d, terms.length);
+      expected.set(d, want);
+      lengths.set(d, length);
+    }
+    // Deletes: lists compact (and drop their large frequencies of deleted documents). Documents
+    // listing a term twice are kept: remove() counts such a term's df down twice (as before this
+    // layout; the analyzer never lists a term twice).
+    const listedTwice = (d: number) => [...expected.get(d)!.keys()].length !== seen.get(d);
+    for (let d = 0; d < N; d += 2) {
+      if (listedTwice(d)) continue;
+      index.remove(d);
+      expected.delete(d);
+      lengths.delete(d);
+    }
+    const all = Array.from({ length: N }, (_, d) => d);
+    const avg = [...lengths.values()].reduce((a, b) => a + b, 0) / lengths.size;
+    for (let t = 0; t < 12; t++) {
+      const term = `t${t}`;
+      const holders = [...expected].filter(([, m]) => m.has(term)).map(([d]) => d);
+      const scores = index.scoreDocs([term], all);
+      for (const d of holders) {
+        const tf = expected.get(d)!.get(term)!;
+        expect(index.explain([term], d)!.terms[0]!.tf).toBe(tf);
+        expect(scores[d]!).toBeCloseTo(termScore(params, idf(expected.size, holders.length), tf, lengthNorm(params, lengths.get(d)!, avg)), 9);
+      }
+      const top = all
+        .filter((d) => scores[d]! > 0)
+        .sort((a, b) => scores[b]! - scores[a]! || a - b)
+        .slice(0, 20)
+        .map((d) => ({ doc: d, score: scores[d]! }));
+      expect(index.search([term], 20)).toEqual(top);
+    }
   });
 });
 
