@@ -6,6 +6,14 @@
 //
 //   bun bench/heap.ts [--chunks 50000] [--dir /tmp/kb-heap-50k]   fill (once) and measure
 //   --dir keeps the filled directory for later runs (filled only when empty).
+//
+// Measured 2026-11-26 at 100,395 chunks (87,000 items, SciFact replicated, 2,000/200 chunks), JS
+// heap bytes per chunk, on the branch point of `heap` → after it:
+//   item text 1,627 → 0 (in the text store file: 1,573 B/chunk on disk)
+//   BM25 posting lists 870 → 574; per-document term ids 483 → 133
+//   items 344 → 330; metadata index 129 → 19; chunk ids and slots 124 → 46; live chunk lists 117 → 89
+//   BM25 groups 59, term dictionary 43, per-document arrays 22, rest ~50 (unchanged)
+//   total 3,873 → 1,378; RSS growth 3 s after open 5,659 → 2,530 (full-text only, no vectors)
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
