@@ -21,11 +21,13 @@ import type { ShardSet } from './shards';
 import type { LiveState } from './state/live-state';
 import { collectMetrics, countState, reembedSummary, type EngineMetrics } from './state/metrics';
 import type { Quotas } from './state/quotas';
+import type { TextStore } from './text/text-store';
 import type { GraphPacer } from './vector/graph-pacer';
 import type { EngineLog, EngineOptions, NewContent, RecoveryReport, ReplicationStatus, SearchRequest } from './options';
 
 export class Engine {
   private readonly state: LiveState;
+  private readonly texts: TextStore;
   private readonly waiters = new ContentWaiters();
   private readonly pacer: GraphPacer;
   private readonly compute: Compute;
@@ -44,7 +46,7 @@ export class Engine {
     readonly recovery: RecoveryReport,
     quotas: EngineOptions['quotas'],
   ) {
-    ({ say: this.say, shards: this.shards, state: this.state, pacer: this.pacer, compute: this.compute, ingestion: this.ingestion } = parts);
+    ({ say: this.say, shards: this.shards, state: this.state, pacer: this.pacer, compute: this.compute, ingestion: this.ingestion, texts: this.texts } = parts);
     this.core = {
       state: this.state,
       originals: parts.originals,
@@ -92,6 +94,7 @@ export class Engine {
       // Nothing of a failed start stays behind (the server may try again from another snapshot).
       state.close();
       await compute.close();
+      parts.texts.close();
       throw err;
     });
     const requeued = node.requeueUnfinished();
@@ -277,5 +280,6 @@ export class Engine {
     await this.compute.close();
     await this.node.close();
     this.state.close();
+    this.texts.close();
   }
 }

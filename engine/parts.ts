@@ -7,6 +7,7 @@ import { IngestionQueue } from './ingest/queue';
 import type { LogRecord } from './records';
 import { ShardSet } from './shards';
 import { LiveState } from './state/live-state';
+import { TextStore } from './text/text-store';
 import { GraphPacer } from './vector/graph-pacer';
 import type { EngineLog, EngineOptions } from './options';
 
@@ -18,6 +19,8 @@ export interface EngineParts {
   pacer: GraphPacer;
   compute: Compute;
   ingestion: IngestionQueue;
+  /** Item texts out of the heap, rebuilt by every open from the log (text/text-store.ts). */
+  texts: TextStore;
 }
 
 /** What the parts ask of the open engine. */
@@ -34,6 +37,7 @@ export function assembleParts(options: EngineOptions, hooks: EngineHooks): Engin
   const say: EngineLog = options.log ?? ((l, m, d) => console[l](m, d ?? ''));
   const originals = new OriginalsStore(join(options.dataDir, 'files'));
   const shards = options.cluster?.shards ?? ShardSet.all();
+  const texts = new TextStore(join(options.dataDir, 'text'));
   const state: LiveState = new LiveState({
     originals,
     graphThreshold: options.graphThreshold,
@@ -41,6 +45,7 @@ export function assembleParts(options: EngineOptions, hooks: EngineHooks): Engin
     onVectorsAdded: hooks.vectorsAdded,
     holds: shards.holdsAll ? undefined : (kbId) => shards.holds(kbId),
     vectorDir: join(options.dataDir, 'vectors'),
+    texts,
   });
   const compute = new Compute({ documentWorkers: 1, ...options.compute });
   const ingestion = new IngestionQueue({
@@ -58,5 +63,5 @@ export function assembleParts(options: EngineOptions, hooks: EngineHooks): Engin
   // at its idle pace (20 ms of every 25) it held back the commits of a bulk load's results.
   const idle = options.idle;
   const pacer = new GraphPacer(() => state.kbs.values(), idle && (() => idle() && ingestion.depth === 0));
-  return { say, originals, shards, state, pacer, compute, ingestion };
+  return { say, originals, shards, state, pacer, compute, ingestion, texts };
 }

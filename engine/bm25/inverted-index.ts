@@ -16,12 +16,17 @@
 // group was formed for is a group of its own (then these are the usual document counts).
 import { DEFAULT_BM25, idf, lengthNorm, lengthNormParts, termWeight, weightedTermScore, type Bm25Params, type ScoreExplanation } from './scorer';
 import { TopK, type Scored } from '../topk';
+import { DocTerms } from './doc-terms';
 
 const MAX_TF = 0xffff;
+/** A tf of at least this is stored as this byte and looked up in the list's `bigTfs` by document. */
+const BIG_TF = 0xff;
 
 class PostingList {
   docs = new Int32Array(4);
-  tfs = new Uint16Array(4);
+  /** One byte per posting: tfs of BIG_TF and more (rare) are BIG_TF here and exact in bigTfs. */
+  tfs = new Uint8Array(4);
+  bigTfs: Map<number, number> | undefined;
   length = 0;
   /** Postings whose document was deleted but not yet compacted away. */
   dead = 0;
@@ -40,16 +45,34 @@ class PostingList {
     if (tf > this.maxTf) this.maxTf = tf;
     if (docLength < this.minDocLength) this.minDocLength = docLength;
     if (this.length === this.docs.length) {
-      const docs = new Int32Array(this.length * 2);
+      // Grows by a quarter (doubling left a third of all postings' room empty on average).
+      const cap = this.length + Math.max(4, this.length >>> 2);
+      const docs = new Int32Array(cap);
       docs.set(this.docs);
       this.docs = docs;
-      const tfs = new Uint16Array(this.length * 2);
+      const tfs = new Uint8Array(cap);
       tfs.set(this.tfs);
       this.tfs = tfs;
     }
     this.docs[this.length] = doc;
-    this.tfs[this.length] = tf;
+    this.setTf(this.length, doc, tf);
     this.length++;
+  }
+
+  /** The tf at position `p` (of document `doc`). */
+  tfAt(p: number, doc: number): number {
+    const tf = this.tfs[p]!;
+    return tf === BIG_TF ? this.bigTfs!.get(doc)! : tf;
+  }
+
+  setTf(p: number, doc: number, tf: number): void {
+    if (tf >= BIG_TF) {
+      this.tfs[p] = BIG_TF;
+      (this.bigTfs ??= new Map()).set(doc, tf);
+    } else {
+      this.tfs[p] = tf;
+      this.bigTfs?.delete(doc);
+    }
   }
 
   compact(alive: Uint8Array, docLength: Uint32Array): void {
@@ -59,9 +82,9 @@ class PostingList {
     for (let r = 0; r < this.length; r++) {
       const d = this.docs[r]!;
       if (alive[d]) {
-        const tf = this.tfs[r]!;
+        const tf = this.tfAt(r, d);
         this.docs[w] = d;
-        this.tfs[w] = tf;
+        this.tfs[w] = this.tfs[r]!;
         if (tf > this.maxTf) this.maxTf = tf;
         if (docLength[d]! < this.minDocLength) this.minDocLength = docLength[d]!;
         w++;
@@ -69,6 +92,7 @@ class PostingList {
     }
     this.length = w;
     this.dead = 0;
+    if (this.bigTfs) for (const d of this.bigTfs.keys()) if (!alive[d]) this.bigTfs.delete(d);
   }
 
   /** The first position at or after `from` whose doc id is ≥ `doc` (galloping, then binary search). */
@@ -102,7 +126,7 @@ class PostingList {
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
       const d = this.docs[mid]!;
-      if (d === doc) return this.tfs[mid]!;
+      if (d === doc) return this.tfAt(mid, d);
       if (d < doc) lo = mid + 1;
       else hi = mid - 1;
     }
@@ -161,7 +185,8 @@ export class InvertedIndex {
   private readonly lists: PostingList[] = [];
   // Term counts are integers: 4 bytes each keeps the array the scoring loops read small in cache.
   private docLength = new Uint32Array(1024);
-  private docTermIds: (Int32Array | undefined)[] = [];
+  /** Each live document's term ids (for deletes and grouping), packed. */
+  private readonly docTerms = new DocTerms();
   private alive = new Uint8Array(1024);
   private liveDocs = 0;
   private totalLength = 0;
@@ -265,14 +290,15 @@ export class InvertedIndex {
       const tf = Math.max(1, vector.tfs[i]!);
       // A term listed twice for one document adds to its posting rather than duplicating it.
       if (list.length > 0 && list.docs[list.length - 1] === doc) {
-        list.tfs[list.length - 1] = Math.min(MAX_TF, list.tfs[list.length - 1]! + tf);
-        list.maxTf = Math.max(list.maxTf, list.tfs[list.length - 1]!);
+        const merged = Math.min(MAX_TF, list.tfAt(list.length - 1, doc) + tf);
+        list.setTf(list.length - 1, doc, merged);
+        list.maxTf = Math.max(list.maxTf, merged);
       } else {
         list.push(doc, Math.min(MAX_TF, tf), vector.length);
         list.groupFreq++;
       }
     }
-    this.docTermIds[doc] = ids;
+    this.docTerms.set(doc, ids);
     this.docLength[doc] = vector.length;
     this.alive[doc] = 1;
     this.liveDocs++;
@@ -294,15 +320,15 @@ export class InvertedIndex {
     this.changes++;
     const group = this.groupOf[doc]!;
     const members = this.members.get(group);
-    const ids = this.docTermIds[doc]!;
-    this.docTermIds[doc] = undefined;
-    for (const id of ids) {
-      const list = this.lists[id]!;
+    const { ids, count } = this.docTerms.read(doc);
+    for (let i = 0; i < count; i++) {
+      const list = this.lists[ids[i]!]!;
       // The group still holds the term while another of its live documents does.
       if (!members || !this.heldByOther(list, members, doc)) list.groupFreq--;
       list.dead++;
       if (list.dead * 2 >= list.length) list.compact(this.alive, this.docLength);
     }
+    this.docTerms.delete(doc);
     if (!members?.some((m) => this.alive[m] === 1)) {
       this.liveGroups--;
       if (members) {
@@ -363,8 +389,8 @@ export class InvertedIndex {
     const { groupStamp, docStamp, lists } = this;
     for (let k = 0; k < live.length; k++) {
       const d = live[k]!;
-      const ids = this.docTermIds[d]!;
-      for (let i = 0; i < ids.length; i++) {
+      const { ids, count } = this.docTerms.read(d);
+      for (let i = 0; i < count; i++) {
         const t = ids[i]!;
         // A term a document of the group already holds adds no group to its count.
         if (groupStamp[t] === serial) {
@@ -471,7 +497,8 @@ export class InvertedIndex {
       // Essential terms, term at a time (highest bound first: the summation order), into the
       // window's accumulator; touched slots are marked in a bitmap.
       for (let i = n - 1; i >= essential; i--) {
-        const { docs, tfs, length, dead } = lists[i]!;
+        const list = lists[i]!;
+        const { docs, tfs, length, dead } = list;
         const w = weights[i]!;
         // A list without deleted postings and no filter needs no per-document check.
         const check = dead > 0 || allowed !== undefined;
@@ -480,7 +507,8 @@ export class InvertedIndex {
           const d = docs[p]!;
           if (d >= end) break;
           if (check && (alive[d] === 0 || (allowed !== undefined && allowed[d] !== 1))) continue;
-          const tf = tfs[p]!;
+          let tf = tfs[p]!;
+          if (tf === BIG_TF) tf = list.bigTfs!.get(d)!;
           const slot = d - start;
           if (window[slot] === 0) windowBits[slot >>> 5]! |= 1 << (slot & 31);
           window[slot] += weightedTermScore(w, tf, normBase + normPerLength * docLength[d]!);
@@ -507,7 +535,7 @@ export class InvertedIndex {
             const list = lists[i]!;
             const p = (pos[i] = list.advance(pos[i]!, d));
             if (p < list.length && list.docs[p] === d) {
-              const tf = list.tfs[p]!;
+              const tf = list.tfAt(p, d);
               score += weightedTermScore(weights[i]!, tf, normBase + normPerLength * docLength[d]!);
             }
           }
@@ -599,7 +627,7 @@ export class InvertedIndex {
           let tf = 0;
           for (let p = list.advance(0, first); p < list.length && list.docs[p]! <= last; p++) {
             const d = list.docs[p]!;
-            if (alive[d] === 1 && groupOf[d] === group) tf += list.tfs[p]!;
+            if (alive[d] === 1 && groupOf[d] === group) tf += list.tfAt(p, d);
           }
           if (overlap && tf > 0) tf = Math.max(0, tf - overlapTf(overlap, qterms[i]!.id));
           if (tf > 0) score += weightedTermScore(qterms[i]!.weight, tf, norm);
@@ -632,8 +660,8 @@ export class InvertedIndex {
   /** Bytes held by postings and per-document arrays (for memory reports). */
   memoryBytes(): number {
     let bytes = this.alive.byteLength + this.docLength.byteLength + this.window.byteLength + this.windowBits.byteLength;
-    for (const l of this.lists) bytes += l.docs.byteLength + l.tfs.byteLength + 48;
-    for (const ids of this.docTermIds) if (ids) bytes += ids.byteLength + 16;
+    for (const l of this.lists) bytes += l.docs.byteLength + l.tfs.byteLength + 48 + (l.bigTfs ? 64 + 32 * l.bigTfs.size : 0);
+    bytes += this.docTerms.byteLength;
     for (const t of this.terms) bytes += 2 * t.length + 48;
     // Groups: each document's group and span, the members and overlaps of multi-chunk items.
     bytes += this.groupOf.byteLength + this.spanStart.byteLength + this.spanEnd.byteLength + this.groupStamp.byteLength + this.docStamp.byteLength;

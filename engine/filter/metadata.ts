@@ -18,11 +18,94 @@ export function matchesFilter(metadata: Metadata, filter: MetadataFilter): boole
 const valueOfKey = (k: string): Scalar => (k.startsWith('n:') ? Number(k.slice(2)) : k.startsWith('b:') ? k === 'b:true' : k.slice(2));
 
 /**
+ * The documents of one (key, value), ascending, in a typed array (a Set of numbers cost about ten
+ * times the bytes). Documents come in increasing order, so adding appends; a removed document
+ * becomes a tombstone (its number, bitwise negated, keeps the order for binary search) and the
+ * list is rewritten without them once they are half of it.
+ */
+class DocList {
+  private docs = new Int32Array(2);
+  length = 0;
+  private dead = 0;
+
+  get size(): number {
+    return this.length - this.dead;
+  }
+
+  add(doc: number): void {
+    const last = this.length > 0 ? this.docs[this.length - 1]! : -1;
+    const lastDoc = last < 0 ? ~last : last;
+    if (this.length > 0 && doc <= lastDoc) {
+      // Out of order (not seen in practice) or already present: find its place.
+      const at = this.find(doc);
+      if (at < this.length && this.valueAt(at) === doc) {
+        if (this.docs[at]! < 0) {
+          this.docs[at] = doc;
+          this.dead--;
+        }
+        return;
+      }
+      this.grow();
+      this.docs.copyWithin(at + 1, at, this.length);
+      this.docs[at] = doc;
+      this.length++;
+      return;
+    }
+    this.grow();
+    this.docs[this.length++] = doc;
+  }
+
+  /** Whether it held the document. */
+  delete(doc: number): boolean {
+    const at = this.find(doc);
+    if (at >= this.length || this.docs[at] !== doc) return false;
+    this.docs[at] = ~doc;
+    this.dead++;
+    if (this.dead * 2 >= this.length) {
+      let w = 0;
+      for (let r = 0; r < this.length; r++) if (this.docs[r]! >= 0) this.docs[w++] = this.docs[r]!;
+      this.length = w;
+      this.dead = 0;
+      if (this.docs.length > 8 && w * 2 < this.docs.length) this.docs = this.docs.slice(0, Math.max(2, w + (w >>> 2)));
+    }
+    return true;
+  }
+
+  forEach(fn: (doc: number) => void): void {
+    for (let i = 0; i < this.length; i++) if (this.docs[i]! >= 0) fn(this.docs[i]!);
+  }
+
+  private valueAt(i: number): number {
+    const d = this.docs[i]!;
+    return d < 0 ? ~d : d;
+  }
+
+  /** The first position whose document is ≥ doc. */
+  private find(doc: number): number {
+    let lo = 0;
+    let hi = this.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.valueAt(mid) < doc) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private grow(): void {
+    if (this.length < this.docs.length) return;
+    const next = new Int32Array(this.length + Math.max(2, this.length >>> 1));
+    next.set(this.docs);
+    this.docs = next;
+  }
+}
+
+/**
  * An inverted index from (key, value) to documents, so a filter becomes a per-document mask in
  * time proportional to the matching documents rather than to the whole knowledge base.
  */
 export class MetadataIndex {
-  private readonly postings = new Map<string, Map<string, Set<number>>>();
+  private readonly postings = new Map<string, Map<string, DocList>>();
   /** Per key, its number and string values in order (for ranges), made when first asked and dropped when a value comes or goes. */
   private readonly ordered = new Map<string, { value: number | string; key: string }[]>();
 
@@ -43,7 +126,7 @@ export class MetadataIndex {
       if (!byValue) this.postings.set(key, (byValue = new Map()));
       let docs = byValue.get(value);
       if (!docs) {
-        byValue.set(value, (docs = new Set()));
+        byValue.set(value, (docs = new DocList()));
         this.ordered.delete(key);
       }
       docs.add(doc);

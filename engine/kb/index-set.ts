@@ -7,7 +7,9 @@ import { MetadataIndex, type MetadataFilter } from '../filter/metadata';
 import type { ContentStatus, IndexedChunk, KnowledgeBaseConfig } from '../records';
 import type { Scored } from '../topk';
 import { VectorIndex } from '../vector/vector-index';
+import { ChunkTable } from './chunk-table';
 import type { ChunkHit, ContentItem, ContentVersion } from './knowledge-base';
+import { ItemVersion } from './version';
 
 export type StoredVector = Float32Array | Int8Array;
 
@@ -22,6 +24,25 @@ export interface LiveChunks {
   docs: number[];
 }
 
+/**
+ * LiveChunks as the chunk table keeps them: one per item, shared by its documents, which are
+ * consecutive (`docs` is made on demand from the first and the count, not held).
+ */
+class ItemChunks implements LiveChunks {
+  constructor(
+    readonly content: ContentItem,
+    readonly version: ContentVersion,
+    readonly first: number,
+    public count: number,
+  ) {}
+
+  get docs(): number[] {
+    const out = new Array<number>(this.count);
+    for (let i = 0; i < this.count; i++) out[i] = this.first + i;
+    return out;
+  }
+}
+
 /** Where indexing an item's version ended in a set being built (its status lives on the item in the active set). */
 export interface BuildOutcome {
   version: number;
@@ -29,17 +50,8 @@ export interface BuildOutcome {
   error?: string;
 }
 
-interface ChunkSlot {
-  id: string;
-  content: ContentItem;
-  version: ContentVersion;
-  start: number;
-  end: number;
-  page?: number;
-}
-
 export class IndexSet {
-  private readonly chunks: (ChunkSlot | undefined)[] = [];
+  private readonly chunks = new ChunkTable<ItemChunks>();
   readonly bm25: InvertedIndex;
   readonly metadataIndex = new MetadataIndex();
   /** Undefined for a configuration without embeddings. */
@@ -83,12 +95,12 @@ export class IndexSet {
     const live = this.live.get(itemId);
     if (!live) return;
     for (const doc of live.docs) {
-      const slot = this.chunks[doc];
-      if (!slot) continue;
+      const owner = this.chunks.owner(doc);
+      if (!owner) continue;
       this.bm25.remove(doc);
       this.vectors?.remove(doc);
-      this.metadataIndex.remove(doc, slot.version.metadata);
-      this.chunks[doc] = undefined;
+      this.metadataIndex.remove(doc, owner.version.metadata);
+      this.chunks.clear(doc);
       this.liveChunks--;
     }
     this.live.delete(itemId);
@@ -106,20 +118,18 @@ export class IndexSet {
     // Document numbers come from the record, so a compacted log (a snapshot) rebuilds exactly the
     // numbering, and with it the keys of a saved HNSW graph; gaps are left empty.
     if (firstDoc < this.chunks.length) throw new Error(`document ${firstDoc} of ${item.id} is already taken`);
-    this.chunks.length = firstDoc;
+    this.chunks.skipTo(firstDoc);
     this.drop(item.id);
     const version = item.current;
-    const docs: number[] = [];
+    const live = new ItemChunks(item, version, firstDoc, 0);
     for (const c of chunks) {
-      const doc = this.chunks.length;
-      this.chunks.push({ id: c.id, content: item, version, start: c.start, end: c.end, page: c.page });
+      const doc = this.chunks.push(live, c.id, c.start, c.end, c.page);
       this.bm25.add(doc, c);
-      if (this.vectors && vectors) this.vectors.add(doc, vectors[docs.length]!);
+      if (this.vectors && vectors) this.vectors.add(doc, vectors[live.count]!);
       this.metadataIndex.add(doc, version.metadata);
-      docs.push(doc);
+      live.count++;
       this.liveChunks++;
     }
-    const live = { version, docs };
     this.live.set(item.id, live);
     return live;
   }
@@ -186,7 +196,7 @@ export class IndexSet {
   /** 1 for the chunks answering now (what a negated filter is taken against). */
   private liveMask(): Uint8Array {
     const mask = new Uint8Array(this.chunks.length);
-    for (let d = 0; d < this.chunks.length; d++) if (this.chunks[d]) mask[d] = 1;
+    for (let d = 0; d < this.chunks.length; d++) if (this.chunks.owner(d)) mask[d] = 1;
     return mask;
   }
 
@@ -209,15 +219,19 @@ export class IndexSet {
   hits(scored: readonly Scored[]): ChunkHit[] {
     const out: ChunkHit[] = [];
     for (const { doc, score } of scored) {
-      const slot = this.chunks[doc];
-      if (!slot) continue;
+      const owner = this.chunks.owner(doc);
+      if (!owner) continue;
+      const { version } = owner;
+      const start = this.chunks.startOf(doc);
+      const end = this.chunks.endOf(doc);
       out.push({
-        chunkId: slot.id,
-        contentId: slot.content.id,
-        text: slot.version.text.slice(slot.start, slot.end),
+        chunkId: this.chunks.id(doc)!,
+        contentId: owner.content.id,
+        // A stored text reads only the chunk's characters.
+        text: version instanceof ItemVersion ? version.slice(start, end) : version.text.slice(start, end),
         score,
-        metadata: slot.version.metadata,
-        page: slot.page,
+        metadata: version.metadata,
+        page: this.chunks.pageOf(doc),
         doc,
       });
     }
@@ -225,6 +239,6 @@ export class IndexSet {
   }
 
   chunkIdOf(doc: number): string | undefined {
-    return this.chunks[doc]?.id;
+    return this.chunks.id(doc);
   }
 }

@@ -4,7 +4,9 @@
 import type { Metadata, MetadataFilter } from '../filter/metadata';
 import type { ContentSource, ContentStatus, IndexedChunk, KnowledgeBaseConfig, KnowledgeBaseRecord } from '../records';
 import type { Scored } from '../topk';
+import type { TextStore } from '../text/text-store';
 import { IndexSet, type AllowedDocs, type BuildOutcome, type LiveChunks, type StoredVector } from './index-set';
+import { ItemVersion } from './version';
 
 export type { AllowedDocs, StoredVector } from './index-set';
 
@@ -55,10 +57,14 @@ export class KnowledgeBase {
   /** The indexes of the configuration being built (re-embedding), if any. */
   private next: IndexSet | undefined;
 
-  /** `exactThreshold`: below this many vectors searches are exact and no HNSW graph is kept. */
+  /**
+   * `exactThreshold`: below this many vectors searches are exact and no HNSW graph is kept.
+   * `texts`: where item texts go once their chunks answer searches (without one they stay on the heap).
+   */
   constructor(
     public record: KnowledgeBaseRecord,
     private readonly exactThreshold?: number,
+    private readonly texts?: TextStore,
   ) {
     this.active = new IndexSet(record.config, exactThreshold);
   }
@@ -150,14 +156,17 @@ export class KnowledgeBase {
   // --- contents -------------------------------------------------------------------------------
 
   /** `createdAt` is given for updates (so a compacted log keeps an item's creation time). */
-  putContent(id: string, version: ContentVersion, at: string, createdAt = at): ContentItem {
+  putContent(id: string, given: ContentVersion, at: string, createdAt = at): ContentItem {
+    // Held on the heap until indexed (ingestion reads it soon); applyIndexed moves it to the store.
+    const version = given instanceof ItemVersion ? given : new ItemVersion(given);
     const existing = this.contents.get(id);
     if (existing) {
       existing.current = version;
       existing.updatedAt = at;
       return existing;
     }
-    const item: ContentItem = { id, kbId: this.id, createdAt, updatedAt: at, current: version, status: 'pending' };
+    // One string for both times when equal (a decoded record carries two copies).
+    const item: ContentItem = { id, kbId: this.id, createdAt, updatedAt: at === createdAt ? createdAt : at, current: version, status: 'pending' };
     this.contents.set(id, item);
     const last = this.order[this.order.length - 1];
     if (!last || compareOrder(last, item) < 0) {
@@ -182,6 +191,8 @@ export class KnowledgeBase {
   deleteContent(id: string): boolean {
     const item = this.contents.get(id);
     if (!item) return false;
+    const versions = new Set([item.current, item.live?.version, this.next?.live.get(id)?.version]);
+    for (const v of versions) if (v instanceof ItemVersion) v.release();
     this.active.drop(id);
     item.live = undefined;
     this.next?.drop(id);
@@ -213,6 +224,7 @@ export class KnowledgeBase {
   ): number[] {
     const live = set.applyIndexed(item, chunks, vectors, firstDoc);
     if (set === this.active) item.live = live;
+    if (this.texts && live.version instanceof ItemVersion) live.version.moveTo(this.texts);
     return live.docs;
   }
 
@@ -224,6 +236,7 @@ export class KnowledgeBase {
   /** Drop every chunk (knowledge base deletion). */
   clear(): void {
     for (const item of this.contents.values()) {
+      for (const v of new Set([item.current, item.live?.version])) if (v instanceof ItemVersion) v.release();
       this.active.drop(item.id);
       item.live = undefined;
     }

@@ -58,7 +58,14 @@ export function kbItems(kb: KnowledgeBase): ItemView {
         const live = item?.live;
         if (!item || !live || live.docs.length === 0 || seen.has(item.id)) return;
         seen.add(item.id);
-        out.push({ docs: live.docs, text: live.version.text });
+        const { version } = live;
+        // Read when used (items of several chunks): the text may be in a store out of the heap.
+        out.push({
+          docs: live.docs,
+          get text() {
+            return version.text;
+          },
+        });
       };
       if (docs.length === 0) return out;
       if (docs.length > LOOKUP_LIMIT) {

@@ -10,6 +10,7 @@ import { observeId } from '../ids';
 import type { IndexSet } from '../kb/index-set';
 import { KnowledgeBase } from '../kb/knowledge-base';
 import type { LogRecord } from '../records';
+import type { TextStore } from '../text/text-store';
 import { DEFAULT_EXACT_THRESHOLD } from '../vector/vector-index';
 import { markFailed, markPending, markReady } from './content-status';
 import { applyRecord, statusAfterIndexed, type RecordOf, type StateTarget } from './machine';
@@ -29,6 +30,8 @@ export interface LiveStateOptions {
    * (derived data: emptied here at start, rewritten as the log replays). Absent: in memory.
    */
   vectorDir?: string;
+  /** Where indexed item texts live out of the JavaScript heap (without one they stay on it). */
+  texts?: TextStore;
 }
 
 const SAFE_NAME = /^[A-Za-z0-9_-]+$/;
@@ -129,7 +132,7 @@ export class LiveState implements StateTarget {
 
   createKnowledgeBase(record: RecordOf<'kb.create'>): void {
     observeId(record.kb.id);
-    const kb = new KnowledgeBase(record.kb, this.graphThreshold);
+    const kb = new KnowledgeBase(record.kb, this.graphThreshold, this.options.texts);
     this.placeVectors(kb.id, kb.indexSet(undefined));
     this.kbs.set(record.kb.id, kb);
   }

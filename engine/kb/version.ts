@@ -1,0 +1,85 @@
+// A content item's version whose text can leave the JavaScript heap: it is held as a string while
+// the version waits to be indexed (ingestion reads it soon), and moved to the knowledge base's text
+// store once its chunks answer searches; `text` then reads it back from the store, `slice` only
+// the characters asked for (a hit's chunk).
+import type { Metadata } from '../filter/metadata';
+import type { ContentSource } from '../records';
+import type { TextRef, TextStore } from '../text/text-store';
+import type { ContentVersion } from './knowledge-base';
+
+/** The source of every typed text, shared (one object per version otherwise). */
+const TEXT_SOURCE: ContentSource = Object.freeze({ kind: 'text' });
+
+function isPlainTextSource(source: ContentSource): boolean {
+  if (source.kind !== 'text') return false;
+  for (const key in source) if (key !== 'kind') return false;
+  return true;
+}
+
+export class ItemVersion implements ContentVersion {
+  readonly version: number;
+  metadata: Metadata;
+  source: ContentSource;
+  pages?: number[];
+  private held: string | undefined;
+  // Where the text lies in `store` (a TextRef's fields, inline: no object per version).
+  private at = -1;
+  private chars = 0;
+  private wide = false;
+  private store: TextStore | undefined;
+  private released = false;
+
+  constructor(v: ContentVersion) {
+    this.version = v.version;
+    this.metadata = v.metadata;
+    this.source = isPlainTextSource(v.source) ? TEXT_SOURCE : v.source;
+    if (v.pages !== undefined) this.pages = v.pages;
+    this.held = v.text;
+  }
+
+  get text(): string {
+    return this.held ?? this.store!.read(this.ref());
+  }
+
+  set text(text: string) {
+    this.release();
+    this.held = text;
+    this.store = undefined;
+    this.released = false;
+  }
+
+  /** Characters [start, end) of the text, as String.prototype.slice with non-negative bounds. */
+  slice(start: number, end: number): string {
+    return this.held !== undefined ? this.held.slice(start, end) : this.store!.read(this.ref(), start, end);
+  }
+
+  get textLength(): number {
+    return this.held !== undefined ? this.held.length : this.chars;
+  }
+
+  /** Whether the text lives in a store rather than on the heap. */
+  get stored(): boolean {
+    return this.held === undefined;
+  }
+
+  private ref(): TextRef {
+    return { at: this.at, length: this.chars, wide: this.wide };
+  }
+
+  /** Move the text to `store` (once: a stored text stays where it is). */
+  moveTo(store: TextStore): void {
+    if (this.held === undefined) return;
+    const ref = store.put(this.held);
+    this.at = ref.at;
+    this.chars = ref.length;
+    this.wide = ref.wide;
+    this.store = store;
+    this.held = undefined;
+  }
+
+  /** The text answers nothing any more: its bytes in the store are dead (counted once; it stays readable). */
+  release(): void {
+    if (this.store && !this.released) this.store.release(this.ref());
+    this.released = true;
+  }
+}

@@ -1,0 +1,112 @@
+// Item texts kept out of the JavaScript heap (issue 25): an append-only file read by position when
+// a hit, a content read or a re-index needs a text. The file is derived state, never a source of
+// truth: it is created empty at every open and unlinked at once (its descriptor keeps it), so a
+// crash leaves nothing behind and replaying the write-ahead log rebuilds it; no fsync is needed.
+// Texts are stored as Latin-1 (one byte per character) when every character fits, else as UTF-16LE
+// (two bytes), so a chunk's character range is a byte range and a hit reads only its chunk.
+import { closeSync, mkdirSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Where a text lies in the store. */
+export interface TextRef {
+  /** Byte offset in the store. */
+  at: number;
+  /** Length in characters (UTF-16 code units, as String.length). */
+  length: number;
+  /** Two bytes per character (UTF-16LE), else one (Latin-1). */
+  wide: boolean;
+}
+
+const BUFFER_BYTES = 1 << 20;
+const NOT_LATIN1 = /[^\u0000-\u00ff]/;
+
+export class TextStore {
+  private readonly fd: number;
+  /** Bytes written to the file; later ones are still in `pending`. */
+  private flushed = 0;
+  private pending = Buffer.allocUnsafe(BUFFER_BYTES);
+  private pendingBytes = 0;
+  private scratch = Buffer.allocUnsafe(64 * 1024);
+  private live = 0;
+  private dead = 0;
+  private closed = false;
+
+  /** A new, empty store in `dir` (created if missing); its file has no name once open. */
+  constructor(dir: string) {
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, `texts-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}.bin`);
+    this.fd = openSync(path, 'w+', 0o600);
+    unlinkSync(path);
+  }
+
+  /** Bytes of live texts and of texts released since (the file holds both). */
+  get bytes(): { live: number; dead: number } {
+    return { live: this.live, dead: this.dead };
+  }
+
+  put(text: string): TextRef {
+    const wide = NOT_LATIN1.test(text);
+    const size = wide ? text.length * 2 : text.length;
+    const at = this.flushed + this.pendingBytes;
+    if (this.pendingBytes + size > this.pending.length) this.flush();
+    if (size > this.pending.length) {
+      const bytes = Buffer.from(text, wide ? 'utf16le' : 'latin1');
+      this.writeAll(bytes);
+    } else {
+      this.pending.write(text, this.pendingBytes, size, wide ? 'utf16le' : 'latin1');
+      this.pendingBytes += size;
+    }
+    this.live += size;
+    return { at, length: text.length, wide };
+  }
+
+  /** Characters [start, end) of a stored text (the whole text by default). */
+  read(ref: TextRef, start = 0, end = ref.length): string {
+    if (start < 0) start = 0;
+    if (end > ref.length) end = ref.length;
+    if (end <= start) return '';
+    const width = ref.wide ? 2 : 1;
+    const from = ref.at + start * width;
+    const size = (end - start) * width;
+    const encoding = ref.wide ? 'utf16le' : 'latin1';
+    if (from >= this.flushed) {
+      const o = from - this.flushed;
+      return this.pending.toString(encoding, o, o + size);
+    }
+    if (from + size > this.flushed) this.flush();
+    if (size > this.scratch.length) this.scratch = Buffer.allocUnsafe(Math.max(size, this.scratch.length * 2));
+    let got = 0;
+    while (got < size) {
+      const n = readSync(this.fd, this.scratch, got, size - got, from + got);
+      if (n <= 0) throw new Error(`text store: short read at ${from + got}`);
+      got += n;
+    }
+    return this.scratch.toString(encoding, 0, size);
+  }
+
+  /** The text no longer answers anything (its bytes stay until the store is rebuilt at the next open). */
+  release(ref: TextRef): void {
+    const size = ref.wide ? ref.length * 2 : ref.length;
+    this.live -= size;
+    this.dead += size;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    closeSync(this.fd);
+  }
+
+  private flush(): void {
+    if (this.pendingBytes === 0) return;
+    const bytes = this.pending.subarray(0, this.pendingBytes);
+    this.pendingBytes = 0;
+    this.writeAll(bytes);
+  }
+
+  private writeAll(bytes: Uint8Array): void {
+    let done = 0;
+    while (done < bytes.length) done += writeSync(this.fd, bytes, done, bytes.length - done, this.flushed + done);
+    this.flushed += bytes.length;
+  }
+}
