@@ -235,7 +235,8 @@ async function latencyCurve(): Promise<Point[]> {
   const at = new Date().toISOString();
   // Names the graph of the vectors added so far (see the cache note at the top).
   const vectorHash = new Bun.CryptoHasher('sha256');
-  vectorHash.update(JSON.stringify({ dims: HASH_DIMENSIONS, hnsw: kbConfig.hnsw, quantization: embedding.quantization }));
+  // The graph's own storage is part of the key: graphs hold i8 vectors since issue 25 (an older f32 cache is not loaded).
+  vectorHash.update(JSON.stringify({ dims: HASH_DIMENSIONS, hnsw: kbConfig.hnsw, quantization: embedding.quantization, graph: 'i8' }));
   for (const target of sizes) {
     const t0 = performance.now();
     while (kb.chunkCount < target) {
