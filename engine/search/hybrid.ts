@@ -67,6 +67,8 @@ export function searchHybrid(
   // The full-text leg's candidates are those full-text search ranks for this limit.
   const ft = fullTextLegRuns(options) ? fullTextCandidates(index, terms, fullTextDepth(limit), allowed?.mask) : [];
   const sem = vector && needsQueryVector(options) ? kb.semanticTop(vector, hybridDepth(limit), allowed) : [];
+  // Cosines known so far (the semantic leg's are exact already): each is read from the vector file once.
+  const semKnown: Scored[] = [...sem];
   let ranked: { doc: number; score: number }[];
   if (options.fusion === 'rrf') {
     ranked = reciprocalRankFusion(
@@ -82,7 +84,8 @@ export function searchHybrid(
       w,
     );
     const fullText = knownOr(pool, ft, ftScores);
-    const semantic = semScores(pool);
+    const semantic = knownOr(pool, semKnown, semScores);
+    pool.forEach((doc, i) => semKnown.push({ doc, score: semantic[i]! }));
     ranked = weightedFusion(
       pool.map((doc, i) => ({ doc, fullText: fullText[i]!, semantic: semantic[i]!, item: index.groupIdOf(doc) })),
       w,
@@ -93,6 +96,6 @@ export function searchHybrid(
   const hits = kb.hits(ranked);
   const docs = hits.map((h) => h.doc);
   const ftLeg = knownOr(docs, ft, ftScores);
-  const semExact = semScores(docs);
+  const semExact = knownOr(docs, semKnown, semScores);
   return hits.map((hit, i) => ({ ...hit, fullTextScore: ftLeg[i]!, ...(vector ? { semanticScore: semExact[i]! } : {}) }));
 }
