@@ -13,7 +13,7 @@
     for (const container of document.querySelectorAll('.auth-container')) {
       const name = container.querySelector('h4 code')?.textContent?.trim();
       const input = container.querySelector('input');
-      if (name && input && input.value) typed[name] = input.value;
+      if (name && input?.value) typed[name] = input.value;
     }
     return typed;
   }

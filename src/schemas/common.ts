@@ -38,13 +38,6 @@ export const AnsweredMetadataFields = {
   ),
 };
 
-export const FilterValueSchema = t.Union([
-  t.String(),
-  Type.Number(),
-  t.Boolean(),
-  t.Array(t.Union([t.String(), Type.Number(), t.Boolean()]), { minItems: 1, maxItems: MAX_FILTER_VALUES }),
-]);
-
 // Operators and $and / $or nest, so the schema only says "an object": checkFilter compiles it
 // (engine/filter/expression.ts) and answers 400 with the path of whatever means nothing.
 export const MetadataFilterSchema = t.Record(t.String(), t.Any(), {
