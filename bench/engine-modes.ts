@@ -4,7 +4,7 @@
 //   force in plain JS over one flat Float32Array (with recall@10 of the engine against it);
 //   quality (nDCG@10, Recall@100) of each mode on SciFact train at 1×; memory per chunk.
 //
-//   bun bench/engine-modes.ts [--sizes 10k,50k,200k] [--quick] [--json out.json] [--no-cache]
+//   bun bench/engine-modes.ts [--sizes 10k,50k,200k] [--quick] [--json out.json] [--no-cache] [--typo on|off]
 //
 // HNSW graphs take most of the time (200k chunks: ~5 minutes on 2 cores), so each size's graph is
 // saved under .bench-out/cache/, named by a SHA-256 of the HNSW settings and every vector added so
@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   analyze,
+  fullTextQuery,
   searchFullText,
   searchHybrid,
   searchSemantic,
@@ -51,11 +52,15 @@ const { values: args } = parseArgs({
     quick: { type: 'boolean', default: false },
     json: { type: 'string' },
     'no-cache': { type: 'boolean', default: false },
+    /** Typo tolerance of the full-text side, as the endpoints' default (on) or off. */
+    typo: { type: 'string', default: 'on' },
   },
   strict: true,
 });
 const GRAPH_CACHE = join(BENCH_OUT, 'cache');
 const quick = args.quick;
+if (args.typo !== 'on' && args.typo !== 'off') throw new Error(`--typo must be on or off, got "${args.typo}"`);
+const typo = args.typo === 'on';
 const sizes = parseCounts(args.sizes ?? (quick ? '2k,6k' : '10k,50k,200k')).sort((a, b) => a - b);
 const passes = quick ? 1 : 2;
 const K = 10;
@@ -179,14 +184,15 @@ function quality(): Record<string, Quality> | undefined {
     rankDocuments(hits, (h) => String(h.metadata.sciId)).map((d) => d.id);
   const index = new Map(queries.map((q, i) => [q.id, i]));
   const modes: Record<string, (i: number) => string[]> = {
-    'full-text': (i) => toIds(searchFullText(kb, queryTerms[i]!, QUALITY_DEPTH)),
+    'full-text': (i) => toIds(searchFullText(kb, fullTextQuery(kb, queries[i]!.text, typo), QUALITY_DEPTH)),
     semantic: (i) => toIds(searchSemantic(kb, queryVectors[i]!, QUALITY_DEPTH)),
-    hybrid: (i) => toIds(searchHybrid(kb, queryTerms[i]!, queryVectors[i]!, QUALITY_DEPTH, { semanticWeight: 0.5, fusion: 'weighted' })),
+    hybrid: (i) =>
+      toIds(searchHybrid(kb, fullTextQuery(kb, queries[i]!.text, typo), queryVectors[i]!, QUALITY_DEPTH, { semanticWeight: 0.5, fusion: 'weighted' })),
   };
   const out: Record<string, Quality> = {};
   for (const [mode, rank] of Object.entries(modes)) out[mode] = evaluate(data, (q) => rank(index.get(q.id)!), queries);
   printTable(
-    `Quality on SciFact train at 1× (${baseChunks} chunks, ${out['full-text']!.queries} queries; semantic/hybrid with the hashed embedder, not a neural model)`,
+    `Quality on SciFact train at 1× (${baseChunks} chunks, ${out['full-text']!.queries} queries, typo tolerance ${typo ? 'on' : 'off'}; semantic/hybrid with the hashed embedder, not a neural model)`,
     ['mode', 'nDCG@10', 'Recall@100'],
     Object.entries(out).map(([m, q]) => [m, f4(q.ndcg10), f4(q.recall100)]),
   );

@@ -4,7 +4,7 @@
 //   peers     Orama and MiniSearch on the same documents and queries, in the same process;
 //   sizes     latency, build time and memory at growing item counts.
 //
-//   bun bench/fulltext.ts [--quick | --full] [--json out.json] [--no-curve] [--plain]
+//   bun bench/fulltext.ts [--quick | --full] [--json out.json] [--no-curve] [--plain] [--typo on|off]
 //                         [--k1 1.2] [--b 0.75] [--size 2000] [--overlap 200] [--replicas 10]
 //   --no-curve skips the size curve (`bun run bench` does: its engine part measures every size).
 //   The engine ranks as its full-text endpoint does: item-aware leg scores (engine/search/legs.ts)
@@ -15,12 +15,22 @@ import { cpus } from 'node:os';
 import { analyze } from '../engine';
 import { syncItems } from '../engine/search/items';
 import { DEFAULT_BM25 } from './lib/engine-internals';
-import { evaluate, loadSciFact, scifactDir, type Quality, type Query, type SciFact } from './lib/eval-data';
+import { evaluate, loadSciFact, scifactDir, type Quality, type SciFact } from './lib/eval-data';
 import { f4 } from './lib/format';
 import { phaseTimer } from './lib/phases';
 import { spread, summarize, timeEach } from './lib/stats';
 import { printTable } from './lib/table';
-import { buildEngine, engineQuality, engineSearch, indexChunks, measureBuild, processItems, rankFullText, replicate } from './fulltext/engine-index';
+import {
+  benchQuery,
+  buildEngine,
+  engineQuality,
+  engineSearch,
+  indexChunks,
+  measureBuild,
+  processItems,
+  rankFullText,
+  replicate,
+} from './fulltext/engine-index';
 import {
   args,
   bm25,
@@ -31,6 +41,7 @@ import {
   ORAMA_TIMED_QUERIES,
   passes,
   plain,
+  typo,
   quick,
   QUICK_QUALITY_QUERIES,
   QUALITY_DEPTH,
@@ -53,12 +64,7 @@ const { phases, phase } = phaseTimer();
 
 // --- sections ---------------------------------------------------------------------------------
 
-function analyzeQueries(queries: readonly Query[]): Map<string, string[]> {
-  return new Map(queries.map((q) => [q.id, analyze(q.text)]));
-}
-
 function sweep(data: SciFact) {
-  const terms = analyzeQueries(data.queries);
   const results: { size: number; overlap: number; k1: number; b: number; quality: Quality }[] = [];
   for (const size of SWEEP_SIZES) {
     const options = { size, overlap: Math.round(size * SWEEP_OVERLAP_RATIO) };
@@ -68,7 +74,7 @@ function sweep(data: SciFact) {
     for (const k1 of SWEEP_K1) {
       const row: (string | number)[] = [k1];
       for (const b of SWEEP_B) {
-        const quality = engineQuality(data, indexChunks(processed, texts, { k1, b }), terms, undefined, plain);
+        const quality = engineQuality(data, indexChunks(processed, texts, { k1, b }), undefined, plain);
         results.push({ ...options, k1, b, quality });
         row.push(`${f4(quality.ndcg10)} / ${f4(quality.recall100)}`);
       }
@@ -91,7 +97,6 @@ function sweep(data: SciFact) {
 }
 
 async function quality(data: SciFact) {
-  const terms = analyzeQueries(data.queries);
   const t = performance.now();
   const built = indexChunks(
     processItems(data.corpus, chunking),
@@ -99,16 +104,16 @@ async function quality(data: SciFact) {
     bm25,
   );
   const buildMs = performance.now() - t;
-  const engine = engineQuality(data, built, terms, undefined, plain);
+  const engine = engineQuality(data, built, undefined, plain);
   console.log(
-    `  engine${plain ? ' --plain (chunk BM25 alone)' : ' (item-aware)'} (size ${chunking.size}, overlap ${chunking.overlap}, k1 ${bm25.k1}, b ${bm25.b}): ` +
+    `  engine${plain ? ' --plain (chunk BM25 alone)' : ` (item-aware, typo tolerance ${typo ? 'on' : 'off'})`} (size ${chunking.size}, overlap ${chunking.overlap}, k1 ${bm25.k1}, b ${bm25.b}): ` +
       `nDCG@10 ${f4(engine.ndcg10)}  Recall@100 ${f4(engine.recall100)}  over ${engine.queries} queries`,
   );
   console.log(`  ${data.corpus.length} documents → ${built.owner.length} chunks, built in ${ms(buildMs)} ms`);
 
   // Peers index whole documents (title + text as one field, their defaults otherwise).
   const queries = quick ? spread(data.queries, QUICK_QUALITY_QUERIES) : data.queries;
-  const rows: { name: string; quality: Quality }[] = [{ name: 'engine', quality: engineQuality(data, built, terms, queries, plain) }];
+  const rows: { name: string; quality: Quality }[] = [{ name: 'engine', quality: engineQuality(data, built, queries, plain) }];
   for (const peer of PEERS) {
     const search = await peer.build(data.corpus);
     rows.push({ name: peer.name, quality: evaluate(data, (q) => search(q.text, QUALITY_DEPTH), queries) });
@@ -131,7 +136,7 @@ async function latency(data: SciFact) {
   const tSync = performance.now();
   if (!plain) syncItems(index, itemView);
   const syncMs = performance.now() - tSync;
-  const terms = queries.map(analyze);
+  const terms = queries.map((q) => benchQuery(index, itemView, q, plain));
   timeEach(queries, 1, search); // warm-up: JIT, stem memo, scratch arrays
   const engine = {
     analyze: summarize(timeEach(queries, passes, analyze)),

@@ -54,6 +54,7 @@ export { sha256File } from './files/hash';
 
 // Search planning, for benchmarks that time one knowledge base's search without the façade.
 export { searchFullText } from './search/full-text';
+export { fullTextQuery } from './search/expansion';
 export { searchSemantic } from './search/semantic';
 export { searchHybrid, needsQueryVector } from './search/hybrid';
 export { refine, rankRefined, type Highlighted, type Refinements } from './search/refine';

@@ -156,4 +156,6 @@ export interface SearchRequest extends Refinements {
   query: string;
   limit: number;
   filter?: MetadataFilter;
+  /** Full-text and hybrid: words also match terms a typo or two away, the last word also as a prefix (default true; search/expansion.ts). */
+  typoTolerance?: boolean;
 }

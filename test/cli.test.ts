@@ -107,6 +107,11 @@ describe('a folder from nothing to searchable', () => {
     expect(bad.stderr).toContain('must be a number');
   });
 
+  test('search tolerates a typo unless --no-typos', () => {
+    expect(cli(['search', 'refnuds', '--kb', kb, '--mode', 'full-text']).stdout).toContain('Refunds are issued');
+    expect(cli(['search', 'refnuds', '--kb', kb, '--mode', 'full-text', '--no-typos']).stdout.trim()).toBe('no hits');
+  });
+
   test('export writes every item as a JSON line, with its metadata', () => {
     const out = join(work, 'export.jsonl');
     const run = cli(['export', '--kb', kb, '--out', out]);

@@ -1,12 +1,15 @@
 // bench/fulltext.ts, the engine side: BM25 indexes over chunks built as the engine builds them,
 // their quality on SciFact, and builds timed with the memory they take.
 import { analyze } from '../../engine';
+import type { Bm25Query } from '../../engine/bm25/inverted-index';
+import { expandQuery } from '../../engine/search/expansion';
 import { arrayItems, syncItems, type ItemView } from '../../engine/search/items';
+import { parseQuery } from '../../engine/search/query-syntax';
 import { fullTextCandidates, fullTextDepth } from '../../engine/search/legs';
 import { InvertedIndex, processContent, type ProcessedChunk } from '../lib/engine-internals';
 import { evaluate, rankDocuments, type CorpusDoc, type Quality, type Query, type SciFact } from '../lib/eval-data';
 import { settledMemory } from '../lib/memory';
-import { LATENCY_K, QUALITY_DEPTH, type Bm25Params, type ChunkingOptions } from './options';
+import { LATENCY_K, QUALITY_DEPTH, typo, type Bm25Params, type ChunkingOptions } from './options';
 
 export interface Built<T> {
   value: T;
@@ -49,7 +52,7 @@ export interface ChunkIndex {
  * item-aware leg scores over the leg's candidates; `plain` ranks chunks by their own BM25 alone
  * (the engine before item-aware scoring).
  */
-export function rankFullText(index: InvertedIndex, items: ItemView, terms: readonly string[], k: number, plain: boolean) {
+export function rankFullText(index: InvertedIndex, items: ItemView, terms: Bm25Query, k: number, plain: boolean) {
   if (plain) return index.search(terms, k);
   syncItems(index, items);
   return fullTextCandidates(index, terms, fullTextDepth(k)).slice(0, k);
@@ -75,13 +78,24 @@ export function indexChunks(processed: readonly ProcessedChunk[][], texts: reado
   return { index, owner, items: arrayItems(owner, docs, texts) };
 }
 
-export function engineQuality(data: SciFact, built: ChunkIndex, terms: ReadonlyMap<string, string[]>, queries?: readonly Query[], plain = false): Quality {
+/**
+ * The query as the full-text endpoint reads it: its syntax parsed, its words expanded by typo
+ * tolerance and the last as a prefix (unless --typo off); --plain: its analyzed terms alone.
+ */
+export function benchQuery(index: InvertedIndex, items: ItemView, text: string, plain: boolean, typoTolerance = typo): Bm25Query {
+  if (plain) return analyze(text);
+  syncItems(index, items);
+  return expandQuery(index, parseQuery(text), typoTolerance);
+}
+
+export function engineQuality(data: SciFact, built: ChunkIndex, queries?: readonly Query[], plain = false, typoTolerance = typo): Quality {
   return evaluate(
     data,
     (q) =>
-      rankDocuments(rankFullText(built.index, built.items, terms.get(q.id)!, QUALITY_DEPTH, plain), (hit) => data.corpus[built.owner[hit.doc]!]!.id).map(
-        (d) => d.id,
-      ),
+      rankDocuments(
+        rankFullText(built.index, built.items, benchQuery(built.index, built.items, q.text, plain, typoTolerance), QUALITY_DEPTH, plain),
+        (hit) => data.corpus[built.owner[hit.doc]!]!.id,
+      ).map((d) => d.id),
     queries,
   );
 }
@@ -130,4 +144,4 @@ export function buildEngine(items: readonly CorpusDoc[], options: ChunkingOption
 }
 
 export const engineSearch = (index: InvertedIndex, items: ItemView, plain: boolean) => (query: string) =>
-  rankFullText(index, items, analyze(query), LATENCY_K, plain);
+  rankFullText(index, items, benchQuery(index, items, query, plain), LATENCY_K, plain);

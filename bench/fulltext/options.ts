@@ -38,6 +38,8 @@ const { values: args } = parseArgs({
     'no-curve': { type: 'boolean', default: false },
     /** Rank chunks by their own BM25 alone, as the engine did before item-aware scoring. */
     plain: { type: 'boolean', default: false },
+    /** Typo tolerance and the last word as a prefix, as the endpoint's default (on) or off. */
+    typo: { type: 'string', default: 'on' },
   },
   strict: true,
 });
@@ -52,6 +54,8 @@ function numberArg(name: string, value: string | undefined, fallback: number): n
 if (args.quick && args.full) throw new Error('--quick and --full exclude each other');
 export const quick = args.quick;
 export const plain = args.plain;
+if (args.typo !== 'on' && args.typo !== 'off') throw new Error(`--typo must be on or off, got "${args.typo}"`);
+export const typo = args.typo === 'on';
 export const bm25: Bm25Params = { k1: numberArg('k1', args.k1, DEFAULT_BM25.k1), b: numberArg('b', args.b, DEFAULT_BM25.b) };
 // The engine takes chunking from each knowledge base's config and has no default of its own.
 export const chunking: ChunkingOptions = { size: numberArg('size', args.size, 2000), overlap: numberArg('overlap', args.overlap, 200) };

@@ -88,6 +88,12 @@ export async function qualityForModel(data: SciFact, work: Workload, model: Mode
     hybrid(0.7),
     hybrid(1),
     hybrid(0.5, 'rrf'),
+    // Typo tolerance is on by default: the same searches without it.
+    { name: 'full-text (BM25), typo tolerance off', run: (q) => search.searchFullText(ORG, kbId, { ...req(q), typoTolerance: false })! },
+    {
+      name: 'hybrid weighted w=0.5, typo tolerance off',
+      run: async (q) => (await search.searchHybrid(ORG, kbId, { ...req(q), semanticWeight: 0.5, fusion: 'weighted', typoTolerance: false }))!,
+    },
     { name: 'full-text, 10 hits', run: (q) => search.searchFullText(ORG, kbId, req(q, 10))! },
     { name: 'semantic, 10 hits', run: async (q) => (await search.searchSemantic(ORG, kbId, req(q, 10)))! },
     hybrid(0.5, 'weighted', 10),

@@ -17,6 +17,7 @@
 import { DEFAULT_BM25, idf, lengthNorm, lengthNormParts, termWeight, weightedTermScore, type Bm25Params, type ScoreExplanation } from './scorer';
 import { TopK, type Scored } from '../topk';
 import { DocTerms } from './doc-terms';
+import { Vocabulary } from './vocabulary';
 
 const MAX_TF = 0xffff;
 /** A tf of at least this is stored as this byte and looked up in the list's `bigTfs` by document. */
@@ -162,6 +163,33 @@ interface StoredOverlap {
   length: number;
 }
 
+/**
+ * A term that stands in for a query word the user typed differently: a typo of it, or a completion
+ * of the query's last word (engine/search/expansion.ts decides which).
+ */
+export interface TermExpansion {
+  term: string;
+  /** The share of the word's weight it carries: below 1, so it counts less than the word itself. */
+  boost: number;
+  /**
+   * Content items holding the word it stands for: its idf is the word's (Lucene's blended term
+   * frequencies), so a rare misspelling in the data weighs no more than the word it misspells.
+   */
+  groupFreq: number;
+}
+
+/** Query terms with expansions: a hit needs one of `terms` when any of them occurs at all. */
+export interface ExpandedQuery {
+  terms: readonly string[];
+  expansions: readonly TermExpansion[];
+}
+
+/** Analyzed query terms, or terms with expansions. */
+export type Bm25Query = readonly string[] | ExpandedQuery;
+
+export const exactTerms = (q: Bm25Query): readonly string[] => (isExpanded(q) ? q.terms : q);
+export const isExpanded = (q: Bm25Query): q is ExpandedQuery => !Array.isArray(q);
+
 /** A query term that occurs in the index. */
 interface QueryTerm {
   term: string;
@@ -171,6 +199,8 @@ interface QueryTerm {
   idf: number;
   /** The most this term can add to any document score (tf at its max, length at its min). */
   bound: number;
+  /** An expansion (TermExpansion), not a term of the query itself. */
+  expansion: boolean;
 }
 
 /** Doc ids scored together per MaxScore window: big enough to amortize, small enough to stay in cache. */
@@ -438,35 +468,75 @@ export class InvertedIndex {
     return { start: this.spanStart[doc]!, end: this.spanEnd[doc]! };
   }
 
+  /** The sorted terms, for finding those near a query word (built when first asked for). */
+  get vocabulary(): Vocabulary {
+    return (this.sortedTerms ??= new Vocabulary(
+      () => this.terms.length,
+      (id) => this.terms[id]!,
+    ));
+  }
+  private sortedTerms: Vocabulary | undefined;
+
+  /** Live groups (content items) holding the term: its idf's n (0 when no live document holds it). */
+  groupFreqOf(term: string): number {
+    const id = this.termIds.get(term);
+    return id === undefined ? 0 : this.lists[id]!.groupFreq;
+  }
+
   /**
    * The query's unique terms that occur, each with its weight and an upper bound on what it can add
    * to a document's score, in ascending bound order (ties by term). Every score is summed over the
    * terms in the reverse of this order, by search, scoreDocs and explain alike, so one document
-   * always gets the same score, bit for bit, and equal documents tie exactly.
+   * always gets the same score, bit for bit, and equal documents tie exactly. Expansions come first
+   * (below every query term, so a search never starts a candidate from them while a query term
+   * occurs: expansionCount), each with its boosted weight.
    */
-  private queryTerms(query: readonly string[]): QueryTerm[] {
+  private queryTerms(query: Bm25Query): QueryTerm[] {
     const counts = new Map<string, number>();
-    for (const t of query) counts.set(t, (counts.get(t) ?? 0) + 1);
+    for (const t of exactTerms(query)) counts.set(t, (counts.get(t) ?? 0) + 1);
     const out: QueryTerm[] = [];
-    for (const [term, qtf] of counts) {
+    const term = (term: string, qtf: number, expansion?: TermExpansion): QueryTerm | undefined => {
       const id = this.termIds.get(term);
-      if (id === undefined) continue;
+      if (id === undefined) return undefined;
       const list = this.lists[id]!;
-      if (list.docFreq === 0) continue;
-      const termIdf = idf(this.liveGroups, list.groupFreq);
-      const weight = termWeight(this.params, termIdf, qtf);
+      if (list.docFreq === 0) return undefined;
+      const termIdf = idf(this.liveGroups, expansion ? expansion.groupFreq : list.groupFreq);
+      const weight = termWeight(this.params, termIdf, qtf) * (expansion ? expansion.boost : 1);
       // tf / (tf + K) grows with tf and shrinks with the document's length.
       const bound = (weight * list.maxTf) / (list.maxTf + lengthNorm(this.params, list.minDocLength, this.avgDocLength));
-      out.push({ term, id, list, idf: termIdf, weight, bound });
+      return { term, id, list, idf: termIdf, weight, bound, expansion: expansion !== undefined };
+    };
+    for (const [t, qtf] of counts) {
+      const q = term(t, qtf);
+      if (q) out.push(q);
     }
-    return out.sort((x, y) => x.bound - y.bound || (x.term < y.term ? -1 : 1));
+    const byBound = (x: QueryTerm, y: QueryTerm) => x.bound - y.bound || (x.term < y.term ? -1 : 1);
+    if (!isExpanded(query) || query.expansions.length === 0) return out.sort(byBound);
+    // An expansion two words share, or a query term itself, counts once: with its largest weight.
+    const expanded = new Map<string, QueryTerm>();
+    for (const e of query.expansions) {
+      if (counts.has(e.term)) continue;
+      const q = term(e.term, 1, e);
+      const seen = expanded.get(e.term);
+      if (q && (!seen || q.weight > seen.weight)) expanded.set(e.term, q);
+    }
+    return [...[...expanded.values()].sort(byBound), ...out.sort(byBound)];
+  }
+
+  /** Leading expansions of queryTerms' order a search never starts a candidate from: all of them while a query term occurs. */
+  private static expansionCount(qterms: readonly QueryTerm[]): number {
+    let n = 0;
+    while (n < qterms.length && qterms[n]!.expansion) n++;
+    return n < qterms.length ? n : 0;
   }
 
   /**
    * The k best documents for the analyzed query terms. `allowed`, when given, is a per-document
-   * mask (1 = may match) applied while scoring, so a filter never truncates the results.
+   * mask (1 = may match) applied while scoring, so a filter never truncates the results. With
+   * expansions, the documents are those holding a query term (expansions add to their scores),
+   * or, when no query term occurs, those holding an expansion.
    */
-  search(query: readonly string[], k: number, allowed?: Uint8Array): Scored[] {
+  search(query: Bm25Query, k: number, allowed?: Uint8Array): Scored[] {
     const qterms = this.queryTerms(query);
     if (qterms.length === 0 || k <= 0) return [];
     const { alive, docLength, window, windowBits } = this;
@@ -482,8 +552,9 @@ export class InvertedIndex {
     const pos = new Int32Array(n);
 
     const top = new TopK(k);
-    // Terms below `essential` cannot lift a document past the k-th score on their own.
-    let essential = 0;
+    // Terms below `essential` cannot lift a document past the k-th score on their own (nor can
+    // expansions ever bring a document: they are only looked up for documents the others found).
+    let essential = InvertedIndex.expansionCount(qterms);
     let threshold = -Infinity;
     for (;;) {
       while (essential < n && prefix[essential]! < threshold * (1 - PRUNE_SLACK)) essential++;
@@ -567,7 +638,7 @@ export class InvertedIndex {
   }
 
   /** Exact scores of given documents (0 when nothing matches), equal to what search gives them. */
-  scoreDocs(query: readonly string[], docs: readonly number[]): number[] {
+  scoreDocs(query: Bm25Query, docs: readonly number[]): number[] {
     const qterms = this.queryTerms(query);
     return docs.map((d) => (this.has(d) ? this.scoreOf(qterms, d) : 0));
   }
@@ -589,6 +660,13 @@ export class InvertedIndex {
     return max;
   }
 
+  /** More than any document or group can score for the query: the sum of its terms' weights (expansions included). */
+  scoreBound(query: Bm25Query): number {
+    let sum = 0;
+    for (const q of this.queryTerms(query)) sum += q.weight;
+    return sum;
+  }
+
   /**
    * BM25 of each document's group (its content item) scored as one document: a term's frequency
    * and the length are summed over the group's live documents, less what the overlaps between its
@@ -596,7 +674,7 @@ export class InvertedIndex {
    * avgGroupLength. Terms are summed in the order scoreDocs uses, so where every group is one
    * document (avgGroupLength = avgDocLength) this equals scoreDocs bit for bit.
    */
-  groupScores(query: readonly string[], docs: readonly number[]): number[] {
+  groupScores(query: Bm25Query, docs: readonly number[]): number[] {
     const qterms = this.queryTerms(query);
     const { base, perLength } = lengthNormParts(this.params, this.avgGroupLength);
     const { alive, docLength, groupOf } = this;
@@ -638,7 +716,7 @@ export class InvertedIndex {
     });
   }
 
-  explain(query: readonly string[], doc: number): ScoreExplanation | undefined {
+  explain(query: Bm25Query, doc: number): ScoreExplanation | undefined {
     if (!this.has(doc)) return undefined;
     const avg = this.avgDocLength;
     const norm = this.norm(doc);

@@ -5,6 +5,7 @@ import { analyze } from '../analysis/analyzer';
 import type { Compute } from '../ingest/compute';
 import type { ChunkHit } from '../kb/knowledge-base';
 import type { SearchRequest } from '../options';
+import { kbQuery, matchedTerms } from '../search/expansion';
 import { searchFullText } from '../search/full-text';
 import { needsQueryVector, searchHybrid, type HybridHit, type HybridOptions } from '../search/hybrid';
 import { parseQuery } from '../search/query-syntax';
@@ -17,8 +18,9 @@ import { heldKbOf, type EngineCore } from './core';
 export function fullText(core: EngineCore, orgId: string, kbId: string, req: SearchRequest): Highlighted<ChunkHit>[] {
   const kb = heldKbOf(core, orgId, kbId);
   const q = parseQuery(req.query);
-  const ranked = rankRefined((depth) => searchFullText(kb, q.terms, depth, req.filter), req.limit, withSyntax(req, q), kb.chunkCount);
-  return decorate(kb, ranked, q.terms, req);
+  const query = kbQuery(kb, q, req.typoTolerance);
+  const ranked = rankRefined((depth) => searchFullText(kb, query, depth, req.filter), req.limit, withSyntax(req, q), kb.chunkCount);
+  return decorate(kb, ranked, matchedTerms(query), req);
 }
 
 /** Nearest chunks by cosine similarity (the query as written; no query syntax). EMBEDDING_FAILED when the model fails. */
@@ -40,6 +42,7 @@ export async function hybrid(
   const kb = heldKbOf(core, orgId, kbId);
   const q = parseQuery(req.query);
   const vector = needsQueryVector(req) ? await queryVector(compute, kb, q.semanticText || req.query) : undefined;
-  const ranked = rankRefined((depth) => searchHybrid(kb, q.terms, vector, depth, req, req.filter), req.limit, withSyntax(req, q), kb.chunkCount);
-  return decorate(kb, ranked, q.terms, req);
+  const query = kbQuery(kb, q, req.typoTolerance);
+  const ranked = rankRefined((depth) => searchHybrid(kb, query, vector, depth, req, req.filter), req.limit, withSyntax(req, q), kb.chunkCount);
+  return decorate(kb, ranked, matchedTerms(query), req);
 }

@@ -1,11 +1,12 @@
 // Full-text search: BM25 over the analyzed query terms, filtered while scoring (a filter never
 // truncates the results), each candidate chunk weighed with its item (legs.ts).
+import type { Bm25Query } from '../bm25/inverted-index';
 import type { MetadataFilter } from '../filter/metadata';
 import type { ChunkHit, KnowledgeBase } from '../kb/knowledge-base';
 import { kbItems, syncItems } from './items';
 import { fullTextCandidates, fullTextDepth } from './legs';
 
-export function searchFullText(kb: KnowledgeBase, terms: readonly string[], limit: number, filter?: MetadataFilter): ChunkHit[] {
+export function searchFullText(kb: KnowledgeBase, terms: Bm25Query, limit: number, filter?: MetadataFilter): ChunkHit[] {
   syncItems(kb.bm25, kbItems(kb));
   const ranked = fullTextCandidates(kb.bm25, terms, fullTextDepth(limit), kb.allowedSet(filter)?.mask);
   return kb.hits(ranked.slice(0, limit));

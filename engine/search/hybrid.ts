@@ -5,12 +5,13 @@
 // candidates: a candidate no query term matches counts 0 on the full-text side, and a lone weak
 // keyword match stays weak. Candidates of one content item share their best evidence: the item's
 // best candidate in the blend scores with the item's best of each leg (fusion.ts weightedFusion).
+import { exactTerms, type Bm25Query } from '../bm25/inverted-index';
 import type { MetadataFilter } from '../filter/metadata';
 import type { ChunkHit, KnowledgeBase } from '../kb/knowledge-base';
 import type { Scored } from '../topk';
 import { candidatePool, reciprocalRankFusion, weightedFusion } from './fusion';
 import { kbItems, syncItems } from './items';
-import { fullTextCandidates, fullTextDepth, fullTextScoresOf } from './legs';
+import { fullTextDepth, FullTextLeg } from './legs';
 
 export interface HybridOptions {
   semanticWeight: number;
@@ -51,7 +52,7 @@ function knownOr(docs: readonly number[], known: readonly Scored[], compute: (do
 /** `queryVector` is undefined exactly when needsQueryVector is false (or there are no embeddings). */
 export function searchHybrid(
   kb: KnowledgeBase,
-  terms: readonly string[],
+  terms: Bm25Query,
   queryVector: Float32Array | undefined,
   limit: number,
   options: HybridOptions,
@@ -63,9 +64,10 @@ export function searchHybrid(
   syncItems(index, kbItems(kb));
   const vector = kb.hasVectors ? queryVector : undefined;
   const semScores = (docs: number[]) => (vector ? kb.semanticScores(vector, docs) : docs.map(() => 0));
-  const ftScores = (docs: number[]) => fullTextScoresOf(index, terms, docs);
   // The full-text leg's candidates are those full-text search ranks for this limit.
-  const ft = fullTextLegRuns(options) ? fullTextCandidates(index, terms, fullTextDepth(limit), allowed?.mask) : [];
+  const leg = new FullTextLeg(index, terms, fullTextDepth(limit), allowed?.mask);
+  const ftScores = (docs: number[]) => leg.scoresOf(docs);
+  const ft = fullTextLegRuns(options) ? leg.candidates : [];
   const sem = vector && needsQueryVector(options) ? kb.semanticTop(vector, hybridDepth(limit), allowed) : [];
   // Cosines known so far (the semantic leg's are exact already): each is read from the vector file once.
   const semKnown: Scored[] = [...sem];
@@ -90,7 +92,7 @@ export function searchHybrid(
       pool.map((doc, i) => ({ doc, fullText: fullText[i]!, semantic: semantic[i]!, item: index.groupIdOf(doc) })),
       w,
       limit,
-      index.maxScore(terms),
+      index.maxScore(exactTerms(terms)),
     );
   }
   const hits = kb.hits(ranked);

@@ -12,7 +12,12 @@
 // the index learns the items from the knowledge base before each search (items.ts syncItems).
 //
 // The leg ranks candidates: the fullTextDepth(limit) best chunks by BM25 (MaxScore), re-scored.
-import type { InvertedIndex } from '../bm25/inverted-index';
+//
+// With typo tolerance (expansion.ts) the leg ranks in two tiers: first the chunks holding a query
+// word as typed, scored with the expansions they also hold; then, when those run out before the
+// depth, the chunks matched only through expansions, their scores scaled below the last of the
+// first tier, so scores still fall as ranks do.
+import { exactTerms, isExpanded, type Bm25Query, type InvertedIndex } from '../bm25/inverted-index';
 import type { Scored } from '../topk';
 
 /** Chunks the full-text leg re-scores for a search of `limit` hits (SciFact: deeper changes nothing). */
@@ -27,7 +32,7 @@ const byScore = (a: Scored, b: Scored) => b.score - a.score || a.doc - b.doc;
  * Full-text leg scores of `docs`, given their plain BM25 scores `own` (as scoreDocs or search
  * gives them): 0 where no term matches.
  */
-export function fullTextLegScores(index: InvertedIndex, terms: readonly string[], docs: readonly number[], own: readonly number[]): number[] {
+export function fullTextLegScores(index: InvertedIndex, terms: Bm25Query, docs: readonly number[], own: readonly number[]): number[] {
   // Each matched chunk's item: its best chunk by BM25, found among all the item's live chunks.
   const bestOfItem = new Map<number, number>();
   docs.forEach((d, i) => {
@@ -55,20 +60,99 @@ export function fullTextLegScores(index: InvertedIndex, terms: readonly string[]
   });
 }
 
-/** Full-text leg scores of any documents (plain BM25 computed here). */
-export function fullTextScoresOf(index: InvertedIndex, terms: readonly string[], docs: readonly number[]): number[] {
+/** Full-text leg scores of any documents (plain BM25 computed here), without tiers. */
+export function fullTextScoresOf(index: InvertedIndex, terms: Bm25Query, docs: readonly number[]): number[] {
   return fullTextLegScores(index, terms, docs, index.scoreDocs(terms, docs));
 }
 
-/** The full-text leg's candidates, best first: the `depth` best chunks by BM25, re-scored. */
-export function fullTextCandidates(index: InvertedIndex, terms: readonly string[], depth: number, mask?: Uint8Array): Scored[] {
-  const top = index.search(terms, depth, mask);
+/** `top` (as search gives them) re-scored as the leg scores, best first. */
+function legRanked(index: InvertedIndex, query: Bm25Query, top: readonly Scored[]): Scored[] {
   const docs = top.map((h) => h.doc);
   const scores = fullTextLegScores(
     index,
-    terms,
+    query,
     docs,
     top.map((h) => h.score),
   );
   return docs.map((doc, i) => ({ doc, score: scores[i]! })).sort(byScore);
+}
+
+/** Just below `score`: where the second tier's best may score. */
+const below = (score: number) => score * (1 - 1e-9);
+
+/**
+ * The full-text leg of one search: its candidates (the `depth` best chunks, tiered) and the leg
+ * score of any other chunk by the same rules (hybrid scores the semantic leg's candidates too).
+ */
+export class FullTextLeg {
+  private ranking: { candidates: Scored[]; tier2Scale?: number } | undefined;
+  /** Expansions rank in a tier of their own: the query has some and one of its words occurs. */
+  private readonly tiered: boolean;
+
+  constructor(
+    private readonly index: InvertedIndex,
+    readonly query: Bm25Query,
+    private readonly depth: number,
+    private readonly mask?: Uint8Array,
+  ) {
+    this.tiered = isExpanded(query) && query.expansions.length > 0 && query.terms.some((t) => index.groupFreqOf(t) > 0);
+  }
+
+  /** The candidates, best first. */
+  get candidates(): Scored[] {
+    return this.ranked().candidates;
+  }
+
+  private ranked(): { candidates: Scored[]; tier2Scale?: number } {
+    if (this.ranking) return this.ranking;
+    const { index, query, depth, mask } = this;
+    const first = legRanked(index, query, index.search(query, depth, mask));
+    if (!this.tiered || first.length >= depth || !isExpanded(query)) return (this.ranking = { candidates: first });
+    // Every chunk holding a query word is ranked: fill up with those matched only by expansions.
+    const seen = new Set(first.map((h) => h.doc));
+    const expansionsOnly = { terms: [], expansions: query.expansions };
+    const second = legRanked(
+      index,
+      query,
+      index.search(expansionsOnly, depth, mask).filter((h) => !seen.has(h.doc)),
+    ).slice(0, depth - first.length);
+    const lowest = first.length > 0 ? first[first.length - 1]!.score : Infinity;
+    const best = second[0]?.score ?? 0;
+    const tier2Scale = best > 0 && best >= lowest ? below(lowest) / best : 1;
+    return (this.ranking = { candidates: [...first, ...second.map((h) => ({ doc: h.doc, score: h.score * tier2Scale }))], tier2Scale });
+  }
+
+  /** Leg scores of `docs`: the candidates' as ranked, the others' by the same tiers. */
+  scoresOf(docs: readonly number[]): number[] {
+    const known = new Map(this.ranking?.candidates.map((h) => [h.doc, h.score]));
+    const missing = docs.filter((d) => !known.has(d));
+    if (missing.length > 0) {
+      const { index, query } = this;
+      const scores = fullTextScoresOf(index, query, missing);
+      if (this.tiered) {
+        const exact = index.scoreDocs(exactTerms(query), missing);
+        let second: number | undefined;
+        const scale = () => (second ??= this.secondTierScale());
+        missing.forEach((d, i) => known.set(d, exact[i]! > 0 ? scores[i]! : scores[i]! * scale()));
+      } else missing.forEach((d, i) => known.set(d, scores[i]!));
+    }
+    return docs.map((d) => known.get(d)!);
+  }
+
+  /**
+   * What second-tier scores are multiplied by: as ranked, or, when the first tier filled the
+   * candidates, what puts the most any chunk could score just below the lowest candidate.
+   */
+  private secondTierScale(): number {
+    const { candidates, tier2Scale } = this.ranked();
+    if (tier2Scale !== undefined) return tier2Scale;
+    const lowest = candidates[candidates.length - 1]?.score ?? 0;
+    const most = this.index.scoreBound(this.query);
+    return most > lowest ? below(lowest) / most : 1;
+  }
+}
+
+/** The full-text leg's candidates, best first: the `depth` best chunks by BM25, re-scored (tiered with expansions). */
+export function fullTextCandidates(index: InvertedIndex, terms: Bm25Query, depth: number, mask?: Uint8Array): Scored[] {
+  return new FullTextLeg(index, terms, depth, mask).candidates;
 }

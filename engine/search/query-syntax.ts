@@ -16,6 +16,10 @@ export interface ParsedQuery {
   excluded: string[][];
   /** The query as a model should read it: quotes dropped, exclusions left out. */
   semanticText: string;
+  /** Terms of plain words (not of phrases or exclusions): those typo tolerance may match loosely. */
+  words: string[];
+  /** The last word's last term when the query ends right after it (search as you type): it also matches as a prefix. */
+  prefix?: string;
 }
 
 interface Part {
@@ -59,7 +63,11 @@ export function parseQuery(query: string): ParsedQuery {
   const phrases: string[][] = [];
   const excluded: string[][] = [];
   const kept: string[] = [];
-  for (const part of parts(query)) {
+  const words: string[] = [];
+  let prefix: string | undefined;
+  const all = parts(query);
+  for (const part of all) {
+    prefix = undefined;
     const analyzed = analyze(part.text);
     if (part.negated) {
       if (analyzed.length === 0) throw invalid(`-${part.phrase ? `"${part.text}"` : part.text} excludes only stop words, which are never indexed`);
@@ -72,9 +80,12 @@ export function parseQuery(query: string): ParsedQuery {
       if (analyzed.length > 1) phrases.push(analyzed);
     }
     terms.push(...analyzed);
+    if (!part.phrase) words.push(...analyzed);
+    // Still being typed: the query ends inside this word (no space or punctuation after it).
+    prefix = !part.phrase && part === all[all.length - 1] && /[\p{L}\p{N}]$/u.test(query) ? analyzed[analyzed.length - 1] : undefined;
   }
   if (terms.length === 0 && excluded.length > 0) throw invalid('a query of exclusions only has nothing to rank by: add a word or a phrase to look for');
-  return { terms, phrases, excluded, semanticText: kept.join(' ') };
+  return { terms, phrases, excluded, semanticText: kept.join(' '), words, ...(prefix !== undefined ? { prefix } : {}) };
 }
 
 /** Whether the query asks anything of a hit beyond its terms. */

@@ -4,7 +4,7 @@
 //   ingest <files or folders…> --kb <id> [--concurrency 4] [--no-wait]
 //   import <kbId> <file.jsonl> [--batch 2000] [--batch-bytes 8388608] [--concurrency 2] [--skip-lines 0] [--no-wait]
 //   search <query> --kb <id> [--mode hybrid|full-text|semantic] [--weight 0.5] [--filter key=value]… [--limit 10]
-//          [--min-score s] [--per-content n] [--highlight]
+//          [--min-score s] [--per-content n] [--highlight] [--no-typos]
 //   export --kb <id> [--out file.jsonl]
 //
 // Connection: --url / KB_URL (default http://localhost:3000), --org / KB_ORG, --key / KB_KEY.
@@ -46,6 +46,8 @@ interface SearchOptions {
   minScore?: number;
   perContent?: number;
   highlight?: boolean;
+  /** False with --no-typos. */
+  typos: boolean;
 }
 
 /** `key=value`: true/false become booleans and numbers numbers, as metadata holds them. */
@@ -148,6 +150,7 @@ export function buildProgram(): Command {
     .option('--min-score <s>', "leave out hits scoring below (the mode's own score)", finiteNumber)
     .option('--per-content <n>', 'at most n hits of one content item', positiveInt)
     .option('--highlight', 'show a snippet around the best match, matched words between «»')
+    .option('--no-typos', 'match words exactly: no typo tolerance, the last word no prefix (full-text and hybrid)')
     .action(async (query: string, opts: SearchOptions, command: Command) => {
       if (opts.weight !== undefined && opts.mode !== 'hybrid') throw new CliError('--weight applies to --mode hybrid only', 2);
       const body = {
@@ -158,6 +161,7 @@ export function buildProgram(): Command {
         ...(opts.minScore !== undefined ? { minScore: opts.minScore } : {}),
         ...(opts.perContent !== undefined ? { maxChunksPerContent: opts.perContent } : {}),
         ...(opts.highlight ? { highlight: true } : {}),
+        ...(opts.typos === false ? { typoTolerance: false } : {}),
       };
       const api = connection(command);
       const { data } = await api.call<Parameters<typeof hitsTable>[0]>(

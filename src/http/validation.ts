@@ -167,6 +167,9 @@ const FIELD_ALIASES: Record<string, string> = {
   alpha: 'semanticWeight',
   score_threshold: 'minScore',
   max_chunks_per_document: 'maxChunksPerContent',
+  typo_tolerance: 'typoTolerance',
+  fuzzy: 'typoTolerance',
+  fuzziness: 'typoTolerance',
 };
 
 /** A field the object does take that `unknown` was probably meant to be. */

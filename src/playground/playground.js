@@ -195,6 +195,7 @@ function metadataFilter() {
 function searchBody(mode) {
   // Highlights: each hit shows a snippet around its best match, the matched words marked.
   const body = { query: $('query').value, limit: Number($('limit').value) || 10, highlight: true };
+  if (!$('typos').checked) body.typoTolerance = false;
   const filter = metadataFilter();
   if (filter) body.metadataFilter = filter;
   if (mode === 'hybrid') body.semanticWeight = Number($('weight').value);

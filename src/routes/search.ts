@@ -11,7 +11,8 @@ import { requireEngine } from './guards';
 const HighlightsFields = {
   highlights: t.Optional(
     t.Array(t.Object({ start: Type.Integer({ minimum: 0 }), end: Type.Integer({ minimum: 0 }) }), {
-      description: 'With `highlight: true`: the words of `contentChunk` that match the query (stems included), as character offsets [start, end).',
+      description:
+        'With `highlight: true`: the words of `contentChunk` that match the query (stems, typo matches and completions included), as character offsets [start, end).',
     }),
   ),
   snippet: t.Optional(
@@ -91,6 +92,12 @@ function searchBodies(limits: Pick<Config['limits'], 'maxQueryChars' | 'maxSearc
     highlight: t.Optional(
       t.Boolean({ description: 'Add `highlights` (offsets of the matched words in `contentChunk`) and a `snippet` around the best match to each hit.' }),
     ),
+    typoTolerance: t.Optional(
+      t.Boolean({
+        description:
+          'Full-text and hybrid (default true): a word whose indexed form has 5+ characters also matches words 1 typo away, 9+ characters 2 typos (a missing, extra, wrong or swapped character; one on the first character counts as two; no typos in numbers, phrases or exclusions), and the last word, when the query ends inside it, every word it begins. Chunks holding a query word exactly rank above chunks matched only through typos or completions. Semantic search reads the query as written either way.',
+      }),
+    ),
   };
 
   const FullTextBody = t.Object(baseFields, {
@@ -153,18 +160,21 @@ export function readSearch(
     maxChunksPerContent?: number;
     highlight?: boolean;
     context?: { before?: number; after?: number };
+    typoTolerance?: boolean;
   },
   limits: Pick<Config['limits'], 'maxQueryChars' | 'maxSearchLimit'>,
 ) {
   const query = trimmed(body.query, '/query', limits.maxQueryChars);
   checkFilter(body.metadataFilter as MetadataFilter | undefined);
   return {
-    query,
+    // A space typed after the last word says it is finished (no completions of it: engine/search/expansion.ts).
+    query: /\s$/.test(body.query) ? `${query} ` : query,
     limit: body.limit ?? Math.min(10, limits.maxSearchLimit),
     filter: body.metadataFilter as MetadataFilter | undefined,
     minScore: body.minScore,
     maxChunksPerContent: body.maxChunksPerContent,
     highlight: body.highlight,
+    typoTolerance: body.typoTolerance,
     context: body.context && { before: body.context.before ?? 0, after: body.context.after ?? 0 },
   };
 }

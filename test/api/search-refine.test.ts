@@ -280,6 +280,8 @@ describe('validation', () => {
     ['maxChunksPerContent 1.5', { query: 'refund', maxChunksPerContent: 1.5 }, 'maxChunksPerContent'],
     ['maxChunksPerContent above the search limit', { query: 'refund', maxChunksPerContent: 101 }, 'maxChunksPerContent'],
     ['highlight as a string', { query: 'refund', highlight: 'yes' }, 'highlight'],
+    ['typoTolerance as a string', { query: 'refund', typoTolerance: 'yes' }, 'typoTolerance'],
+    ["typo_tolerance (another service's name)", { query: 'refund', typo_tolerance: false }, 'typoTolerance'],
     ['context before -1', { query: 'refund', context: { before: -1 } }, 'context'],
     ['context after 11', { query: 'refund', context: { after: 11 } }, 'context'],
     ['context with an unknown field', { query: 'refund', context: { around: 2 } }, 'context'],

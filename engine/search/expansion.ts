@@ -1,0 +1,78 @@
+// Typo tolerance and search as you type: the terms of the index a query word may stand for, as
+// Meilisearch users know it. A word's term (its stem: the form the index holds) of 5 or more
+// characters also matches terms one typo away, of 9 or more two (a missing, extra, wrong or
+// swapped character is a typo; one on the first character counts as two); terms holding a digit
+// match exactly (numbers and codes are not misspelled words). The last word, while the query ends
+// inside it, also matches every term it begins.
+//
+// An expansion weighs a share of its word (half for one typo or a completion, a quarter for two
+// typos) with the word's own idf, and never brings a hit on its own while a query word occurs
+// exactly somewhere: hits are the chunks holding an exact word, their scores raised by the
+// expansions they hold; chunks matched only through expansions rank after them (legs.ts).
+import { isExpanded, type Bm25Query, type InvertedIndex, type TermExpansion } from '../bm25/inverted-index';
+import type { KnowledgeBase } from '../kb/knowledge-base';
+import { kbItems, syncItems } from './items';
+import { parseQuery, type ParsedQuery } from './query-syntax';
+
+/** Meilisearch's minWordSizeForTypos defaults. */
+export const ONE_TYPO_FROM = 5;
+export const TWO_TYPOS_FROM = 9;
+/** The share of its word's weight an expansion carries. */
+const BOOST_BY_TYPOS = [1, 0.5, 0.25];
+const COMPLETION_BOOST = 0.5;
+/** Expansions kept per word: the nearest, then the most common (a bound on the search's work). */
+const MAX_TYPO_TERMS = 16;
+const MAX_COMPLETIONS = 24;
+
+export function typosAllowed(term: string): number {
+  if (/\d/.test(term)) return 0;
+  return term.length >= TWO_TYPOS_FROM ? 2 : term.length >= ONE_TYPO_FROM ? 1 : 0;
+}
+
+/** The query's terms with the expansions of its words (none when typo tolerance is off). */
+export function expandQuery(index: InvertedIndex, q: Pick<ParsedQuery, 'terms' | 'words' | 'prefix'>, typoTolerance = true): Bm25Query {
+  if (!typoTolerance || (q.words.length === 0 && q.prefix === undefined)) return q.terms;
+  const vocabulary = index.vocabulary;
+  const expansions: TermExpansion[] = [];
+  // One word's expansions share the word's idf: its own when it occurs, else the commonest of them.
+  const add = (word: string, found: { term: string; boost: number; groupFreq: number }[], max: number) => {
+    const live = found.filter((f) => f.groupFreq > 0);
+    live.sort((a, b) => b.boost - a.boost || b.groupFreq - a.groupFreq || (a.term < b.term ? -1 : 1));
+    const kept = live.slice(0, max);
+    const own = index.groupFreqOf(word);
+    const groupFreq = own > 0 ? own : Math.max(0, ...kept.map((f) => f.groupFreq));
+    for (const f of kept) expansions.push({ term: f.term, boost: f.boost, groupFreq });
+  };
+  for (const word of new Set(q.words)) {
+    const typos = typosAllowed(word);
+    if (typos === 0) continue;
+    add(
+      word,
+      vocabulary.near(word, typos).map((n) => ({ term: n.term, boost: BOOST_BY_TYPOS[n.typos]!, groupFreq: index.groupFreqOf(n.term) })),
+      MAX_TYPO_TERMS,
+    );
+  }
+  if (q.prefix !== undefined) {
+    add(
+      q.prefix,
+      vocabulary.startingWith(q.prefix).map((term) => ({ term, boost: COMPLETION_BOOST, groupFreq: index.groupFreqOf(term) })),
+      MAX_COMPLETIONS,
+    );
+  }
+  return expansions.length === 0 ? q.terms : { terms: q.terms, expansions };
+}
+
+/** A knowledge base's full-text query for a parsed query, against its index as it is now. */
+export function kbQuery(kb: KnowledgeBase, q: ParsedQuery, typoTolerance = true): Bm25Query {
+  // Expansions weigh by content items: the index must know them first.
+  syncItems(kb.bm25, kbItems(kb));
+  return expandQuery(kb.bm25, q, typoTolerance);
+}
+
+/** The full-text query the endpoints rank by for `text` (benchmarks rank by it too). */
+export const fullTextQuery = (kb: KnowledgeBase, text: string, typoTolerance = true): Bm25Query => kbQuery(kb, parseQuery(text), typoTolerance);
+
+/** Every term a hit may have matched by: the query's and its expansions' (for highlights). */
+export function matchedTerms(query: Bm25Query): string[] {
+  return isExpanded(query) ? [...query.terms, ...query.expansions.map((e) => e.term)] : [...query];
+}

@@ -1,0 +1,183 @@
+// Typo tolerance and search as you type in the engine: the vocabulary's near terms equal a plain
+// Damerau–Levenshtein reference (fast-check), the word-length rule, and the tiered full-text leg
+// (exact matches first, scores falling with ranks, typo-only matches after them).
+import { expect, test } from 'bun:test';
+import fc from 'fast-check';
+import { InvertedIndex, isExpanded } from '../../engine/bm25/inverted-index';
+import { Vocabulary } from '../../engine/bm25/vocabulary';
+import { analyze, termVector } from '../../engine/analysis/analyzer';
+import { expandQuery, matchedTerms, typosAllowed } from '../../engine/search/expansion';
+import { FullTextLeg, fullTextCandidates } from '../../engine/search/legs';
+import { parseQuery } from '../../engine/search/query-syntax';
+
+/** Optimal string alignment distance, the textbook table. */
+function osa(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++)
+    for (let j = 1; j <= b.length; j++) {
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+    }
+  return d[a.length]![b.length]!;
+}
+
+/** The rule: OSA distance, a first character that differs costing one more. */
+function reference(word: string, terms: readonly string[], maxTypos: number): string[] {
+  return [...new Set(terms)]
+    .filter((t) => t !== word && osa(word, t) + (t[0] !== word[0] ? 1 : 0) <= maxTypos)
+    .map((t) => `${t}:${osa(word, t) + (t[0] !== word[0] ? 1 : 0)}`)
+    .sort();
+}
+
+const vocabularyOf = (terms: string[]) =>
+  new Vocabulary(
+    () => terms.length,
+    (i) => terms[i]!,
+  );
+
+test('near terms equal the Damerau–Levenshtein rule, sorted part and unsorted tail alike (fast-check)', () => {
+  const word = fc.stringMatching(/^[abcd]{1,9}$/);
+  fc.assert(
+    fc.property(
+      fc.uniqueArray(word, { minLength: 1, maxLength: 300 }),
+      fc.uniqueArray(word, { maxLength: 40 }),
+      word,
+      fc.integer({ min: 1, max: 2 }),
+      (first, later, query, k) => {
+        const terms = [...first];
+        const vocabulary = vocabularyOf(terms);
+        const got = () =>
+          vocabulary
+            .near(query, k)
+            .map((n) => `${n.term}:${n.typos}`)
+            .sort();
+        expect(got()).toEqual(reference(query, terms, k));
+        // Terms added after the vocabulary was sorted (the tail), without duplicates as an index has none.
+        for (const t of later) if (!terms.includes(t)) terms.push(t);
+        expect(got()).toEqual(reference(query, terms, k));
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
+
+test('a typo on the first character counts as two; swaps count as one', () => {
+  const vocabulary = vocabularyOf(['phone', 'shone', 'phnoe', 'hpone', 'phones', 'phoneme', 'telephone']);
+  expect(
+    vocabulary
+      .near('phone', 1)
+      .map((n) => n.term)
+      .sort(),
+  ).toEqual(['phnoe', 'phones']);
+  expect(
+    vocabulary
+      .near('phone', 2)
+      .map((n) => `${n.term}:${n.typos}`)
+      .sort(),
+  ).toEqual(['hpone:2', 'phnoe:1', 'phoneme:2', 'phones:1', 'shone:2']);
+  expect(vocabularyOf(['refund', 'refunds', 'rebound']).startingWith('ref')).toEqual(['refund', 'refunds']);
+});
+
+test("Meilisearch's word-length rule, on the term the index holds; numbers match exactly", () => {
+  expect([typosAllowed('seven'), typosAllowed('two'), typosAllowed('four'), typosAllowed('inflammat'), typosAllowed('12345')]).toEqual([1, 0, 0, 2, 0]);
+});
+
+function indexOf(texts: string[]): InvertedIndex {
+  const index = new InvertedIndex();
+  texts.forEach((t, doc) => index.add(doc, termVector(t)));
+  return index;
+}
+
+test('expansions: typos of the words, completions of the last word while it is being typed; none when off', () => {
+  const index = indexOf(['Refund policy for damaged goods', 'The refund desk', 'Policies change yearly', 'Police reports', 'Payment methods']);
+  const q = expandQuery(index, parseQuery('refnud poli'));
+  expect(isExpanded(q)).toBe(true);
+  expect(matchedTerms(q).sort()).toEqual(['polic', 'polici', 'poli', 'refnud', 'refund'].sort());
+  // A finished last word (followed by a space or punctuation) is no prefix.
+  expect(matchedTerms(expandQuery(index, parseQuery('refnud poli ')))).toEqual(['refnud', 'poli', 'refund']);
+  expect(expandQuery(index, parseQuery('refnud poli'), false)).toEqual(['refnud', 'poli']);
+  // Words inside phrases and exclusions are exact.
+  expect(matchedTerms(expandQuery(index, parseQuery('"refnud desk" -paymnt ')))).toEqual(['refnud', 'desk']);
+});
+
+test('tiers: exact matches first, then typo-only matches with scores below them, in the order of their own', () => {
+  const index = indexOf([
+    'payment terms and conditions', // 0: exact
+    'paymnet paymnet paymnet', // 1: a typo, three times in a short chunk: its own BM25 is the highest
+    'late payment fees apply to every payment', // 2: exact
+    'the paymet portal', // 3: a typo
+    'nothing relevant here', // 4
+  ]);
+  const query = expandQuery(index, parseQuery('payment '));
+  const ranked = fullTextCandidates(index, query, 20);
+  expect(
+    ranked
+      .map((h) => h.doc)
+      .slice(0, 2)
+      .sort(),
+  ).toEqual([0, 2]);
+  expect(
+    ranked
+      .map((h) => h.doc)
+      .slice(2)
+      .sort(),
+  ).toEqual([1, 3]);
+  for (let i = 1; i < ranked.length; i++) expect(ranked[i]!.score).toBeLessThan(ranked[i - 1]!.score);
+  // Without tolerance, the exact ones alone, with the same scores.
+  const exact = fullTextCandidates(index, analyze('payment'), 20);
+  expect(exact).toEqual(ranked.slice(0, 2));
+  // A misspelled query finds the word and the same misspelling (exact) first.
+  const typo = fullTextCandidates(index, expandQuery(index, parseQuery('paymnet ')), 20);
+  expect(typo[0]!.doc).toBe(1);
+  expect(new Set(typo.map((h) => h.doc))).toEqual(new Set([0, 1, 2, 3]));
+});
+
+test('the leg scores any chunk by the same tiers (hybrid scores the semantic leg candidates so)', () => {
+  const index = indexOf(['payment terms', 'paymnet paymnet paymnet', 'late payment fees', 'the paymet portal', 'nothing here']);
+  const query = expandQuery(index, parseQuery('payment '));
+  // Depth 1: the first tier fills the candidates; the others are scored below its lowest.
+  const leg = new FullTextLeg(index, query, 1);
+  const lowest = leg.candidates[0]!.score;
+  const [typoOnly, other, none] = leg.scoresOf([1, 2, 4]);
+  expect(typoOnly).toBeGreaterThan(0);
+  expect(typoOnly).toBeLessThan(lowest);
+  expect(other).toBeGreaterThan(0); // exact: its own score, whatever the depth
+  expect(none).toBe(0);
+  // Deep enough, the candidates carry the same scores scoresOf gives.
+  const deep = new FullTextLeg(index, query, 20);
+  const docs = deep.candidates.map((h) => h.doc);
+  expect(new FullTextLeg(index, query, 20).scoresOf(docs)).toEqual(deep.candidates.map((h) => h.score));
+});
+
+test('MaxScore with expansions equals exhaustive scoring: hits hold a query term, expansions add to them (fast-check)', () => {
+  const words = ['alpha', 'alpho', 'beta', 'betta', 'gamma', 'gamme', 'delta', 'omega'];
+  const doc = fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 12 });
+  fc.assert(
+    fc.property(
+      fc.array(doc, { minLength: 1, maxLength: 60 }),
+      fc.uniqueArray(fc.constantFrom(...words), { minLength: 1, maxLength: 3 }),
+      fc.uniqueArray(fc.record({ term: fc.constantFrom(...words), boost: fc.constantFrom(0.25, 0.5), groupFreq: fc.integer({ min: 1, max: 10 }) }), {
+        selector: (e) => e.term,
+        maxLength: 4,
+      }),
+      fc.integer({ min: 1, max: 15 }),
+      (docs, terms, expansions, k) => {
+        const index = new InvertedIndex();
+        docs.forEach((words, d) => index.add(d, termVector(words.join(' '))));
+        // An expansion weighs with the idf of a word the index holds: never more items than it has.
+        const query = { terms, expansions: expansions.map((e) => ({ ...e, groupFreq: Math.min(e.groupFreq, docs.length) })) };
+        const all = docs.map((_, d) => d);
+        const scores = index.scoreDocs(query, all);
+        const exact = index.scoreDocs(terms, all);
+        const anyExact = exact.some((s) => s > 0);
+        const expected = all
+          .filter((d) => (anyExact ? exact[d]! > 0 : scores[d]! > 0))
+          .map((d) => ({ doc: d, score: scores[d]! }))
+          .sort((a, b) => b.score - a.score || a.doc - b.doc)
+          .slice(0, k);
+        expect(index.search(query, k)).toEqual(expected);
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
