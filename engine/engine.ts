@@ -23,6 +23,7 @@ import { collectMetrics, countState, reembedSummary, type EngineMetrics } from '
 import type { Quotas } from './state/quotas';
 import type { TextStore } from './text/text-store';
 import type { GraphPacer } from './vector/graph-pacer';
+import { lockDataDir } from './files/data-dir-lock';
 import type { EngineLog, EngineOptions, NewContent, RecoveryReport, ReplicationStatus, SearchRequest } from './options';
 
 export class Engine {
@@ -60,6 +61,21 @@ export class Engine {
 
   /** Open from the starting point (a snapshot, see snapshots/), then the log after it. */
   static async open(options: EngineOptions): Promise<Engine> {
+    // One engine per data directory (files/data-dir-lock.ts), held until close.
+    const unlock = lockDataDir(options.dataDir, options.log);
+    try {
+      const engine = await Engine.openLocked(options);
+      engine.unlock = unlock;
+      return engine;
+    } catch (err) {
+      unlock();
+      throw err;
+    }
+  }
+
+  private unlock = () => {};
+
+  private static async openLocked(options: EngineOptions): Promise<Engine> {
     let engine: Engine | undefined;
     const parts = assembleParts(options, {
       commit: (record, attachment) => engine?.commit(record, attachment) ?? Promise.reject(new EngineError('ENGINE_CLOSED', 'The engine is not open yet')),
@@ -281,5 +297,6 @@ export class Engine {
     await this.node.close();
     this.state.close();
     this.texts.close();
+    this.unlock();
   }
 }

@@ -2,7 +2,9 @@
 // thread. On a shared machine the speed of either side drifts by ±20% within minutes, so they are
 // measured in paired rounds (an engine pass in this process, then an HTTP run) and the ratio is
 // the median of the rounds' ratios. Both sides hold the same state: the restarted server and an
-// Engine opened here on the same directory, each loaded from the snapshot and log.
+// Engine opened here on a copy of its directory (one engine per data directory: the server holds
+// its lock), each loaded from the snapshot and log.
+import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { analyze } from '../../engine';
 import { openEngine } from '../../snapshots';
@@ -22,8 +24,10 @@ export async function pairedRounds(
   fullText: Target,
   problems: string[],
 ) {
+  const copy = `${dataDir}-engine`;
+  cpSync(dataDir, copy, { recursive: true, filter: (from) => !from.endsWith('/LOCK') });
   const { engine } = await openEngine({
-    dataDir,
+    dataDir: copy,
     compute: {
       documentWorkers: 1,
       queryWorkers: 1,
@@ -81,5 +85,6 @@ export async function pairedRounds(
     return { tool, rounds, engineAlone };
   } finally {
     await engine.close();
+    rmSync(copy, { recursive: true, force: true });
   }
 }

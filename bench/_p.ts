@@ -1,0 +1,31 @@
+import { loadSciFact } from './lib/eval-data';
+import { buildEngine, replicate } from './fulltext/engine-index';
+import { bm25, chunking } from './fulltext/options';
+import { expandQuery } from '../engine/search/expansion';
+import { parseQuery } from '../engine/search/query-syntax';
+import { syncItems } from '../engine/search/items';
+import { fullTextCandidates } from '../engine/search/legs';
+const data = (await loadSciFact())!;
+const items = replicate(data.corpus, data.corpus.length * 10);
+const { index, items: view } = buildEngine(items, chunking, bm25);
+syncItems(index, view);
+const qs = data.queries.map((q) => parseQuery(q.text));
+for (let pass = 0; pass < 3; pass++) {
+  let t = performance.now();
+  const ex = qs.map((q) => expandQuery(index, q, true));
+  const tExpand = performance.now() - t;
+  t = performance.now();
+  for (const q of qs) fullTextCandidates(index, q.terms, 20);
+  const tOff = performance.now() - t;
+  t = performance.now();
+  for (const q of ex) fullTextCandidates(index, q, 20);
+  const tOn = performance.now() - t;
+  t = performance.now();
+  for (const q of ex) index.search(q, 20);
+  const tSearchOn = performance.now() - t;
+  t = performance.now();
+  for (const q of qs) index.search(q.terms, 20);
+  const tSearchOff = performance.now() - t;
+  const n = qs.length;
+  console.log(`pass ${pass}: expand ${(tExpand / n).toFixed(3)} ms/q; leg off ${(tOff / n).toFixed(3)} on ${(tOn / n).toFixed(3)}; index.search off ${(tSearchOff / n).toFixed(3)} on ${(tSearchOn / n).toFixed(3)}`);
+}
