@@ -30,13 +30,24 @@ const env = {
   EMBEDDING_HTTP_URL: stub.url,
   EMBEDDING_HTTP_DIMENSIONS: String(HASH_DIMENSIONS),
 };
-const peakMiB = (s: Server) => Math.round(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${s.pid}/status`, 'utf8'))![1]) / 1024);
+const statusKiB = (s: Server, field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${s.pid}/status`, 'utf8'))![1]);
+const peakMiB = (s: Server) => Math.round(statusKiB(s, 'VmHWM') / 1024);
 
 async function start() {
   const s = await launchServer({ env });
   const readyMs = Math.round(await waitFor(s, '/ready', { intervalMs: 10, timeoutMs: 600_000 }));
-  const ready = (await (await fetch(`${s.base}/ready`)).json()) as { recovery?: unknown };
-  return { s, readyMs, recovery: ready.recovery, peakRssMiB: peakMiB(s) };
+  const ready = (await (await fetch(`${s.base}/ready`)).json()) as { recovery?: { chunks?: number } };
+  // RSS once ready, and per chunk (what a restart leaves resident; the heap not yet collected).
+  const rssKiB = statusKiB(s, 'VmRSS');
+  const chunks = ready.recovery?.chunks ?? 0;
+  return {
+    s,
+    readyMs,
+    recovery: ready.recovery,
+    peakRssMiB: peakMiB(s),
+    rssMiB: Math.round(rssKiB / 1024),
+    rssKiBPerChunk: chunks ? Number((rssKiB / chunks).toFixed(2)) : undefined,
+  };
 }
 
 const first = await start();
@@ -63,11 +74,17 @@ console.log(
     {
       dataDir: base,
       tailItems: tail,
-      first: { readyMs: first.readyMs, recovery: first.recovery, peakRssMiB: first.peakRssMiB },
+      first: { readyMs: first.readyMs, recovery: first.recovery, peakRssMiB: first.peakRssMiB, rssMiB: first.rssMiB, rssKiBPerChunk: first.rssKiBPerChunk },
       peakRssMiBBeforeStop: peakBeforeStop,
       shutdownMs,
       exitCode: first.s.exitCode(),
-      second: { readyMs: second.readyMs, recovery: second.recovery, peakRssMiB: second.peakRssMiB },
+      second: {
+        readyMs: second.readyMs,
+        recovery: second.recovery,
+        peakRssMiB: second.peakRssMiB,
+        rssMiB: second.rssMiB,
+        rssKiBPerChunk: second.rssKiBPerChunk,
+      },
     },
     null,
     2,

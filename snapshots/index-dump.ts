@@ -1,0 +1,194 @@
+// Index dumps (snapshot format 3): one file per index set of a knowledge base, `index-<kbId>-<configId>.dump`,
+// holding its chunk table and BM25 index as the engine had them at the snapshot's sequence number,
+// so a restart loads them in a few large reads instead of re-adding every chunk of the records.
+// Layout (little-endian):
+//   [8 magic][u32 version][u32 header length][u32 header CRC32][u32 0][header JSON][0-padding to 8]
+//   sections, each at an offset that is a multiple of 8, in the header's order
+// The header names the knowledge base and configuration, the scalars, and every section's path in
+// the dump object, type, offset, bytes and CRC32. Each section is read into an array of its own
+// (aligned, none kept alive by another) and checked against its CRC32: a dump that fails any check
+// is not used, and the records (which still hold everything) are replayed in full instead.
+import { closeSync, openSync, readSync, writeSync } from 'node:fs';
+import { PRIVATE_FILE, type IndexSetDump } from '../engine';
+
+const MAGIC = 'KBIXDUMP';
+/** Bumped when the sections change: a dump of another version is not used (the records are). */
+export const INDEX_DUMP_VERSION = 1;
+const PREFIX_BYTES = 24;
+
+type Kind = 'i32' | 'u32' | 'u8' | 'f64' | 'json' | 'number';
+const ARRAYS = { i32: Int32Array, u32: Uint32Array, u8: Uint8Array, f64: Float64Array } as const;
+
+/** Every field of an IndexSetDump, by path: what is written, and all that is accepted when read. */
+const SCHEMA: Record<string, Kind> = {
+  'bm25.counters': 'f64',
+  'bm25.terms': 'json',
+  'bm25.listStats': 'u32',
+  'bm25.minDocLength': 'f64',
+  'bm25.postingDocs': 'i32',
+  'bm25.postingTfs': 'u8',
+  'bm25.bigTfs': 'i32',
+  'bm25.docLength': 'u32',
+  'bm25.alive': 'u8',
+  'bm25.groupOf': 'i32',
+  'bm25.spanStart': 'i32',
+  'bm25.spanEnd': 'i32',
+  'bm25.docTerms.pool': 'u8',
+  'bm25.docTerms.offsets': 'u32',
+  'bm25.docTerms.dead': 'number',
+  'bm25.memberKeys': 'i32',
+  'bm25.memberOffsets': 'u32',
+  'bm25.memberDocs': 'i32',
+  'bm25.overlapKeys': 'i32',
+  'bm25.overlapLengths': 'f64',
+  'bm25.overlapOffsets': 'u32',
+  'bm25.overlapIds': 'i32',
+  'bm25.overlapTfs': 'i32',
+  'chunks.length': 'number',
+  'chunks.start': 'i32',
+  'chunks.end': 'i32',
+  'chunks.page': 'i32',
+  'chunks.prefixCode': 'u8',
+  'chunks.idBytes': 'u8',
+  'chunks.prefixes': 'json',
+  'chunks.otherIds': 'json',
+};
+
+interface Section {
+  path: string;
+  kind: Kind;
+  offset: number;
+  bytes: number;
+  crc32: number;
+}
+
+interface Header {
+  kbId: string;
+  configId: string;
+  scalars: Record<string, number>;
+  sections: Section[];
+}
+
+export const indexDumpFileName = (kbId: string, configId: string) => `index-${kbId}-${configId}.dump`;
+
+const get = (obj: unknown, path: string): unknown => path.split('.').reduce((o, k) => (o as Record<string, unknown>)[k], obj);
+
+function set(obj: Record<string, unknown>, path: string, value: unknown): void {
+  const keys = path.split('.');
+  let o = obj;
+  for (const k of keys.slice(0, -1)) o = (o[k] ??= {}) as Record<string, unknown>;
+  o[keys[keys.length - 1]!] = value;
+}
+
+const bytesOf = (a: ArrayBufferView) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+const pad8 = (n: number) => (n + 7) & ~7;
+
+/**
+ * Write a dump to `path` (a new file; the caller makes it durable). Returns its size and the
+ * CRC32 of the whole file (the manifest's entry).
+ */
+export function writeIndexDump(path: string, kbId: string, configId: string, dump: IndexSetDump): { bytes: number; crc32: number } {
+  const scalars: Record<string, number> = {};
+  const bodies: Uint8Array[] = [];
+  const sections: Section[] = [];
+  let offset = 0;
+  for (const [p, kind] of Object.entries(SCHEMA)) {
+    const value = get(dump, p);
+    if (kind === 'number') {
+      scalars[p] = value as number;
+      continue;
+    }
+    const body = kind === 'json' ? new TextEncoder().encode(JSON.stringify(value)) : bytesOf(value as ArrayBufferView);
+    if (kind !== 'json' && !(value instanceof ARRAYS[kind])) throw new Error(`index dump: ${p} is not a ${kind} array`);
+    sections.push({ path: p, kind, offset, bytes: body.length, crc32: Bun.hash.crc32(body) });
+    bodies.push(body);
+    offset = pad8(offset + body.length);
+  }
+  // Section offsets count from the end of the padded header: known once the header is encoded.
+  const header = new TextEncoder().encode(JSON.stringify({ kbId, configId, scalars, sections } satisfies Header));
+  const start = pad8(PREFIX_BYTES + header.length);
+  const prefix = new Uint8Array(start);
+  prefix.set(new TextEncoder().encode(MAGIC), 0);
+  const view = new DataView(prefix.buffer);
+  view.setUint32(8, INDEX_DUMP_VERSION, true);
+  view.setUint32(12, header.length, true);
+  view.setUint32(16, Bun.hash.crc32(header), true);
+  prefix.set(header, PREFIX_BYTES);
+  const fd = openSync(path, 'wx', PRIVATE_FILE);
+  let crc = 0;
+  let at = 0;
+  const write = (b: Uint8Array) => {
+    let done = 0;
+    while (done < b.length) done += writeSync(fd, b, done, b.length - done, at + done);
+    at += b.length;
+    crc = Bun.hash.crc32(b, crc);
+  };
+  try {
+    write(prefix);
+    const zeros = new Uint8Array(8);
+    bodies.forEach((b) => {
+      write(b);
+      if (b.length % 8 !== 0) write(zeros.subarray(0, 8 - (b.length % 8)));
+    });
+  } finally {
+    closeSync(fd);
+  }
+  return { bytes: at, crc32: crc };
+}
+
+function readExactly(fd: number, into: Uint8Array, position: number, path: string): void {
+  let got = 0;
+  while (got < into.length) {
+    const n = readSync(fd, into, got, into.length - got, position + got);
+    if (n <= 0) throw new Error(`${path}: ends early`);
+    got += n;
+  }
+}
+
+/**
+ * Read a dump written by writeIndexDump, every section checked against its CRC32; throws with the
+ * reason when the file is not a complete, intact dump of `kbId`'s configuration `configId`.
+ */
+export function readIndexDump(path: string, kbId: string, configId: string): IndexSetDump {
+  const fd = openSync(path, 'r');
+  try {
+    const prefix = new Uint8Array(PREFIX_BYTES);
+    readExactly(fd, prefix, 0, path);
+    if (new TextDecoder().decode(prefix.subarray(0, 8)) !== MAGIC) throw new Error('not an index dump');
+    const view = new DataView(prefix.buffer);
+    const version = view.getUint32(8, true);
+    if (version !== INDEX_DUMP_VERSION) throw new Error(`index dump version ${version}, this server reads ${INDEX_DUMP_VERSION}`);
+    const headerBytes = new Uint8Array(view.getUint32(12, true));
+    readExactly(fd, headerBytes, PREFIX_BYTES, path);
+    if (Bun.hash.crc32(headerBytes) !== view.getUint32(16, true)) throw new Error('header fails its checksum');
+    const header = JSON.parse(new TextDecoder().decode(headerBytes)) as Header;
+    if (header.kbId !== kbId || header.configId !== configId) throw new Error(`holds ${header.kbId} (configuration ${header.configId})`);
+    const start = pad8(PREFIX_BYTES + headerBytes.length);
+    const out: Record<string, unknown> = {};
+    const seen = new Set<string>();
+    for (const s of header.sections) {
+      const kind = SCHEMA[s.path];
+      if (kind !== s.kind || kind === 'number' || seen.has(s.path)) throw new Error(`unexpected section ${s.path} (${s.kind})`);
+      seen.add(s.path);
+      const body = new Uint8Array(s.bytes);
+      readExactly(fd, body, start + s.offset, path);
+      if (Bun.hash.crc32(body) !== s.crc32) throw new Error(`section ${s.path} fails its checksum`);
+      if (kind === 'json') set(out, s.path, JSON.parse(new TextDecoder().decode(body)));
+      else {
+        const T = ARRAYS[kind];
+        if (s.bytes % T.BYTES_PER_ELEMENT !== 0) throw new Error(`section ${s.path} has ${s.bytes} bytes`);
+        set(out, s.path, new T(body.buffer, 0, s.bytes / T.BYTES_PER_ELEMENT));
+      }
+    }
+    for (const [p, kind] of Object.entries(SCHEMA)) {
+      if (kind === 'number') {
+        const v = header.scalars[p];
+        if (typeof v !== 'number') throw new Error(`scalar ${p} is missing`);
+        set(out, p, v);
+      } else if (!seen.has(p)) throw new Error(`section ${p} is missing`);
+    }
+    return out as unknown as IndexSetDump;
+  } finally {
+    closeSync(fd);
+  }
+}
