@@ -146,20 +146,32 @@ function readExactly(fd: number, into: Uint8Array, position: number, path: strin
 }
 
 /**
- * Read a dump written by writeIndexDump, every section checked against its CRC32; throws with the
- * reason when the file is not a complete, intact dump of `kbId`'s configuration `configId`.
+ * Read a dump written by writeIndexDump, every section checked against its CRC32 and, given the
+ * manifest's entry (`whole`), the file against its size and CRC32; throws with the reason when the
+ * file is not a complete, intact dump of `kbId`'s configuration `configId`.
  */
-export function readIndexDump(path: string, kbId: string, configId: string): IndexSetDump {
+export function readIndexDump(path: string, kbId: string, configId: string, whole?: { bytes: number; crc32?: number }): IndexSetDump {
   const fd = openSync(path, 'r');
   try {
+    // The whole file's CRC32 (the manifest's), summed over everything read: prefix, header and
+    // sections each with its padding, in file order.
+    let crc = 0;
+    let at = 0;
+    const read = (into: Uint8Array) => {
+      readExactly(fd, into, at, path);
+      at += into.length;
+      crc = Bun.hash.crc32(into, crc);
+    };
     const prefix = new Uint8Array(PREFIX_BYTES);
-    readExactly(fd, prefix, 0, path);
+    read(prefix);
     if (new TextDecoder().decode(prefix.subarray(0, 8)) !== MAGIC) throw new Error('not an index dump');
     const view = new DataView(prefix.buffer);
     const version = view.getUint32(8, true);
     if (version !== INDEX_DUMP_VERSION) throw new Error(`index dump version ${version}, this server reads ${INDEX_DUMP_VERSION}`);
-    const headerBytes = new Uint8Array(view.getUint32(12, true));
-    readExactly(fd, headerBytes, PREFIX_BYTES, path);
+    const headerLength = view.getUint32(12, true);
+    const headerPadded = new Uint8Array(pad8(PREFIX_BYTES + headerLength) - PREFIX_BYTES);
+    read(headerPadded);
+    const headerBytes = headerPadded.subarray(0, headerLength);
     if (Bun.hash.crc32(headerBytes) !== view.getUint32(16, true)) throw new Error('header fails its checksum');
     const header = JSON.parse(new TextDecoder().decode(headerBytes)) as Header;
     if (header.kbId !== kbId || header.configId !== configId) throw new Error(`holds ${header.kbId} (configuration ${header.configId})`);
@@ -170,14 +182,16 @@ export function readIndexDump(path: string, kbId: string, configId: string): Ind
       const kind = SCHEMA[s.path];
       if (kind !== s.kind || kind === 'number' || seen.has(s.path)) throw new Error(`unexpected section ${s.path} (${s.kind})`);
       seen.add(s.path);
-      const body = new Uint8Array(s.bytes);
-      readExactly(fd, body, start + s.offset, path);
+      if (start + s.offset !== at) throw new Error(`section ${s.path} is out of place`);
+      const padded = new Uint8Array(pad8(s.bytes));
+      read(padded);
+      const body = padded.subarray(0, s.bytes);
       if (Bun.hash.crc32(body) !== s.crc32) throw new Error(`section ${s.path} fails its checksum`);
       if (kind === 'json') set(out, s.path, JSON.parse(new TextDecoder().decode(body)));
       else {
         const T = ARRAYS[kind];
         if (s.bytes % T.BYTES_PER_ELEMENT !== 0) throw new Error(`section ${s.path} has ${s.bytes} bytes`);
-        set(out, s.path, new T(body.buffer, 0, s.bytes / T.BYTES_PER_ELEMENT));
+        set(out, s.path, new T(padded.buffer, 0, s.bytes / T.BYTES_PER_ELEMENT));
       }
     }
     for (const [p, kind] of Object.entries(SCHEMA)) {
@@ -186,6 +200,10 @@ export function readIndexDump(path: string, kbId: string, configId: string): Ind
         if (typeof v !== 'number') throw new Error(`scalar ${p} is missing`);
         set(out, p, v);
       } else if (!seen.has(p)) throw new Error(`section ${p} is missing`);
+    }
+    if (whole) {
+      if (at !== whole.bytes) throw new Error(`${whole.bytes} bytes expected, ${at} in its sections`);
+      if (whole.crc32 !== undefined && crc !== whole.crc32) throw new Error('fails its checksum');
     }
     return out as unknown as IndexSetDump;
   } finally {

@@ -120,7 +120,9 @@ function readIndexDumps(dir: string, manifest: SnapshotManifest, snapshot: strin
   const out: { kbId: string; configId: string; dump: IndexSetDump }[] = [];
   for (const { kbId, configId, file } of manifest.indexes ?? []) {
     try {
-      out.push({ kbId, configId, dump: readIndexDump(join(dir, file), kbId, configId) });
+      const entry = manifest.files.find((f) => f.name === file);
+      if (!entry) throw new Error('not among the snapshot files');
+      out.push({ kbId, configId, dump: readIndexDump(join(dir, file), kbId, configId, entry) });
     } catch (err) {
       warn('index dump unusable; its knowledge base is rebuilt from the snapshot records', {
         snapshot,
