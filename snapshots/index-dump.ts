@@ -6,8 +6,9 @@
 //   sections, each at an offset that is a multiple of 8, in the header's order
 // The header names the knowledge base and configuration, the scalars, and every section's path in
 // the dump object, type, offset, bytes and CRC32. Each section is read into an array of its own
-// (aligned, none kept alive by another) and checked against its CRC32: a dump that fails any check
-// is not used, and the records (which still hold everything) are replayed in full instead.
+// (aligned, none kept alive by another) and checked against its CRC32, or the whole file against
+// the manifest's: a dump that fails any check is not used, and the records (which still hold
+// everything) are replayed in full instead.
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { PRIVATE_FILE, type IndexSetDump } from '../engine';
 
@@ -15,6 +16,8 @@ const MAGIC = 'KBIXDUMP';
 /** Bumped when the sections change: a dump of another version is not used (the records are). */
 export const INDEX_DUMP_VERSION = 1;
 const PREFIX_BYTES = 24;
+/** Small pieces (most posting lists) are gathered into writes of up to this many bytes. */
+const STAGE_BYTES = 1 << 20;
 
 type Kind = 'i32' | 'u32' | 'u8' | 'f64' | 'json' | 'number';
 const ARRAYS = { i32: Int32Array, u32: Uint32Array, u8: Uint8Array, f64: Float64Array } as const;
@@ -89,7 +92,9 @@ const pad8 = (n: number) => (n + 7) & ~7;
  */
 export function writeIndexDump(path: string, kbId: string, configId: string, dump: IndexSetDump): { bytes: number; crc32: number } {
   const scalars: Record<string, number> = {};
-  const bodies: Uint8Array[] = [];
+  // Each section as pieces (views of the index: a posting list each), checksummed first, since the
+  // header before them lists their checksums; then copied out through one staging buffer.
+  const bodies: Uint8Array[][] = [];
   const sections: Section[] = [];
   let offset = 0;
   for (const [p, kind] of Object.entries(SCHEMA)) {
@@ -98,13 +103,20 @@ export function writeIndexDump(path: string, kbId: string, configId: string, dum
       scalars[p] = value as number;
       continue;
     }
-    const body = kind === 'json' ? new TextEncoder().encode(JSON.stringify(value)) : bytesOf(value as ArrayBufferView);
-    if (kind !== 'json' && !(value instanceof ARRAYS[kind])) throw new Error(`index dump: ${p} is not a ${kind} array`);
-    sections.push({ path: p, kind, offset, bytes: body.length, crc32: Bun.hash.crc32(body) });
-    bodies.push(body);
-    offset = pad8(offset + body.length);
+    const views = kind === 'json' ? [new TextEncoder().encode(JSON.stringify(value))] : Array.isArray(value) ? value : [value];
+    if (kind !== 'json' && !views.every((v) => v instanceof ARRAYS[kind])) throw new Error(`index dump: ${p} is not a ${kind} array`);
+    const pieces = views.map((v: ArrayBufferView) => bytesOf(v));
+    let bytes = 0;
+    let crc = 0;
+    for (const b of pieces) {
+      bytes += b.length;
+      crc = Bun.hash.crc32(b, crc);
+    }
+    sections.push({ path: p, kind, offset, bytes, crc32: crc });
+    bodies.push(pieces);
+    offset = pad8(offset + bytes);
   }
-  // Section offsets count from the end of the padded header: known once the header is encoded.
+  // Section offsets count from the end of the padded header.
   const header = new TextEncoder().encode(JSON.stringify({ kbId, configId, scalars, sections } satisfies Header));
   const start = pad8(PREFIX_BYTES + header.length);
   const prefix = new Uint8Array(start);
@@ -115,21 +127,40 @@ export function writeIndexDump(path: string, kbId: string, configId: string, dum
   view.setUint32(16, Bun.hash.crc32(header), true);
   prefix.set(header, PREFIX_BYTES);
   const fd = openSync(path, 'wx', PRIVATE_FILE);
+  const stage = new Uint8Array(STAGE_BYTES);
+  let staged = 0;
   let crc = 0;
   let at = 0;
-  const write = (b: Uint8Array) => {
+  const flush = () => {
     let done = 0;
-    while (done < b.length) done += writeSync(fd, b, done, b.length - done, at + done);
-    at += b.length;
+    while (done < staged) done += writeSync(fd, stage, done, staged - done, at + done);
+    at += staged;
+    staged = 0;
+  };
+  const write = (b: Uint8Array) => {
     crc = Bun.hash.crc32(b, crc);
+    if (staged + b.length > stage.length) flush();
+    if (b.length > stage.length) {
+      let done = 0;
+      while (done < b.length) done += writeSync(fd, b, done, b.length - done, at + done);
+      at += b.length;
+    } else {
+      stage.set(b, staged);
+      staged += b.length;
+    }
   };
   try {
     write(prefix);
     const zeros = new Uint8Array(8);
-    bodies.forEach((b) => {
-      write(b);
-      if (b.length % 8 !== 0) write(zeros.subarray(0, 8 - (b.length % 8)));
-    });
+    for (const pieces of bodies) {
+      let bytes = 0;
+      for (const b of pieces) {
+        write(b);
+        bytes += b.length;
+      }
+      if (bytes % 8 !== 0) write(zeros.subarray(0, 8 - (bytes % 8)));
+    }
+    flush();
   } finally {
     closeSync(fd);
   }
@@ -186,7 +217,8 @@ export function readIndexDump(path: string, kbId: string, configId: string, whol
       const padded = new Uint8Array(pad8(s.bytes));
       read(padded);
       const body = padded.subarray(0, s.bytes);
-      if (Bun.hash.crc32(body) !== s.crc32) throw new Error(`section ${s.path} fails its checksum`);
+      // With the manifest's CRC32 of the whole file (checked below) a second pass over each section is not needed.
+      if (whole?.crc32 === undefined && Bun.hash.crc32(body) !== s.crc32) throw new Error(`section ${s.path} fails its checksum`);
       if (kind === 'json') set(out, s.path, JSON.parse(new TextDecoder().decode(body)));
       else {
         const T = ARRAYS[kind];

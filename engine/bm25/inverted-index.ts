@@ -680,7 +680,6 @@ export class InvertedIndex {
     const n = this.lists.length;
     const listStats = new Uint32Array(4 * n);
     const minDocLength = new Float64Array(n);
-    let postings = 0;
     let bigs = 0;
     for (let t = 0; t < n; t++) {
       const l = this.lists[t]!;
@@ -689,19 +688,17 @@ export class InvertedIndex {
       listStats[4 * t + 2] = l.maxTf;
       listStats[4 * t + 3] = l.groupFreq;
       minDocLength[t] = l.minDocLength;
-      postings += l.length;
       bigs += l.bigTfs?.size ?? 0;
     }
-    const postingDocs = new Int32Array(postings);
-    const postingTfs = new Uint8Array(postings);
+    // Each list's postings as a view (the writer copies them out in order): no second copy of them all.
+    const postingDocs: Int32Array<ArrayBuffer>[] = [];
+    const postingTfs: Uint8Array<ArrayBuffer>[] = [];
     const bigTfs = new Int32Array(3 * bigs);
-    let at = 0;
     let b = 0;
     for (let t = 0; t < n; t++) {
       const l = this.lists[t]!;
-      postingDocs.set(l.docs.subarray(0, l.length), at);
-      postingTfs.set(l.tfs.subarray(0, l.length), at);
-      at += l.length;
+      postingDocs.push(l.docs.subarray(0, l.length) as Int32Array<ArrayBuffer>);
+      postingTfs.push(l.tfs.subarray(0, l.length) as Uint8Array<ArrayBuffer>);
       if (l.bigTfs)
         for (const [doc, tf] of l.bigTfs) {
           bigTfs[b++] = t;
@@ -768,6 +765,8 @@ export class InvertedIndex {
     const docs = maxDoc! + 1;
     if (docs < 0 || [d.docLength, d.alive, d.groupOf, d.spanStart, d.spanEnd].some((a) => a.length !== docs))
       throw new Error('index dump: per-document arrays do not match its document count');
+    const postingDocs = joined(d.postingDocs, Int32Array);
+    const postingTfs = joined(d.postingTfs, Uint8Array);
     let at = 0;
     for (let t = 0; t < n; t++) {
       const term = d.terms[t]!;
@@ -775,9 +774,9 @@ export class InvertedIndex {
       this.terms.push(term);
       const l = new PostingList();
       const length = d.listStats[4 * t]!;
-      if (at + length > d.postingDocs.length) throw new Error('index dump: posting lists overrun their postings');
-      l.docs = d.postingDocs.subarray(at, at + length);
-      l.tfs = d.postingTfs.subarray(at, at + length);
+      if (at + length > postingDocs.length) throw new Error('index dump: posting lists overrun their postings');
+      l.docs = postingDocs.subarray(at, at + length);
+      l.tfs = postingTfs.subarray(at, at + length);
       l.length = length;
       l.dead = d.listStats[4 * t + 1]!;
       l.maxTf = d.listStats[4 * t + 2]!;
@@ -786,7 +785,7 @@ export class InvertedIndex {
       at += length;
       this.lists.push(l);
     }
-    if (at !== d.postingDocs.length || d.postingTfs.length !== at) throw new Error('index dump: postings left over');
+    if (at !== postingDocs.length || postingTfs.length !== at) throw new Error('index dump: postings left over');
     for (let b = 0; b < d.bigTfs.length; b += 3) (this.lists[d.bigTfs[b]!]!.bigTfs ??= new Map()).set(d.bigTfs[b + 1]!, d.bigTfs[b + 2]!);
     // Per-document arrays at the capacity ensureCapacity would have given them.
     let cap = this.alive.length;
@@ -827,9 +826,9 @@ export interface InvertedIndexDump {
   /** Per term id: length, dead, maxTf, groupFreq. */
   listStats: Uint32Array<ArrayBuffer>;
   minDocLength: Float64Array<ArrayBuffer>;
-  /** Every list's postings, in term id order. */
-  postingDocs: Int32Array<ArrayBuffer>;
-  postingTfs: Uint8Array<ArrayBuffer>;
+  /** Every list's postings, in term id order: one array (read back), or one per list (dump()). */
+  postingDocs: Int32Array<ArrayBuffer> | readonly Int32Array<ArrayBuffer>[];
+  postingTfs: Uint8Array<ArrayBuffer> | readonly Uint8Array<ArrayBuffer>[];
   /** (term id, doc, tf) of the postings whose tf is BIG_TF or more. */
   bigTfs: Int32Array<ArrayBuffer>;
   /** Per document up to maxDoc. */
@@ -848,4 +847,16 @@ export interface InvertedIndexDump {
   overlapOffsets: Uint32Array<ArrayBuffer>;
   overlapIds: Int32Array<ArrayBuffer>;
   overlapTfs: Int32Array<ArrayBuffer>;
+}
+
+/** One array of pieces (a dump handed straight to load, without a file in between). */
+function joined<T extends Int32Array<ArrayBuffer> | Uint8Array<ArrayBuffer>>(a: T | readonly T[], make: new (n: number) => T): T {
+  if (!Array.isArray(a)) return a as T;
+  const out = new make((a as readonly T[]).reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of a as readonly T[]) {
+    out.set(p as never, at);
+    at += p.length;
+  }
+  return out;
 }
