@@ -70,7 +70,8 @@ export class Engine {
     const started = performance.now();
     const start = await options.startFrom?.();
     // Index sets the snapshot dumped are loaded as they were, not rebuilt record by record.
-    if (start?.indexes) state.restoreIndexes(start.indexes);
+    // Not for knowledge bases whose content this node skips (shards held elsewhere): nothing to load into.
+    if (start?.indexes) state.restoreIndexes(start.indexes.filter((d) => shards.holds(d.kbId)));
     start?.replay((record, attachment) => state.apply(record, attachment));
     state.finishRestore();
     // A snapshot holding more shards than this node (its content was skipped above): their graphs too.

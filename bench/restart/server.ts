@@ -1,7 +1,9 @@
 // The real server on a copy of a data directory holding a snapshot (bench/restart/build-base.ts):
 // spawn → /ready (with /ready's recovery), `--tail` items written through HTTP (vectors from the
 // hashing stub) and indexed, a graceful shutdown (SIGTERM → exit, the snapshot at shutdown
-// included), then spawn → /ready again on what that shutdown left. Peak RSS from /proc (VmHWM).
+// included), then spawn → /ready again on what that shutdown left. Peak RSS from /proc (VmHWM), RSS
+// once ready (VmRSS, and per chunk), CPU time until ready (every thread; steadier than wall time on
+// a shared machine). The tail's texts come from SciFact (SCIFACT_DIR) when present.
 //   bun bench/restart/server.ts [--dir .bench-out/restart/base-100000] [--tail 1000]
 import { cpSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -39,10 +41,14 @@ async function start() {
   const ready = (await (await fetch(`${s.base}/ready`)).json()) as { recovery?: { chunks?: number } };
   // RSS once ready, and per chunk (what a restart leaves resident; the heap not yet collected).
   const rssKiB = statusKiB(s, 'VmRSS');
+  // CPU time of the process until then (every thread): steadier than wall time on a shared machine.
+  const stat = readFileSync(`/proc/${s.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const cpuMs = (Number(stat[11]) + Number(stat[12])) * 10;
   const chunks = ready.recovery?.chunks ?? 0;
   return {
     s,
     readyMs,
+    cpuMs,
     recovery: ready.recovery,
     peakRssMiB: peakMiB(s),
     rssMiB: Math.round(rssKiB / 1024),
@@ -74,12 +80,20 @@ console.log(
     {
       dataDir: base,
       tailItems: tail,
-      first: { readyMs: first.readyMs, recovery: first.recovery, peakRssMiB: first.peakRssMiB, rssMiB: first.rssMiB, rssKiBPerChunk: first.rssKiBPerChunk },
+      first: {
+        readyMs: first.readyMs,
+        cpuMs: first.cpuMs,
+        recovery: first.recovery,
+        peakRssMiB: first.peakRssMiB,
+        rssMiB: first.rssMiB,
+        rssKiBPerChunk: first.rssKiBPerChunk,
+      },
       peakRssMiBBeforeStop: peakBeforeStop,
       shutdownMs,
       exitCode: first.s.exitCode(),
       second: {
         readyMs: second.readyMs,
+        cpuMs: second.cpuMs,
         recovery: second.recovery,
         peakRssMiB: second.peakRssMiB,
         rssMiB: second.rssMiB,
