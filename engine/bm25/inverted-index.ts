@@ -755,7 +755,10 @@ export class InvertedIndex {
   /**
    * Take over a dump (of an index with the same parameters) into this empty index. Posting lists,
    * members and the document-terms pool are views of the dump's arrays (no copy); a list that grows
-   * later moves to an array of its own.
+   * later moves to an array of its own. The dump's postings array stays whole while any list still
+   * points into it: after much growth since the restart, up to its size (0.45 KB per chunk at 100k
+   * chunks) is held by lists that moved out, until the next restart. Reading each long list into an
+   * array of its own instead cost 20% more time to read at 100k chunks, and more RSS at once.
    */
   load(d: InvertedIndexDump): void {
     if (this.maxDoc >= 0 || this.lists.length > 0) throw new Error('an index dump loads into an empty index');

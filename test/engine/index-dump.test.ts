@@ -111,7 +111,8 @@ describe('index dumps', () => {
     const rng = new Rng(7);
     const index = new InvertedIndex(params);
     const table = new ChunkTable<object>();
-    const docs = build(rng, index, table, 400);
+    // Enough documents for the commonest terms' lists to get arrays of their own when read back.
+    const docs = build(rng, index, table, 700);
     expect(index.groupCount).toBeLessThan(index.docCount); // items were grouped
     const { dump } = roundTrip('a.dump', index, table);
     const loaded = new InvertedIndex(params);
@@ -172,6 +173,15 @@ describe('index dumps', () => {
     bad[good.length - 200]! ^= 0x01;
     writeFileSync(path, bad);
     expect(() => readIndexDump(path, 'kb_x', 'cfg_x')).toThrow(/section .* fails its checksum/);
+    // The postings (read list by list) alike.
+    const headerLength = good.readUInt32LE(12);
+    const header = JSON.parse(good.subarray(24, 24 + headerLength).toString()) as { sections: { path: string; offset: number; bytes: number }[] };
+    const postings = header.sections.find((x) => x.path === 'bm25.postingDocs')!;
+    expect(postings.bytes).toBeGreaterThan(100);
+    const badPostings = Buffer.from(good);
+    badPostings[((24 + headerLength + 7) & ~7) + postings.offset + Math.floor(postings.bytes / 2)]! ^= 0x01;
+    writeFileSync(path, badPostings);
+    expect(() => readIndexDump(path, 'kb_x', 'cfg_x')).toThrow(/section bm25.postingDocs fails its checksum/);
     // Cut short.
     writeFileSync(path, good);
     truncateSync(path, statSync(path).size - 100);
