@@ -85,7 +85,11 @@ export class Engine {
     const { state, shards, compute, ingestion, say } = parts;
     const started = performance.now();
     const start = await options.startFrom?.();
+    // Index sets the snapshot dumped are loaded as they were, not rebuilt record by record.
+    // Not for knowledge bases whose content this node skips (shards held elsewhere): nothing to load into.
+    if (start?.indexes) state.restoreIndexes(start.indexes.filter((d) => shards.holds(d.kbId)));
     start?.replay((record, attachment) => state.apply(record, attachment));
+    state.finishRestore();
     // A snapshot holding more shards than this node (its content was skipped above): their graphs too.
     for (const g of start?.graphs ?? []) if (shards.holds(g.kbId)) state.kbs.get(g.kbId)?.attachGraph(g.path, g.docs);
     const fromSnapshotMs = Math.round(performance.now() - started);
@@ -183,6 +187,8 @@ export class Engine {
   }
   /** Save every in-memory HNSW graph (to `pathOf(kbId)`), with the documents each holds. */
   saveGraphs = (pathOf: (kbId: string) => string) => this.state.saveGraphs(pathOf);
+  /** Every index set as flat arrays (views of the live indexes: write them out before anything else runs). */
+  dumpIndexes = () => this.state.dumpIndexes();
 
   // --- knowledge bases (methods/knowledge-bases.ts): on every node --------------------------------
 

@@ -8,6 +8,7 @@ import type { ShardSet } from './shards';
 import type { NatsAuth } from './log/nats';
 import type { RecordLog } from './log/log';
 import type { Refinements } from './search/refine';
+import type { IndexSetDump } from './kb/index-set';
 
 /** Where an engine's state begins before its log is replayed: a snapshot (see snapshots/). */
 export interface StartingPoint {
@@ -26,6 +27,12 @@ export interface StartingPoint {
    * documents in `docs` (then keys not alive are removed and vectors missing from it queued).
    */
   graphs: { kbId: string; path: string; docs?: number[] }[];
+  /**
+   * Index sets as they were after the last record (chunk table and BM25): their sets skip that
+   * work while records replay and load these after. An indexed record of such a set may come
+   * without its chunks' terms.
+   */
+  indexes?: { kbId: string; configId: string; dump: IndexSetDump }[];
 }
 
 /** Cluster mode: the log is a replicated JetStream stream every node follows (see engine/log/jetstream-log.ts). */

@@ -34,6 +34,7 @@ import {
   recordFiles,
   SNAPSHOT_FORMAT,
   tailFileName,
+  type SnapshotFile,
   type SnapshotManifest,
 } from './format';
 
@@ -61,6 +62,23 @@ export interface BuildRequest {
    * manifest (nothing here reads the records).
    */
   incremental?: { stats: Omit<SnapshotManifest['stats'], 'records'> };
+  /**
+   * Index dumps the engine wrote into `outDir` at `seq` (Snapshotter), with their manifest
+   * entries: made durable and listed here.
+   */
+  indexes?: { kbId: string; configId: string; file: SnapshotFile }[];
+}
+
+/** The index dumps of a request made durable; their manifest entries. */
+function indexFiles(req: BuildRequest): { files: SnapshotFile[]; indexes: NonNullable<SnapshotManifest['indexes']> } {
+  const files: SnapshotFile[] = [];
+  const indexes: NonNullable<SnapshotManifest['indexes']> = [];
+  for (const d of req.indexes ?? []) {
+    fsyncFile(join(req.outDir, d.file.name));
+    files.push(d.file);
+    indexes.push({ kbId: d.kbId, configId: d.configId, file: d.file.name });
+  }
+  return { files, indexes };
 }
 
 /**
@@ -163,12 +181,16 @@ async function buildIncremental(
     graphs.push({ kbId: g.kbId, file, vectors: g.docs.length, from: 'memory', docs });
   }
   lap('graphs');
+  const dumps = indexFiles(req);
+  files.push(...dumps.files);
+  lap('index dumps');
   const manifest: SnapshotManifest = {
     format: SNAPSHOT_FORMAT,
     seq: req.seq,
     createdAt: new Date().toISOString(),
     files,
     graphs,
+    ...(dumps.indexes.length > 0 ? { indexes: dumps.indexes } : {}),
     tails: [...(prev.tails ?? []), tail],
     stats: { ...stats, records: prev.stats.records + records },
   };
@@ -296,6 +318,9 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
   }
 
   for (const g of req.mainGraphs ?? []) rmSync(g.path, { force: true });
+  const dumps = indexFiles(req);
+  files.push(...dumps.files);
+  lap('index dumps');
 
   const manifest: SnapshotManifest = {
     format: SNAPSHOT_FORMAT,
@@ -303,6 +328,7 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
     createdAt: new Date().toISOString(),
     files,
     graphs,
+    ...(dumps.indexes.length > 0 ? { indexes: dumps.indexes } : {}),
     stats: { ...compactor.stats, records: kept.length },
     ...(shards && !shards.holdsAll ? { shards: shards.toJSON() } : {}),
   };

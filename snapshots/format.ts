@@ -2,8 +2,13 @@
 //   records.log          the compacted log (write-ahead-log frames) up to `seq`; from format 2 on,
 //                        a term dictionary first (sequence number 0) and binary indexed records
 //   graph-<kbId>.usearch HNSW graphs, keyed by document number, of large knowledge bases
+//   index-<kbId>-<configId>.dump  optional: an index set's chunk table and BM25 index as the engine
+//                        had them at `seq` (snapshots/index-dump.ts); restart loads it instead of
+//                        re-adding every chunk, and replays the records in full without it
 //   manifest.json        format version, seq, and the size and SHA-256 of every file (written last)
-// A snapshot is valid only when its manifest parses and every file matches its checksum.
+// A snapshot is valid only when its manifest parses and every file matches its checksum. Index
+// dumps are derived data checked when they are read (a CRC32 per section): one that fails is not
+// used, the snapshot still is (its records hold everything).
 import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -73,6 +78,11 @@ export interface SnapshotManifest {
    * then the log after it as it was written; the next periodic snapshot compacts them into one.
    */
   tails?: string[];
+  /**
+   * Index dumps of the state at `seq` (absent: none, as in snapshots written before them). Written
+   * only when the engine's state was exactly the snapshot's when it was taken (a single node).
+   */
+  indexes?: { kbId: string; configId: string; file: string }[];
   stats: { knowledgeBases: number; contents: number; chunks: number; records: number };
   /** Cluster mode with shards: the only shards whose content the snapshot holds (absent: all). */
   shards?: { count: number; held: number[] };
@@ -145,7 +155,10 @@ export async function verifySnapshot(
   }
   if (!FORMATS_READ.includes(manifest.format)) return { ok: false, reason: `unknown snapshot format ${manifest.format}` };
   const framed = options.framed ? recordFiles(manifest) : [];
+  const dumps = new Set((manifest.indexes ?? []).map((d) => d.file));
   for (const f of manifest.files) {
+    // Checked section by section when read (readIndexDump); not needed for the snapshot to be usable.
+    if (dumps.has(f.name)) continue;
     const path = join(dir, f.name);
     const file = Bun.file(path);
     if (!(await file.exists())) return { ok: false, reason: `${f.name} is missing` };

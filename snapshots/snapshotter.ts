@@ -13,10 +13,12 @@ import {
   WorkerPool,
   workerUrl,
   type EngineOptions,
+  type IndexSetDump,
   type LogRecord,
   type StartingPoint,
 } from '../engine';
 import type { BuildRequest } from './build';
+import { indexDumpFileName, readIndexDump, writeIndexDump } from './index-dump';
 import {
   coversShards,
   listSnapshotDirs,
@@ -70,9 +72,13 @@ export async function newestSnapshot(
       info('snapshot skipped: it lacks shards this node holds', { snapshot: candidate.name, shards: manifest.shards });
       continue;
     }
+    const indexes = readIndexDumps(candidate.dir, manifest, candidate.name, warn);
+    // Indexed records of a dumped set need no terms: only their head is decoded.
+    const dumped = new Set(indexes.map((d) => `${d.kbId} ${d.configId}`));
     return {
       seq: manifest.seq,
       records: manifest.stats.records,
+      indexes,
       replay(apply) {
         // One decoder for every file: a later one's binary records may use terms of an earlier one.
         const decoder = new PayloadDecoder();
@@ -80,7 +86,10 @@ export async function newestSnapshot(
           const read = readFramesSync(
             path,
             (_, payload) => {
-              const decoded = decoder.decode<LogRecord>(payload);
+              let decoded = decoder.decodeHead<LogRecord>(payload);
+              const r = decoded?.record;
+              if (r?.t === 'content.indexed' && !(r.configId !== undefined && dumped.has(`${r.kbId} ${r.configId}`)))
+                decoded = decoder.decode<LogRecord>(payload);
               // The attachment is a view of the reader's buffer, valid during apply (StartingPoint.replay).
               if (decoded) apply(decoded.record, decoded.attachment);
             },
@@ -101,6 +110,28 @@ export async function newestSnapshot(
     };
   }
   return undefined;
+}
+
+/**
+ * The snapshot's index dumps that read back whole and intact. One that does not is reported and
+ * left out: its knowledge base is rebuilt from the records instead.
+ */
+function readIndexDumps(dir: string, manifest: SnapshotManifest, snapshot: string, warn: Warn): { kbId: string; configId: string; dump: IndexSetDump }[] {
+  const out: { kbId: string; configId: string; dump: IndexSetDump }[] = [];
+  for (const { kbId, configId, file } of manifest.indexes ?? []) {
+    try {
+      const entry = manifest.files.find((f) => f.name === file);
+      if (!entry) throw new Error('not among the snapshot files');
+      out.push({ kbId, configId, dump: readIndexDump(join(dir, file), kbId, configId, entry) });
+    } catch (err) {
+      warn('index dump unusable; its knowledge base is rebuilt from the snapshot records', {
+        snapshot,
+        file,
+        reason: err instanceof Error ? err.message : String(err),
+      });
+    }
+  }
+  return out;
 }
 
 /** How record files are read: bytes at a time (a larger frame is read whole); `poison`, see readFramesSync. */
@@ -134,6 +165,14 @@ export async function openEngine(options: EngineOptions): Promise<{ engine: Engi
     },
   });
   return { engine, snapshots: new Snapshotter(engine, root, latest) };
+}
+
+/** Write every index set's dump into a snapshot being built; their manifest entries (made durable by the build). */
+function writeIndexDumps(dir: string, dumps: ReturnType<Engine['dumpIndexes']>): NonNullable<BuildRequest['indexes']> {
+  return dumps.map(({ kbId, configId, dump }) => {
+    const name = indexDumpFileName(kbId, configId);
+    return { kbId, configId, file: { name, ...writeIndexDump(join(dir, name), kbId, configId, dump) } };
+  });
 }
 
 /** Incremental snapshots in a row (taken at shutdown) before one is written whole again. */
@@ -179,6 +218,10 @@ export class Snapshotter {
     try {
       const range = this.engine.logRange(prev?.seq ?? 0, seq);
       const mainGraphs = reuseGraphs ? this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`)) : [];
+      // The indexes as they are, when they are exactly the snapshot's state (a single node with
+      // nothing applied after the sealed log; written in this same synchronous step).
+      const indexes =
+        range.kind === 'segments' && this.engine.shards.holdsAll && this.engine.lastSequence === seq ? writeIndexDumps(tmp, this.engine.dumpIndexes()) : [];
       // At shutdown, continue the previous snapshot instead of rewriting it (build.ts): single node
       // only (a cluster's log range may hold other shards' records), not past MAX_TAILS files, and
       // only when the graphs were saved with nothing applied after the sealed log (else one could
@@ -200,6 +243,7 @@ export class Snapshotter {
         outDir: tmp,
         graphThreshold: this.engine.graphThreshold,
         mainGraphs,
+        indexes,
         shards: this.engine.shards.toJSON(),
         ...(incremental ? { incremental: { stats: { knowledgeBases, contents, chunks } } } : {}),
       };

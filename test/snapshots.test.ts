@@ -104,6 +104,37 @@ describe('local snapshots', () => {
   }, 60_000);
 });
 
+describe('index dumps', () => {
+  test('a graceful restart loads the index dumps: identical answers in every mode; a damaged dump falls back to the records', async () => {
+    const a = await start();
+    const kb = await seed(a);
+    await addContent(a, kb, 'Penguins and volcanoes share a note, with desert heat. '.repeat(40));
+    const before = await allSearches(a, kb);
+    expect(await a.stop()).toBe(0);
+    const [newest] = readdirSync(join(a.dataDir, 'snapshots'))
+      .filter((n) => n.startsWith('snap-'))
+      .sort()
+      .reverse();
+    const dir = join(a.dataDir, 'snapshots', newest!);
+    const dumps = readdirSync(dir).filter((n) => n.endsWith('.dump'));
+    expect(dumps.length).toBe(1);
+
+    const b = await start({ dataDir: a.dataDir });
+    expect(await allSearches(b, kb)).toEqual(before);
+    expect(b.output.some((l) => l.includes('index dump unusable'))).toBe(false);
+    await b.kill9();
+
+    const path = join(dir, dumps[0]!);
+    const bytes = readFileSync(path);
+    bytes[Math.floor(bytes.length / 2)]! ^= 0xff;
+    writeFileSync(path, bytes);
+    const c = await start({ dataDir: a.dataDir });
+    expect(await c.waitForOutput('index dump unusable')).toBe(true);
+    expect((await c.api('GET', '/ready')).body.recovery.snapshot.seq).toBe(Number(newest!.slice(5)));
+    expect(await allSearches(c, kb)).toEqual(before);
+  }, 60_000);
+});
+
 describe('S3 snapshot store (s3rver)', () => {
   let s3: TestS3;
 

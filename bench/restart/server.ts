@@ -1,7 +1,9 @@
 // The real server on a copy of a data directory holding a snapshot (bench/restart/build-base.ts):
 // spawn → /ready (with /ready's recovery), `--tail` items written through HTTP (vectors from the
 // hashing stub) and indexed, a graceful shutdown (SIGTERM → exit, the snapshot at shutdown
-// included), then spawn → /ready again on what that shutdown left. Peak RSS from /proc (VmHWM).
+// included), then spawn → /ready again on what that shutdown left. Peak RSS from /proc (VmHWM), RSS
+// once ready (VmRSS, and per chunk), CPU time until ready (every thread; steadier than wall time on
+// a shared machine). The tail's texts come from SciFact (SCIFACT_DIR) when present.
 //   bun bench/restart/server.ts [--dir .bench-out/restart/base-100000] [--tail 1000]
 import { cpSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -30,13 +32,28 @@ const env = {
   EMBEDDING_HTTP_URL: stub.url,
   EMBEDDING_HTTP_DIMENSIONS: String(HASH_DIMENSIONS),
 };
-const peakMiB = (s: Server) => Math.round(Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${s.pid}/status`, 'utf8'))![1]) / 1024);
+const statusKiB = (s: Server, field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${s.pid}/status`, 'utf8'))![1]);
+const peakMiB = (s: Server) => Math.round(statusKiB(s, 'VmHWM') / 1024);
 
 async function start() {
   const s = await launchServer({ env });
   const readyMs = Math.round(await waitFor(s, '/ready', { intervalMs: 10, timeoutMs: 600_000 }));
-  const ready = (await (await fetch(`${s.base}/ready`)).json()) as { recovery?: unknown };
-  return { s, readyMs, recovery: ready.recovery, peakRssMiB: peakMiB(s) };
+  const ready = (await (await fetch(`${s.base}/ready`)).json()) as { recovery?: { chunks?: number } };
+  // RSS once ready, and per chunk (what a restart leaves resident; the heap not yet collected).
+  const rssKiB = statusKiB(s, 'VmRSS');
+  // CPU time of the process until then (every thread): steadier than wall time on a shared machine.
+  const stat = readFileSync(`/proc/${s.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const cpuMs = (Number(stat[11]) + Number(stat[12])) * 10;
+  const chunks = ready.recovery?.chunks ?? 0;
+  return {
+    s,
+    readyMs,
+    cpuMs,
+    recovery: ready.recovery,
+    peakRssMiB: peakMiB(s),
+    rssMiB: Math.round(rssKiB / 1024),
+    rssKiBPerChunk: chunks ? Number((rssKiB / chunks).toFixed(2)) : undefined,
+  };
 }
 
 const first = await start();
@@ -63,11 +80,25 @@ console.log(
     {
       dataDir: base,
       tailItems: tail,
-      first: { readyMs: first.readyMs, recovery: first.recovery, peakRssMiB: first.peakRssMiB },
+      first: {
+        readyMs: first.readyMs,
+        cpuMs: first.cpuMs,
+        recovery: first.recovery,
+        peakRssMiB: first.peakRssMiB,
+        rssMiB: first.rssMiB,
+        rssKiBPerChunk: first.rssKiBPerChunk,
+      },
       peakRssMiBBeforeStop: peakBeforeStop,
       shutdownMs,
       exitCode: first.s.exitCode(),
-      second: { readyMs: second.readyMs, recovery: second.recovery, peakRssMiB: second.peakRssMiB },
+      second: {
+        readyMs: second.readyMs,
+        cpuMs: second.cpuMs,
+        recovery: second.recovery,
+        peakRssMiB: second.peakRssMiB,
+        rssMiB: second.rssMiB,
+        rssKiBPerChunk: second.rssKiBPerChunk,
+      },
     },
     null,
     2,

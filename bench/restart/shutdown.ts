@@ -6,12 +6,15 @@
 // The snapshot is then kept and the engine opened on it again (restart after that shutdown).
 //   bun bench/restart/shutdown.ts [--dir .bench-out/restart/base-100000] [--tail 2000] [--full]
 // `--full`: the snapshot written whole, as before incremental snapshots (the code after them).
+// The index dumps are written on the main thread as the Snapshotter writes them ('index dumps (main
+// thread)'), made durable by the build ('index dumps').
 import { cpSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildSnapshot } from '../../snapshots/build';
 import { openEngine } from '../../snapshots';
 import { snapshotDirName } from '../../snapshots/format';
+import { indexDumpFileName, writeIndexDump } from '../../snapshots/index-dump';
 import { loadCorpus, replicaText } from '../lib/corpus';
 import { BENCH_OUT } from '../lib/paths';
 import { spawnStub } from '../snapshot/stub';
@@ -54,6 +57,16 @@ mkdirSync(tmp);
 t = performance.now();
 const mainGraphs = engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`));
 phases['save graphs (main thread)'] = Math.round(performance.now() - t);
+// The index dumps, as Snapshotter.take() writes them (code that knows them).
+t = performance.now();
+const indexes =
+  'dumpIndexes' in engine
+    ? engine.dumpIndexes().map(({ kbId, configId, dump }) => {
+        const name = indexDumpFileName(kbId, configId);
+        return { kbId, configId, file: { name, ...writeIndexDump(join(tmp, name), kbId, configId, dump) } };
+      })
+    : [];
+phases['index dumps (main thread)'] = Math.round(performance.now() - t);
 t = performance.now();
 const manifest = await buildSnapshot(
   {
@@ -63,6 +76,7 @@ const manifest = await buildSnapshot(
     outDir: tmp,
     graphThreshold: engine.graphThreshold,
     mainGraphs,
+    indexes,
     shards: engine.shards.toJSON(),
     // As Snapshotter.take() at shutdown (code that knows incremental snapshots).
     ...(!values.full && prev.manifest.format >= 2 ? { incremental: { stats: engine.stats() } } : {}),

@@ -136,4 +136,31 @@ export class DocTerms {
     pool[at++] = value;
     return at;
   }
+
+  /** The pool and offsets as they are (views: write them out before the next change). */
+  dump(): DocTermsDump {
+    return { pool: this.pool.subarray(0, this.used), offsets: this.offsets, dead: this.dead };
+  }
+
+  /** Take over a dump; the pool becomes a view of its array (no copy) until it next grows. */
+  load(d: DocTermsDump): void {
+    if (this.used > 0) throw new Error('document terms load into an empty pool');
+    this.pool = d.pool;
+    this.used = d.pool.length;
+    this.dead = d.dead;
+    // At least the initial size: growth doubles it.
+    this.offsets = d.offsets.length >= 1024 ? d.offsets : new Uint32Array(1024).fill(NONE);
+    if (d.offsets.length < 1024) this.offsets.set(d.offsets);
+    for (const o of d.offsets) if (o !== NONE && o >= this.used) throw new Error('document terms dump: an offset lies outside its pool');
+  }
+}
+
+/** DocTerms as flat arrays (dump/load). */
+export interface DocTermsDump {
+  /** The used bytes of the pool. */
+  pool: Uint8Array<ArrayBuffer>;
+  /** Per document: where its entry starts in `pool`, 0xffffffff when it has none. */
+  offsets: Uint32Array<ArrayBuffer>;
+  /** Bytes of removed documents' entries still in `pool`. */
+  dead: number;
 }

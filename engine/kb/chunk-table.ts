@@ -89,6 +89,42 @@ export class ChunkTable<Owner extends object> {
     return bytes;
   }
 
+  /** The columns up to `length` (views: write them out before the next change); owners are not part of it. */
+  dump(): ChunkTableDump {
+    const n = this.count;
+    return {
+      length: n,
+      start: this.start.subarray(0, n),
+      end: this.end.subarray(0, n),
+      page: this.page.subarray(0, n),
+      prefixCode: this.prefixCode.subarray(0, n),
+      idBytes: new Uint8Array(this.idBytes.buffer, this.idBytes.byteOffset, n * ID_BYTES),
+      prefixes: [...this.prefixes],
+      otherIds: [...this.otherIds],
+    };
+  }
+
+  /**
+   * Take over a dump into this empty table; `owners` gives each document its owner (undefined: empty),
+   * as the records replayed left them.
+   */
+  load(d: ChunkTableDump, owners: (Owner | undefined)[]): void {
+    if (this.count > 0) throw new Error('a chunk table dump loads into an empty table');
+    const n = d.length;
+    if (owners.length !== n || [d.start, d.end, d.page, d.prefixCode].some((a) => a.length !== n) || d.idBytes.length !== n * ID_BYTES)
+      throw new Error('chunk table dump: columns do not match its length');
+    this.reserve(n);
+    this.start.set(d.start);
+    this.end.set(d.end);
+    this.page.set(d.page);
+    this.prefixCode.set(d.prefixCode);
+    this.idBytes.set(d.idBytes);
+    this.prefixes.push(...d.prefixes);
+    for (const [doc, id] of d.otherIds) this.otherIds.set(doc, id);
+    this.owners = owners;
+    this.count = n;
+  }
+
   private reserve(n: number): void {
     if (n <= this.start.length) return;
     const cap = Math.max(1024, n, Math.ceil(this.start.length * 1.5));
@@ -104,4 +140,18 @@ export class ChunkTable<Owner extends object> {
     this.idBytes.copy(ids);
     this.idBytes = ids;
   }
+}
+
+/** A ChunkTable's columns (dump/load). */
+export interface ChunkTableDump {
+  length: number;
+  start: Int32Array<ArrayBuffer>;
+  end: Int32Array<ArrayBuffer>;
+  page: Int32Array<ArrayBuffer>;
+  prefixCode: Uint8Array<ArrayBuffer>;
+  /** ID_BYTES per document. */
+  idBytes: Uint8Array<ArrayBuffer>;
+  prefixes: string[];
+  /** Ids not of the service's shape, by document. */
+  otherIds: [number, string][];
 }

@@ -2,12 +2,12 @@
 // BM25 postings, vectors and the metadata index over them. A knowledge base searches with its
 // active set; while it is re-embedded for another configuration (a new model), a second set is
 // built beside it from the same content items and takes over in one step once complete.
-import { InvertedIndex } from '../bm25/inverted-index';
+import { InvertedIndex, type InvertedIndexDump } from '../bm25/inverted-index';
 import { MetadataIndex, type MetadataFilter } from '../filter/metadata';
 import type { ContentStatus, IndexedChunk, KnowledgeBaseConfig } from '../records';
 import type { Scored } from '../topk';
 import { VectorIndex } from '../vector/vector-index';
-import { ChunkTable } from './chunk-table';
+import { ChunkTable, type ChunkTableDump } from './chunk-table';
 import type { ChunkHit, ContentItem, ContentVersion } from './knowledge-base';
 import { ItemVersion } from './version';
 
@@ -43,6 +43,12 @@ class ItemChunks implements LiveChunks {
   }
 }
 
+/** What a snapshot keeps of a set's indexes, loaded instead of re-adding every chunk (IndexSet.loadDump). */
+export interface IndexSetDump {
+  bm25: InvertedIndexDump;
+  chunks: ChunkTableDump;
+}
+
 /** Where indexing an item's version ended in a set being built (its status lives on the item in the active set). */
 export interface BuildOutcome {
   version: number;
@@ -61,6 +67,12 @@ export class IndexSet {
   /** A set being built: where each item's indexing ended (the active set keeps this on the items). */
   readonly outcomes = new Map<string, BuildOutcome>();
   private liveChunks = 0;
+  /**
+   * While records replay before a dump of this set is loaded (beginRestore): the document space so
+   * far; chunks then only mark their items live (and store their vectors and metadata), the chunk
+   * table and BM25 come from the dump. -1 otherwise.
+   */
+  private restoringDocs = -1;
 
   /** `exactThreshold`: below this many vectors searches are exact and no HNSW graph is kept. */
   constructor(
@@ -87,13 +99,66 @@ export class IndexSet {
 
   /** Document numbers handed out so far (upper bound for masks). */
   get docSpace(): number {
-    return this.chunks.length;
+    return this.restoringDocs >= 0 ? this.restoringDocs : this.chunks.length;
+  }
+
+  /** Replay from here on only marks items live: loadDump supplies the chunk table and BM25. */
+  beginRestore(): void {
+    if (this.chunks.length > 0 || this.liveChunks > 0) throw new Error('only an empty index set can wait for a dump');
+    this.restoringDocs = 0;
+  }
+
+  get restoring(): boolean {
+    return this.restoringDocs >= 0;
+  }
+
+  /**
+   * Load the dump taken at the end of the records replayed since beginRestore; throws when the
+   * two disagree (the dump is not of this state).
+   */
+  loadDump(dump: IndexSetDump): void {
+    if (!this.restoring) throw new Error('loadDump without beginRestore');
+    const n = dump.chunks.length;
+    const owners = new Array<ItemChunks | undefined>(n).fill(undefined);
+    for (const live of this.live.values()) {
+      const { first, count } = live as ItemChunks;
+      if (first + count > n) throw new Error(`index dump holds ${n} documents, the records ${first + count} or more`);
+      for (let d = first; d < first + count; d++) owners[d] = live as ItemChunks;
+    }
+    // The dump may hand out more documents than the records (a compacted log drops an item deleted
+    // after the last one indexed); never fewer.
+    if (n < this.restoringDocs || dump.bm25.counters[0] !== this.liveChunks)
+      throw new Error(
+        `index dump does not match the records: ${n} documents and ${dump.bm25.counters[0]} live in the dump, ${this.restoringDocs} and ${this.liveChunks} replayed`,
+      );
+    this.chunks.load(dump.chunks, owners);
+    this.bm25.load(dump.bm25);
+    for (const live of this.live.values()) {
+      const { first, count } = live as ItemChunks;
+      if (count > 0 && (!this.bm25.has(first) || !this.bm25.has(first + count - 1))) throw new Error(`index dump lacks live documents from ${first}`);
+    }
+    this.restoringDocs = -1;
+  }
+
+  /** The chunk table and BM25 as flat arrays (views: write them out before the next change). */
+  dump(): IndexSetDump {
+    if (this.restoring) throw new Error('an index set still waiting for its dump has none to give');
+    return { bm25: this.bm25.dump(), chunks: this.chunks.dump() };
   }
 
   /** Drop the item's chunks from every index (an update's old chunks, a deleted item). */
   drop(itemId: string): void {
     const live = this.live.get(itemId);
     if (!live) return;
+    if (this.restoring) {
+      for (const doc of live.docs) {
+        this.vectors?.remove(doc);
+        this.metadataIndex.remove(doc, live.version.metadata);
+        this.liveChunks--;
+      }
+      this.live.delete(itemId);
+      return;
+    }
     for (const doc of live.docs) {
       const owner = this.chunks.owner(doc);
       if (!owner) continue;
@@ -117,7 +182,8 @@ export class IndexSet {
     }
     // Document numbers come from the record, so a compacted log (a snapshot) rebuilds exactly the
     // numbering, and with it the keys of a saved HNSW graph; gaps are left empty.
-    if (firstDoc < this.chunks.length) throw new Error(`document ${firstDoc} of ${item.id} is already taken`);
+    if (firstDoc < this.docSpace) throw new Error(`document ${firstDoc} of ${item.id} is already taken`);
+    if (this.restoring) return this.restoreIndexed(item, chunks.length, vectors, firstDoc);
     this.chunks.skipTo(firstDoc);
     this.drop(item.id);
     const version = item.current;
@@ -130,6 +196,21 @@ export class IndexSet {
       live.count++;
       this.liveChunks++;
     }
+    this.live.set(item.id, live);
+    return live;
+  }
+
+  /** applyIndexed while restoring: the item's chunks are live; the dump has their terms and columns. */
+  private restoreIndexed(item: ContentItem, count: number, vectors: readonly StoredVector[] | undefined, firstDoc: number): LiveChunks {
+    this.drop(item.id);
+    const version = item.current;
+    const live = new ItemChunks(item, version, firstDoc, count);
+    for (let i = 0; i < count; i++) {
+      if (this.vectors && vectors) this.vectors.add(firstDoc + i, vectors[i]!);
+      this.metadataIndex.add(firstDoc + i, version.metadata);
+    }
+    this.liveChunks += count;
+    this.restoringDocs = firstDoc + count;
     this.live.set(item.id, live);
     return live;
   }

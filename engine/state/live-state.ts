@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { OriginalsStore } from '../files/originals';
 import { PRIVATE_DIR } from '../fsync';
 import { observeId } from '../ids';
-import type { IndexSet } from '../kb/index-set';
+import type { IndexSet, IndexSetDump } from '../kb/index-set';
 import { KnowledgeBase } from '../kb/knowledge-base';
 import type { LogRecord } from '../records';
 import type { TextStore } from '../text/text-store';
@@ -39,6 +39,8 @@ const SAFE_NAME = /^[A-Za-z0-9_-]+$/;
 export class LiveState implements StateTarget {
   readonly kbs = new Map<string, KnowledgeBase>();
   readonly graphThreshold: number;
+  /** Index dumps to load after the starting point's records, by `kbId configId` (restoreIndexes). */
+  private readonly dumps = new Map<string, IndexSetDump>();
 
   constructor(private readonly options: LiveStateOptions) {
     this.graphThreshold = options.graphThreshold ?? DEFAULT_EXACT_THRESHOLD;
@@ -48,8 +50,41 @@ export class LiveState implements StateTarget {
     }
   }
 
-  /** A new index set keeps its vectors in the vector directory. */
+  /**
+   * Index sets with a dump here skip their index work while records replay; finishRestore loads
+   * the dumps into them. Before any record is applied.
+   */
+  restoreIndexes(dumps: readonly { kbId: string; configId: string; dump: IndexSetDump }[]): void {
+    for (const d of dumps) this.dumps.set(`${d.kbId} ${d.configId}`, d.dump);
+  }
+
+  /** Load every dump given to restoreIndexes into its set; throws when one has no set waiting for it or disagrees with it. */
+  finishRestore(): void {
+    for (const [key, dump] of this.dumps) {
+      const [kbId, configId] = key.split(' ') as [string, string];
+      const set = this.kbs.get(kbId)?.indexSet(configId);
+      if (!set?.restoring || set.config.id !== configId) throw new Error(`index dump of ${kbId} (configuration ${configId}) has no index set to load into`);
+      try {
+        set.loadDump(dump);
+      } catch (err) {
+        throw new Error(`index dump of ${kbId} (configuration ${configId}): ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    this.dumps.clear();
+  }
+
+  /** Every index set as flat arrays, with its knowledge base and configuration (views: write them out at once). */
+  dumpIndexes(): { kbId: string; configId: string; dump: IndexSetDump }[] {
+    const out: { kbId: string; configId: string; dump: IndexSetDump }[] = [];
+    for (const [kbId, kb] of this.kbs)
+      for (const set of new Set([kb.indexSet(undefined), kb.building && kb.indexSet(kb.building.id)]))
+        if (set) out.push({ kbId, configId: set.config.id, dump: set.dump() });
+    return out;
+  }
+
+  /** A new index set: it waits for its dump when there is one (restoreIndexes), and keeps its vectors in the vector directory. */
   private placeVectors(kbId: string, set: IndexSet | undefined): void {
+    if (set && this.dumps.has(`${kbId} ${set.config.id}`)) set.beginRestore();
     const dir = this.options.vectorDir;
     if (!dir || !set?.vectors) return;
     const configId = set.config.id;

@@ -124,9 +124,13 @@ describe('re-embedding a knowledge base', () => {
     expect(second.engine.reembedProgress(ORG, kb.id)!.done).toBeGreaterThanOrEqual(doneAtStop);
     const snap = await second.snapshots.snapshot();
     expect(snap.seq).toBeGreaterThan(0);
+    // Both index sets dumped (the active one and the one being built), and loaded by the next start.
+    expect(snap.manifest.indexes?.map((d) => d.kbId)).toEqual([kb.id, kb.id]);
     await close(second.engine);
 
-    const third = (await open(dataDir)).engine;
+    const warnings: string[] = [];
+    const third = (await open(dataDir, { log: (level, message) => level === 'warn' && warnings.push(message) })).engine;
+    expect(warnings).toEqual([]);
     expect(third.reembedProgress(ORG, kb.id)?.done ?? 200).toBeGreaterThanOrEqual(doneAtStop);
     await settle(third, kb.id);
     expect(third.getKnowledgeBase(ORG, kb.id)!.config.embedding.model).toBe('test/tiny-new');

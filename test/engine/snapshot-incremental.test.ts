@@ -1,6 +1,7 @@
 // Snapshot format 2 through the engine library: binary indexed records after a term dictionary,
 // incremental snapshots at shutdown (the previous snapshot's record files hard-linked, the log after
-// it appended, the in-memory graph with its documents), and data directories of format 1 opening.
+// it appended, the in-memory graph with its documents), data directories of format 1 opening, and
+// index dumps (loaded instead of re-adding every chunk; snapshots without them, or with a damaged one).
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -113,6 +114,7 @@ describe('snapshot format 2', () => {
     expect(upgraded.manifest.format).toBe(2);
     expect(upgraded.manifest.tails).toBeUndefined();
     expect(upgraded.manifest.graphs).toEqual([{ kbId, file: expect.any(String), vectors: vectors.size, from: 'memory' }]);
+    expect(upgraded.manifest.indexes?.map((d) => d.kbId)).toEqual([kbId]);
     expect(upgraded.seq).toBeGreaterThan(first.seq);
     expect(await b.truncateLog(upgraded.seq)).toBeGreaterThan(0);
     await close(b);
@@ -190,5 +192,137 @@ describe('snapshot format 2', () => {
     expect(b.recovery.snapshot?.seq).toBe(full.seq);
     expect(b.recovery.records).toBeGreaterThan(0);
     expect(await answers(b, kbId)).toBe(before);
+  }, 120_000);
+});
+
+describe('index dumps', () => {
+  /** answers() and filtered searches (the metadata index, replayed beside a dump). */
+  async function allAnswers(e: Engine, kbId: string) {
+    const filtered: unknown[] = [];
+    for (const filter of [{ i: 3 }, { i: { $gte: 10 } }]) {
+      filtered.push(e.searchFullText(ORG, kbId, { query: 'note about', limit: 8, filter }));
+      filtered.push(await e.searchHybrid(ORG, kbId, { query: 'lava', limit: 8, semanticWeight: 0.5, fusion: 'weighted', filter }));
+    }
+    return (await answers(e, kbId)) + JSON.stringify(filtered);
+  }
+  const openLogged = async (dir: string) => {
+    const warnings: { message: string; details?: Record<string, unknown> }[] = [];
+    const e = await open(dir, { log: (level, message, details) => level === 'warn' && warnings.push({ message, details }) });
+    return { e, warnings };
+  };
+  const dumpFiles = (snap: { dir: string }) => readdirSync(snap.dir).filter((n) => n.endsWith('.dump'));
+
+  test('a restart loads the index dumps: identical answers in every mode, after deletes, updates and more writes', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const a = await open(dir);
+    const { kbId, ids } = await fill(a, 30);
+    const vectors = a.knowledgeBase(kbId)!.vectors!;
+    while (!vectors.graphReady) await Bun.sleep(20);
+    const first = await snaps(a).snapshot({ reuseGraphs: true });
+    const configId = a.getKnowledgeBase(ORG, kbId).config.id;
+    expect(first.manifest.indexes).toEqual([{ kbId, configId, file: expect.stringMatching(/^index-.*\.dump$/) }]);
+    expect(dumpFiles(first)).toEqual([first.manifest.indexes![0]!.file]);
+    const before = await allAnswers(a, kbId);
+    await close(a);
+
+    const { e: b, warnings } = await openLogged(dir);
+    expect(warnings).toEqual([]);
+    expect(b.recovery.snapshot?.seq).toBe(first.seq);
+    expect(b.recovery.records).toBe(0);
+    expect(b.recovery.chunks).toBe(first.manifest.stats.chunks);
+    expect(await allAnswers(b, kbId)).toBe(before);
+
+    // Writes on the loaded indexes; the last item indexed is deleted before a periodic (compacted)
+    // snapshot, so its dump hands out more documents than the compacted records.
+    await b.addContent(ORG, kbId, { text: 'A late note about glaciers and ice, and more ice.', metadata: { i: 3 } });
+    await b.updateContent(ORG, kbId, ids[4]!, { text: 'Note four, now about desert sand and camels.' });
+    await b.deleteContent(ORG, kbId, ids[5]!);
+    await settle(b);
+    const last = await b.addContent(ORG, kbId, { text: 'The very last note, about coral reefs under the sea.' });
+    await settle(b);
+    await b.deleteContent(ORG, kbId, last.id);
+    const compacted = await snaps(b).snapshot();
+    expect(compacted.manifest.tails).toBeUndefined();
+    expect(compacted.manifest.indexes?.map((d) => d.kbId)).toEqual([kbId]);
+    const after = await allAnswers(b, kbId);
+    await close(b);
+
+    const { e: c, warnings: cWarnings } = await openLogged(dir);
+    expect(cWarnings).toEqual([]);
+    expect(c.recovery.snapshot?.seq).toBe(compacted.seq);
+    expect(await allAnswers(c, kbId)).toBe(after);
+    // New chunks take new document numbers, past every one handed out before.
+    const space = c.knowledgeBase(kbId)!.docSpace;
+    await c.addContent(ORG, kbId, { text: 'A note written after the second restart, about penguins.' });
+    await settle(c);
+    const hits = c.searchFullText(ORG, kbId, { query: 'penguins', limit: 3 });
+    expect(hits[0]?.text).toContain('penguins');
+    expect(hits[0]!.doc).toBeGreaterThanOrEqual(space);
+  }, 120_000);
+
+  test('a snapshot without index dumps (as written before them) opens alike; the next one at shutdown has them', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const a = await open(dir);
+    const { kbId } = await fill(a, 20);
+    const first = await snaps(a).snapshot();
+    const before = await allAnswers(a, kbId);
+    await close(a);
+    // The snapshot as the previous version wrote it: no dumps, no `indexes`.
+    const manifestPath = join(first.dir, 'manifest.json');
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
+    for (const d of manifest.indexes) rmSync(join(first.dir, d.file));
+    manifest.files = manifest.files.filter((f: { name: string }) => !f.name.endsWith('.dump'));
+    delete manifest.indexes;
+    writeFileSync(manifestPath, JSON.stringify(manifest));
+
+    const { e: b, warnings } = await openLogged(dir);
+    expect(warnings).toEqual([]);
+    expect(b.recovery.snapshot?.seq).toBe(first.seq);
+    expect(await allAnswers(b, kbId)).toBe(before);
+    await b.addContent(ORG, kbId, { text: 'One more note about rainforest birds.' });
+    await settle(b);
+    const vectors = b.knowledgeBase(kbId)!.vectors!;
+    while (!vectors.graphReady) await Bun.sleep(20);
+    const shutdown = await snaps(b).snapshot({ reuseGraphs: true });
+    expect(shutdown.manifest.tails).toHaveLength(1);
+    expect(shutdown.manifest.indexes?.map((d) => d.kbId)).toEqual([kbId]);
+    const after = await allAnswers(b, kbId);
+    await close(b);
+    const { e: c, warnings: cWarnings } = await openLogged(dir);
+    expect(cWarnings).toEqual([]);
+    expect(await allAnswers(c, kbId)).toBe(after);
+  }, 120_000);
+
+  test('a damaged or missing index dump is reported and the snapshot records are replayed instead', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const a = await open(dir);
+    const { kbId } = await fill(a, 20);
+    const snap = await snaps(a).snapshot();
+    const before = await allAnswers(a, kbId);
+    await close(a);
+    const [file] = dumpFiles(snap);
+    const path = join(snap.dir, file!);
+    const good = readFileSync(path);
+
+    // The same size, one byte changed in the middle: its section fails its checksum.
+    const bad = Buffer.from(good);
+    bad[Math.floor(bad.length / 2)]! ^= 0x10;
+    writeFileSync(path, bad);
+    const { e: b, warnings } = await openLogged(dir);
+    expect(warnings.map((w) => w.message)).toEqual(['index dump unusable; its knowledge base is rebuilt from the snapshot records']);
+    expect(String(warnings[0]!.details?.reason)).toMatch(/checksum/);
+    // The same snapshot, not an older one: its records hold everything.
+    expect(b.recovery.snapshot?.seq).toBe(snap.seq);
+    expect(await allAnswers(b, kbId)).toBe(before);
+    await close(b);
+
+    rmSync(path);
+    const { e: c, warnings: cWarnings } = await openLogged(dir);
+    expect(cWarnings.map((w) => w.message)).toEqual(['index dump unusable; its knowledge base is rebuilt from the snapshot records']);
+    expect(c.recovery.snapshot?.seq).toBe(snap.seq);
+    expect(await allAnswers(c, kbId)).toBe(before);
   }, 120_000);
 });
