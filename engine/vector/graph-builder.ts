@@ -22,7 +22,7 @@ export interface GraphBuilderOptions {
   handoffMs?: number;
   /** ...and hand-offs take at most this share of the main thread (default 1/20). */
   handoffShare?: number;
-  /** The worker drops its copy of a graph that had no job for this long (default 10 s). */
+  /** The worker drops its copy of a caught-up graph after this long without a job (default 1 s): it doubles the graph's memory. */
   lingerMs?: number;
   /** Build on the main thread only (no worker). */
   mainThread?: boolean;
@@ -76,7 +76,7 @@ export class GraphBuilder {
     this.jobsInFlight = options.jobsInFlight ?? 2;
     this.handoffMs = options.handoffMs ?? 2000;
     this.handoffShare = options.handoffShare ?? 1 / 20;
-    this.lingerMs = options.lingerMs ?? 10_000;
+    this.lingerMs = options.lingerMs ?? 1000;
     this.failed = options.mainThread === true;
   }
 
@@ -91,7 +91,7 @@ export class GraphBuilder {
    * exits; resolves then, or after `waitMs` (files left behind go at the next start with the
    * vector directory).
    */
-  async stop(waitMs = 3000): Promise<void> {
+  async stop(waitMs = 1000): Promise<void> {
     this.stopped = true;
     clearTimeout(this.pumpTimer);
     clearInterval(this.paceTimer);
@@ -209,7 +209,18 @@ export class GraphBuilder {
     } else {
       b.saving = false;
       const started = performance.now();
-      if (b.index.adopt(reply.gen, reply.seq, reply.path)) {
+      let adopted = false;
+      try {
+        adopted = b.index.adopt(reply.gen, reply.seq, reply.path);
+      } catch (err) {
+        // An unreadable file: build on this thread (buildStep makes the generation void).
+        this.options.log?.('warn', 'could not map a graph the HNSW worker saved; building on the main thread', { error: String(err) });
+        this.failed = true;
+        rmSync(reply.path, { force: true });
+        this.pump();
+        return;
+      }
+      if (adopted) {
         const ms = performance.now() - started;
         this.stats.handoffs++;
         this.stats.handoffMs += ms;
