@@ -307,7 +307,7 @@ export class VectorIndex {
    * batch on `threads` threads, 0 = every core). Returns true when nothing is left to do.
    */
   buildStep(budgetMs: number, batch = 64, threads = 0): boolean {
-    if (!this.hnsw) return true;
+    if (!this.hnsw || this.pending.length === 0) return true;
     // Built here from now on: the builder's jobs are void and the graph must be writable.
     this.detach();
     const started = performance.now();
@@ -418,7 +418,7 @@ export class VectorIndex {
     while (this.jobs.length > 0 && this.jobs[0]!.seq <= throughSeq) entries += this.jobs.shift()!.entries;
     this.pending.splice(0, entries);
     this.sent -= entries;
-    this.releaseGraph();
+    this.releaseGraph(this.hnsw);
     this.hnsw = graph;
     this.viewPath = path;
     this.basePath = path;
@@ -438,7 +438,7 @@ export class VectorIndex {
   /** End any off-thread build: its jobs are void, its files removed; a served view is dropped. */
   private resetBuild(): void {
     if (this.viewPath) {
-      this.releaseGraph();
+      this.releaseGraph(this.hnsw);
       this.hnsw = undefined;
     }
     if (this.basePath) rmSync(this.basePath, { force: true });
@@ -452,18 +452,18 @@ export class VectorIndex {
   }
 
   /**
-   * Unmap the served view now (not when the collector gets to it) by viewing an empty graph, and
-   * remove its file and the builder's base; a writable graph is left to the collector.
+   * Free a graph no longer served now, not when the collector gets to it (USearch's memory is
+   * invisible to it): viewing an empty graph unmaps or frees what it held. Its file and the
+   * builder's base go too.
    */
-  private releaseGraph(): void {
-    const old = this.hnsw;
-    if (old && this.viewPath) {
+  private releaseGraph(old: Index | undefined): void {
+    if (old) {
       const empty = `${this.rowsPath}.graph-empty`;
       if (!existsSync(empty)) this.newGraph().save(empty);
       old.view(empty);
       rmSync(empty, { force: true });
-      rmSync(this.viewPath, { force: true });
     }
+    if (this.viewPath) rmSync(this.viewPath, { force: true });
     if (this.basePath && this.basePath !== this.viewPath) rmSync(this.basePath, { force: true });
     this.basePath = undefined;
   }
