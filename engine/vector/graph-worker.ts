@@ -3,6 +3,7 @@
 // thread then serves a view of that file. One message at a time, in order, so a save holds every
 // job sent before it. Runs below the request thread's priority, like the document lane.
 import { chmodSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { Index, MetricKind, ScalarKind } from 'usearch';
 import { PRIVATE_FILE } from '../fsync';
 import { BACKGROUND_NICENESS, lowerThreadPriority } from '../workers/priority';
@@ -36,7 +37,22 @@ let stopFlag: Int32Array | undefined;
 const stopping = () => stopFlag !== undefined && Atomics.load(stopFlag, 0) === 1;
 
 /** Per graph (the builder's id): the generation held and the last job applied. */
-const graphs = new Map<number, { gen: number; seq: number; index: Index }>();
+const graphs = new Map<number, { gen: number; seq: number; index: Index; shape: GraphShape; dir?: string }>();
+
+/**
+ * Free a graph's memory now: the collector, which would free it with its wrapper, does not see
+ * USearch's memory (a copy is ~565 B a vector), so the copy views an empty graph instead.
+ */
+function release(held: { index: Index; shape: GraphShape; dir?: string }): void {
+  if (!held.dir) return;
+  const empty = join(held.dir, `graph-empty-${process.pid}-${performance.now()}`);
+  try {
+    newGraph(held.shape).save(empty);
+    held.index.view(empty);
+  } finally {
+    rmSync(empty, { force: true });
+  }
+}
 
 function newGraph(shape: GraphShape): Index {
   return new Index({
@@ -53,9 +69,10 @@ function newGraph(shape: GraphShape): Index {
 function add(req: Extract<GraphRequest, { t: 'add' }>): void {
   let held = graphs.get(req.id);
   if (!held || held.gen !== req.gen) {
+    if (held) release(held);
     const index = newGraph(req.shape);
     if (req.base) index.load(req.base);
-    held = { gen: req.gen, seq: 0, index };
+    held = { gen: req.gen, seq: 0, index, shape: req.shape, dir: req.base && dirname(req.base) };
     graphs.set(req.id, held);
   }
   const { index } = held;
@@ -88,7 +105,15 @@ self.onmessage = (event: MessageEvent<GraphRequest>) => {
     process.exit(0);
   }
   if (req.t === 'drop') {
+    const held = graphs.get(req.id);
     graphs.delete(req.id);
+    if (held) {
+      try {
+        release(held);
+      } catch {
+        // Left to the collector.
+      }
+    }
     return;
   }
   const started = performance.now();
@@ -100,6 +125,7 @@ self.onmessage = (event: MessageEvent<GraphRequest>) => {
       const held = graphs.get(req.id);
       if (!held || held.gen !== req.gen) throw new Error(`graph ${req.id} generation ${req.gen} is not held`);
       held.index.save(req.path);
+      held.dir = dirname(req.path);
       // Owner-only like the stored vectors (the graph holds an i8 copy of each).
       chmodSync(req.path, PRIVATE_FILE);
       if (stopping()) {
