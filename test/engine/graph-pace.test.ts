@@ -98,8 +98,9 @@ describe('background HNSW building', () => {
     for (const idle of [false, true]) {
       const { mainMs, workerMs, ms } = await catchUp(idle);
       console.log(`graph catch-up (${idle ? 'idle' : 'busy'}): ${ms.toFixed(0)} ms, main thread ${mainMs.toFixed(0)} ms CPU, worker ${workerMs.toFixed(0)} ms`);
-      // Clock ticks are 10 ms: a floor for a graph that was nearly caught up already.
-      expect(mainMs).toBeLessThan(Math.max(60, 0.25 * workerMs));
+      // Building on this thread would cost it about the worker's time; hand-offs and timers are a
+      // small part (under a loaded machine's noise: half, and a 100 ms floor for clock ticks).
+      expect(mainMs).toBeLessThan(Math.max(100, 0.5 * workerMs));
     }
   }, 120_000);
 });
