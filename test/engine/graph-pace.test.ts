@@ -41,7 +41,7 @@ describe('background HNSW building', () => {
   });
 
   /** Vectors of 3,000 items through a stub embedder, then the graph's catch-up: its time, and the main thread's CPU and the worker's meanwhile. */
-  async function catchUp(idle: boolean): Promise<{ ms: number; mainMs: number; workerMs: number }> {
+  async function catchUp(idle: boolean): Promise<{ ms: number; mainMs: number; workerMs: number; handoffMs: number; allWorkerMs: number }> {
     const dir = TestServer.tempDir();
     dirs.push(dir);
     // A stub OpenAI-compatible embedder: deterministic 128-d vectors.
@@ -88,7 +88,13 @@ describe('background HNSW building', () => {
       const cpu = mainThreadCpuSeconds();
       const worker = stats.workerMs;
       while (!vectors.graphReady) await Bun.sleep(5);
-      return { ms: performance.now() - started, mainMs: (mainThreadCpuSeconds() - cpu) * 1000, workerMs: stats.workerMs - worker };
+      return {
+        ms: performance.now() - started,
+        mainMs: (mainThreadCpuSeconds() - cpu) * 1000,
+        workerMs: stats.workerMs - worker,
+        handoffMs: stats.handoffMs,
+        allWorkerMs: stats.workerMs,
+      };
     } finally {
       stub.stop(true);
     }
@@ -96,11 +102,14 @@ describe('background HNSW building', () => {
 
   test('the worker builds the graph: the main thread spends a small part of its time on it', async () => {
     for (const idle of [false, true]) {
-      const { mainMs, workerMs, ms } = await catchUp(idle);
+      const { mainMs, workerMs, ms, handoffMs, allWorkerMs } = await catchUp(idle);
+      // The whole build: the main thread's hand-offs against the worker's inserting.
+      expect(handoffMs).toBeLessThan(0.25 * allWorkerMs);
       console.log(`graph catch-up (${idle ? 'idle' : 'busy'}): ${ms.toFixed(0)} ms, main thread ${mainMs.toFixed(0)} ms CPU, worker ${workerMs.toFixed(0)} ms`);
       // Building on this thread would cost it about the worker's time; hand-offs and timers are a
       // small part (under a loaded machine's noise: half, and a 100 ms floor for clock ticks).
-      expect(mainMs).toBeLessThan(Math.max(100, 0.5 * workerMs));
+      // A catch-up the worker did in a moment measures nothing but the thread's other work.
+      if (workerMs >= 500) expect(mainMs).toBeLessThan(0.5 * workerMs);
     }
   }, 120_000);
 });
