@@ -22,7 +22,7 @@ import type { LiveState } from './state/live-state';
 import { collectMetrics, countState, reembedSummary, type EngineMetrics } from './state/metrics';
 import type { Quotas } from './state/quotas';
 import type { TextStore } from './text/text-store';
-import type { GraphPacer } from './vector/graph-pacer';
+import type { GraphBuilder } from './vector/graph-builder';
 import { lockDataDir } from './files/data-dir-lock';
 import type { EngineLog, EngineOptions, NewContent, RecoveryReport, ReplicationStatus, SearchRequest } from './options';
 
@@ -30,7 +30,7 @@ export class Engine {
   private readonly state: LiveState;
   private readonly texts: TextStore;
   private readonly waiters = new ContentWaiters();
-  private readonly pacer: GraphPacer;
+  private readonly pacer: GraphBuilder;
   private readonly compute: Compute;
   private readonly ingestion: IngestionQueue;
   /** The knowledge bases whose content this node holds (all on a single node). */
@@ -297,7 +297,7 @@ export class Engine {
     if (this.closed) return;
     this.closed = true;
     for (const close of this.closers) await close();
-    this.pacer.stop();
+    await this.pacer.stop();
     this.ingestion.close();
     await this.compute.close();
     await this.node.close();

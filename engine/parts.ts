@@ -8,7 +8,7 @@ import type { LogRecord } from './records';
 import { ShardSet } from './shards';
 import { LiveState } from './state/live-state';
 import { TextStore } from './text/text-store';
-import { GraphPacer } from './vector/graph-pacer';
+import { GraphBuilder } from './vector/graph-builder';
 import type { EngineLog, EngineOptions } from './options';
 
 export interface EngineParts {
@@ -16,7 +16,7 @@ export interface EngineParts {
   originals: OriginalsStore;
   shards: ShardSet;
   state: LiveState;
-  pacer: GraphPacer;
+  pacer: GraphBuilder;
   compute: Compute;
   ingestion: IngestionQueue;
   /** Item texts out of the heap, rebuilt by every open from the log (text/text-store.ts). */
@@ -59,9 +59,10 @@ export function assembleParts(options: EngineOptions, hooks: EngineHooks): Engin
     log: say,
     held: true,
   });
-  // Idle only while no content waits for indexing either: the graph is built on this thread, and
-  // at its idle pace (20 ms of every 25) it held back the commits of a bulk load's results.
+  // Idle only while no content waits for indexing either: the graph worker then inserts on every
+  // core, and the main-thread fallback at its idle pace (20 ms of every 25) held back the commits of
+  // a bulk load's results.
   const idle = options.idle;
-  const pacer = new GraphPacer(() => state.kbs.values(), idle && (() => idle() && ingestion.depth === 0));
+  const pacer = new GraphBuilder(() => state.kbs.values(), idle && (() => idle() && ingestion.depth === 0), { log: say });
   return { say, originals, shards, state, pacer, compute, ingestion, texts };
 }

@@ -5,6 +5,7 @@ import type { Metadata, MetadataFilter } from '../filter/metadata';
 import type { ContentSource, ContentStatus, IndexedChunk, KnowledgeBaseConfig, KnowledgeBaseRecord } from '../records';
 import type { Scored } from '../topk';
 import type { TextStore } from '../text/text-store';
+import type { VectorIndex } from '../vector/vector-index';
 import { IndexSet, type AllowedDocs, type BuildOutcome, type LiveChunks, type StoredVector } from './index-set';
 import { ItemVersion } from './version';
 
@@ -282,6 +283,11 @@ export class KnowledgeBase {
   buildGraphStep(budgetMs: number, batch: number): boolean {
     if (!this.active.buildGraphStep(budgetMs, batch)) return false;
     return !this.next || this.next.buildGraphStep(budgetMs, batch);
+  }
+
+  /** The vector indexes whose graphs are built in the background: the active set's and the one being built. */
+  vectorIndexes(): VectorIndex[] {
+    return [this.active.vectors, this.next?.vectors].filter((v): v is VectorIndex => v !== undefined);
   }
 
   /** Save the active graph to `path` when there is one; the documents it holds, else undefined. */

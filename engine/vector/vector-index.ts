@@ -7,7 +7,15 @@
 // knowledge bases and selective filters are searched exactly (rows read in blocks); the graph is
 // built in the background once a knowledge base passes the crossover size, and vectors not in it
 // yet are searched exactly beside it.
-import { openSync, readSync, closeSync } from 'node:fs';
+//
+// In the engine the graph is built off the main thread (engine/vector/graph-builder.ts): pending
+// vectors go to a worker in jobs (`takeJob`), the worker inserts them into its own copy of the graph
+// and saves it to a file, and the index then serves a read-only view of that file (`adopt`). Until
+// a job is adopted its vectors stay pending, so they are searched exactly meanwhile; removals while
+// the worker holds the graph are forwarded to it with the next job (a view cannot remove, and
+// searches skip documents that are not alive anyway).
+import { chmodSync, copyFileSync, existsSync, linkSync, openSync, readSync, closeSync, rmSync } from 'node:fs';
+import { PRIVATE_FILE } from '../fsync';
 import { Index, MetricKind, ScalarKind } from 'usearch';
 import { TopK, type Scored } from '../topk';
 import { FileRows, MemoryRows, type RowStore } from './row-store';
@@ -66,6 +74,22 @@ const GAP_ROWS = 16;
 
 type Store = Float32Array | Int8Array;
 
+/** Vectors handed to the off-thread builder: insert `docs` (rows of `vectors`) after removing `removes`. */
+export interface GraphJob {
+  /** Build generation: a reset of the graph (or a build on this thread) makes older jobs void. */
+  gen: number;
+  seq: number;
+  /** The graph file to start from when the builder holds no copy of this generation (none: empty). */
+  base: string | undefined;
+  removes: Uint32Array;
+  docs: Uint32Array;
+  /** Row i is the vector of docs[i] (f32; USearch quantizes to i8 itself). */
+  vectors: Float32Array;
+}
+
+/** Removals are sent on their own (without vectors to add) once this many, or 1/64 of the graph, are waiting. */
+const REMOVALS_ALONE = 1024;
+
 /** The block exact scans read rows into: one per thread (reads never nest), made on first use. */
 let scratch: { bytes: Uint8Array; f32: Float32Array; i8: Int8Array } | undefined;
 function readBlock() {
@@ -103,6 +127,20 @@ export class VectorIndex {
   private readonly exactThreshold: number;
   /** Rows per read block. */
   private readonly blockRows: number;
+  /** The stored vectors' file (graph files of off-thread builds are named after it). */
+  private rowsPath: string | undefined;
+  // Off-thread building: the first `sent` pending docs are with the builder, in `jobs` (sizes in
+  // pending entries, oldest first); `viewPath` is the file the served graph is a view of, `basePath`
+  // the file the builder starts from when it holds no copy.
+  private offThread = false;
+  private gen = 0;
+  private jobSeq = 0;
+  private sent = 0;
+  private jobs: { seq: number; entries: number }[] = [];
+  private removals: number[] = [];
+  private viewPath: string | undefined;
+  private basePath: string | undefined;
+  private fileSeq = 0;
 
   constructor(private readonly options: VectorIndexOptions) {
     this.dimensions = options.dimensions;
@@ -110,6 +148,7 @@ export class VectorIndex {
     this.exactThreshold = options.exactThreshold ?? DEFAULT_EXACT_THRESHOLD;
     this.rowBytes = this.dimensions * (this.quantization === 'i8' ? 1 : 4);
     this.rows = options.file ? new FileRows(options.file, this.rowBytes) : new MemoryRows(this.rowBytes);
+    this.rowsPath = options.file;
     this.alive = new Uint8Array(1024);
     this.blockRows = Math.max(1, Math.floor(BLOCK_BYTES / this.rowBytes));
     if (this.rowBytes > BLOCK_BYTES) throw new Error(`${this.dimensions} dimensions: a row does not fit a read block`);
@@ -120,10 +159,12 @@ export class VectorIndex {
     if (this.end > 0) throw new Error('the vector store can only move to a file while empty');
     this.rows.close();
     this.rows = new FileRows(path, this.rowBytes);
+    this.rowsPath = path;
   }
 
   /** Drop everything: the graph, and the stored vectors (their file is removed). */
   close(): void {
+    this.resetBuild();
     this.rows.close();
     this.hnsw = undefined;
     this.pending = [];
@@ -183,7 +224,9 @@ export class VectorIndex {
     if (!this.has(doc)) return false;
     this.alive[doc] = 0;
     this.live--;
-    if (this.hnsw?.contains(BigInt(doc))) this.hnsw.remove(BigInt(doc));
+    // A view cannot remove: the key stays until the builder's next graph (searches skip it).
+    if (!this.viewPath && this.hnsw?.contains(BigInt(doc))) this.hnsw.remove(BigInt(doc));
+    if (this.offThread) this.removals.push(doc);
     return true;
   }
 
@@ -201,6 +244,7 @@ export class VectorIndex {
 
   /** Start a graph holding nothing yet: every stored vector becomes pending. */
   startGraph(): void {
+    this.resetBuild();
     this.hnsw = this.newGraph();
     this.pending = this.aliveDocs();
   }
@@ -215,6 +259,7 @@ export class VectorIndex {
       this.startGraph();
       return;
     }
+    this.resetBuild();
     const graph = this.newGraph();
     graph.load(path);
     const inGraph = new Set<number>();
@@ -240,6 +285,17 @@ export class VectorIndex {
   /** Write the graph to `path` (its keys are document numbers). */
   saveGraph(path: string): void {
     if (!this.hnsw) throw new Error('no graph to save');
+    if (this.viewPath) {
+      // A served view is a file nobody writes again: a link to it is the saved graph, at no cost
+      // to this thread (saving it again took ~0.75 us a vector); a copy on another filesystem.
+      rmSync(path, { force: true });
+      try {
+        linkSync(this.viewPath, path);
+      } catch {
+        copyFileSync(this.viewPath, path);
+      }
+      return;
+    }
     this.hnsw.save(path);
   }
 
@@ -262,7 +318,9 @@ export class VectorIndex {
    * batch on `threads` threads, 0 = every core). Returns true when nothing is left to do.
    */
   buildStep(budgetMs: number, batch = 64, threads = 0): boolean {
-    if (!this.hnsw) return true;
+    if (!this.hnsw || this.pending.length === 0) return true;
+    // Built here from now on: the builder's jobs are void and the graph must be writable.
+    this.detach();
     const started = performance.now();
     while (this.pending.length > 0 && performance.now() - started < budgetMs) {
       const docs = this.pending
@@ -270,19 +328,155 @@ export class VectorIndex {
         .filter((d) => this.alive[d])
         .sort((a, b) => a - b);
       if (docs.length === 0) continue;
-      const matrix = new Float32Array(docs.length * this.dimensions);
-      let i = 0;
-      this.visitDocs(docs, (_d, values, o) => {
-        for (let j = 0; j < this.dimensions; j++) matrix[i * this.dimensions + j] = values[o + j]!;
-        i++;
-      });
-      this.hnsw.add(
-        BigUint64Array.from(docs, (d) => BigInt(d)),
-        matrix,
-        threads,
-      );
+      const keys = BigUint64Array.from(docs, (d) => BigInt(d));
+      // A document stored again (or in a graph the builder made) may still have its old key.
+      const present = this.hnsw.contains(keys) as boolean[];
+      const stale = keys.filter((_k, i) => present[i]);
+      if (stale.length > 0) this.hnsw.remove(stale);
+      this.hnsw.add(keys, this.rowsOf(docs), threads);
     }
     return this.pending.length === 0;
+  }
+
+  /** The stored rows of `docs` (ascending, stored) as one f32 matrix. */
+  private rowsOf(docs: readonly number[]): Float32Array {
+    const matrix = new Float32Array(docs.length * this.dimensions);
+    let i = 0;
+    this.visitDocs(docs, (_d, values, o) => {
+      for (let j = 0; j < this.dimensions; j++) matrix[i * this.dimensions + j] = values[o + j]!;
+      i++;
+    });
+    return matrix;
+  }
+
+  // --- off-thread building (engine/vector/graph-builder.ts) ------------------------------------------
+
+  /** Whether a worker can build this graph: there is one, and a directory for its files. */
+  get canBuildOffThread(): boolean {
+    return this.hnsw !== undefined && this.rowsPath !== undefined;
+  }
+
+  /** Pending vectors not yet handed to the builder. */
+  get unsent(): number {
+    return this.pending.length - this.sent;
+  }
+
+  /** Removals waiting for the next job. */
+  get removalsWaiting(): number {
+    return this.removals.length;
+  }
+
+  /** The graph's parameters (for the builder's copy). */
+  get graphShape(): { connectivity: number; expansionAdd: number; expansionSearch: number } {
+    const { connectivity, expansionAdd, expansionSearch } = this.options;
+    return { connectivity, expansionAdd, expansionSearch };
+  }
+
+  /** A graph file of this index, beside its stored vectors. */
+  private graphFile(): string {
+    return `${this.rowsPath}.graph-${this.gen}-${++this.fileSeq}`;
+  }
+
+  /** A new graph file name for the builder to save into. */
+  nextGraphFile(): string {
+    return this.graphFile();
+  }
+
+  /** The current build generation (jobs and saved graphs of another one are void). */
+  get buildGeneration(): number {
+    return this.gen;
+  }
+
+  /**
+   * Hand up to `max` pending vectors (and the removals since the last job) to the builder; undefined
+   * when there is nothing worth sending. The vectors stay pending until a graph holding them is adopted.
+   */
+  takeJob(max: number): GraphJob | undefined {
+    if (!this.canBuildOffThread) return undefined;
+    if (!this.offThread) {
+      this.offThread = true;
+      this.gen++;
+      // A graph built here (or loaded from a snapshot) is where the builder starts.
+      if (Number(this.hnsw!.size()) > 0) {
+        this.basePath = this.graphFile();
+        this.hnsw!.save(this.basePath);
+        chmodSync(this.basePath, PRIVATE_FILE);
+      }
+    }
+    const entries = Math.min(max, this.unsent);
+    const removalsAlone = this.removals.length >= Math.max(REMOVALS_ALONE, Number(this.hnsw!.size()) / 64);
+    if (entries === 0 && !removalsAlone) return undefined;
+    // The latest row of each document still alive (a document stored twice is sent once).
+    const docs = [...new Set(this.pending.slice(this.sent, this.sent + entries))].filter((d) => this.alive[d]).sort((a, b) => a - b);
+    this.sent += entries;
+    const seq = ++this.jobSeq;
+    this.jobs.push({ seq, entries });
+    const removes = Uint32Array.from(this.removals);
+    this.removals = [];
+    return { gen: this.gen, seq, base: this.basePath, removes, docs: Uint32Array.from(docs), vectors: this.rowsOf(docs) };
+  }
+
+  /**
+   * Serve the graph the builder saved at `path`, holding every job of generation `gen` up to
+   * `throughSeq`: their vectors stop being pending. False (the file is not used) when the
+   * generation is over; the caller removes the file.
+   */
+  adopt(gen: number, throughSeq: number, path: string): boolean {
+    if (gen !== this.gen || !this.offThread || !this.hnsw) return false;
+    const graph = this.newGraph();
+    graph.view(path);
+    let entries = 0;
+    while (this.jobs.length > 0 && this.jobs[0]!.seq <= throughSeq) entries += this.jobs.shift()!.entries;
+    this.pending.splice(0, entries);
+    this.sent -= entries;
+    this.releaseGraph(this.hnsw);
+    this.hnsw = graph;
+    this.viewPath = path;
+    this.basePath = path;
+    return true;
+  }
+
+  /** Stop building off-thread (generation over); a view is loaded into a writable graph. */
+  private detach(): void {
+    if (!this.offThread) return;
+    const view = this.viewPath;
+    const graph = view ? this.newGraph() : undefined;
+    if (graph) graph.load(view!);
+    this.resetBuild();
+    if (graph) this.hnsw = graph;
+  }
+
+  /** End any off-thread build: its jobs are void, its files removed; a served view is dropped. */
+  private resetBuild(): void {
+    if (this.viewPath) {
+      this.releaseGraph(this.hnsw);
+      this.hnsw = undefined;
+    }
+    if (this.basePath) rmSync(this.basePath, { force: true });
+    this.offThread = false;
+    this.gen++;
+    this.sent = 0;
+    this.jobs = [];
+    this.removals = [];
+    this.viewPath = undefined;
+    this.basePath = undefined;
+  }
+
+  /**
+   * Free a graph no longer served now, not when the collector gets to it (USearch's memory is
+   * invisible to it): viewing an empty graph unmaps or frees what it held. Its file and the
+   * builder's base go too.
+   */
+  private releaseGraph(old: Index | undefined): void {
+    if (old) {
+      const empty = `${this.rowsPath}.graph-empty`;
+      if (!existsSync(empty)) this.newGraph().save(empty);
+      old.view(empty);
+      rmSync(empty, { force: true });
+    }
+    if (this.viewPath) rmSync(this.viewPath, { force: true });
+    if (this.basePath && this.basePath !== this.viewPath) rmSync(this.basePath, { force: true });
+    this.basePath = undefined;
   }
 
   // --- reading stored rows -------------------------------------------------------------------------

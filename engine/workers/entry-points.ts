@@ -6,6 +6,7 @@ export const WORKER_ENTRY_POINTS = {
   ingest: 'engine/ingest/worker.ts',
   extract: 'engine/extract/worker.ts',
   snapshot: 'snapshots/worker.ts',
+  graph: 'engine/vector/graph-worker.ts',
 } as const;
 
 export type WorkerKind = keyof typeof WORKER_ENTRY_POINTS;

@@ -310,7 +310,9 @@ async function answers(e: Engine, kbId: string) {
   return JSON.stringify(out);
 }
 
-const vectorFiles = (dataDir: string) => (existsSync(join(dataDir, 'vectors')) ? readdirSync(join(dataDir, 'vectors')).sort() : []);
+/** Everything in the vector directory: stored vectors and the HNSW graph files of off-thread builds. */
+const dirFiles = (dataDir: string) => (existsSync(join(dataDir, 'vectors')) ? readdirSync(join(dataDir, 'vectors')).sort() : []);
+const vectorFiles = (dataDir: string) => dirFiles(dataDir).filter((name) => name.endsWith('.vectors'));
 
 describe('vector files of an engine', () => {
   test('answers are identical after a restart (snapshot and log), files are private and go with their knowledge base', async () => {
@@ -325,7 +327,7 @@ describe('vector files of an engine', () => {
     await settle(a, kb.id);
     const active = a.knowledgeBase(kb.id)!.record.config.id;
     expect(vectorFiles(dir)).toEqual([`${kb.id}.${active}.vectors`, `${other.id}.${a.knowledgeBase(other.id)!.record.config.id}.vectors`].sort());
-    for (const name of vectorFiles(dir)) expect(statSync(join(dir, 'vectors', name)).mode & 0o777).toBe(0o600);
+    for (const name of dirFiles(dir)) expect(statSync(join(dir, 'vectors', name)).mode & 0o777).toBe(0o600);
     expect(statSync(join(dir, 'vectors')).mode & 0o777).toBe(0o700);
     await snapshots.snapshot();
     // After the snapshot: updates and deletes that live only in the log.
@@ -345,17 +347,18 @@ describe('vector files of an engine', () => {
     );
     await a.deleteKnowledgeBase(ORG, other.id);
     expect(vectorFiles(dir)).toEqual([`${kb.id}.${active}.vectors`]);
+    expect(dirFiles(dir).filter((name) => !name.startsWith(kb.id))).toEqual([]);
     await a.close();
     engines.splice(0);
     // Closed: the files are gone (they are rewritten from the snapshot and log at the next start).
-    expect(vectorFiles(dir)).toEqual([]);
+    expect(dirFiles(dir)).toEqual([]);
 
     const { engine: b } = await open(dir);
     await settle(b, kb.id);
     expect(await answers(b, kb.id)).toBe(before);
     expect(vectorFiles(dir)).toEqual([`${kb.id}.${active}.vectors`]);
     await b.deleteKnowledgeBase(ORG, kb.id);
-    expect(vectorFiles(dir)).toEqual([]);
+    expect(dirFiles(dir)).toEqual([]);
   }, 120_000);
 
   test('re-embedding keeps a file per configuration; the old one goes when the new one takes over', async () => {
