@@ -316,14 +316,15 @@ describe('cluster of three nodes on JetStream', () => {
 
   test('kill -9 of a node holding indexing jobs: the items still become ready through the others, each indexed once', async () => {
     const kbId = await newKb(nodes[1]!, 'jobs');
-    // Items are written in rounds of 40 until some node holds indexing work: on an idle machine a
-    // round can be indexed before the metrics are read, and killing a node with nothing in hand
-    // would test nothing.
+    // Items are written in rounds of 40, doubling up to 640, until some node holds indexing work:
+    // on an idle machine a round can be indexed before the metrics are read (graphs are built off
+    // the request thread now, so indexing keeps up sooner), and killing a node with nothing in
+    // hand would test nothing.
     const ids: string[] = [];
     let depths: number[] = [];
     for (let round = 0; round < 10; round++) {
       const texts = Array.from(
-        { length: 40 },
+        { length: 40 << Math.min(round, 4) },
         (_, i) => `job item ${ids.length + i}: ${'the quick brown fox jumps over the lazy dog. '.repeat(40)} unique${ids.length + i}`,
       );
       const written = await Promise.all(
