@@ -135,7 +135,14 @@ export class TestServer extends RunningServer {
     const output = followed.lines;
     const port = await portOf(followed, proc.exited, 30_000);
     const server = new TestServer(proc, `http://127.0.0.1:${port}`, dataDir, output);
-    if (options.waitReady !== false) await server.waitReady();
+    if (options.waitReady !== false) {
+      // A server that never gets ready must not outlive the test that gave up on it.
+      await server.waitReady().catch(async (err) => {
+        proc.kill('SIGKILL');
+        await proc.exited;
+        throw err;
+      });
+    }
     return server;
   }
 
