@@ -29,17 +29,16 @@ class PackedTerms {
   readonly start: Uint32Array;
 
   constructor(private readonly strings: readonly string[]) {
-    const terms = strings;
     let total = 0;
-    for (const t of terms) total += t.length;
+    for (const t of strings) total += t.length;
     this.chars = new Uint16Array(total);
-    this.start = new Uint32Array(terms.length + 1);
+    this.start = new Uint32Array(strings.length + 1);
     let at = 0;
-    terms.forEach((t, i) => {
+    strings.forEach((t, i) => {
       this.start[i] = at;
       for (let k = 0; k < t.length; k++) this.chars[at++] = t.charCodeAt(k);
     });
-    this.start[terms.length] = at;
+    this.start[strings.length] = at;
   }
 
   get count(): number {
@@ -61,6 +60,27 @@ class PackedTerms {
     const b = this.start[j]!;
     for (let k = 0; k < n; k++) if (this.chars[a + k] !== this.chars[b + k]) return false;
     return true;
+  }
+
+  /**
+   * The first term after i in (i, hi) that does not begin with term i's first `n` characters
+   * (the ones that do follow i): galloping, as such runs are mostly short.
+   */
+  pastRunOf(i: number, n: number, hi: number): number {
+    let shares = i;
+    let probe = i + 1;
+    for (let step = 1; probe < hi && this.sharesPrefix(probe, i, n); step *= 2) {
+      shares = probe;
+      probe += step;
+    }
+    let from = shares + 1;
+    let to = Math.min(probe, hi);
+    while (from < to) {
+      const mid = (from + to) >>> 1;
+      if (this.sharesPrefix(mid, i, n)) from = mid + 1;
+      else to = mid;
+    }
+    return from;
   }
 
   /** Compare term i with `key`: negative, 0 or positive as string comparison orders them. */
@@ -202,21 +222,8 @@ class TypoWalk {
       this.last = i;
       if (dead > 0) {
         this.valid = dead - 1;
-        // Skip every term that begins with the dead prefix: gallop, the run is mostly short.
-        let shares = i;
-        let probe = i + 1;
-        for (let step = 1; probe < hi && terms.sharesPrefix(probe, i, dead); step *= 2) {
-          shares = probe;
-          probe += step;
-        }
-        let from = shares + 1;
-        let to = Math.min(probe, hi);
-        while (from < to) {
-          const mid = (from + to) >>> 1;
-          if (terms.sharesPrefix(mid, i, dead)) from = mid + 1;
-          else to = mid;
-        }
-        i = from;
+        // Skip every term that begins with the dead prefix.
+        i = terms.pastRunOf(i, dead, hi);
         continue;
       }
       this.valid = n;
