@@ -9,7 +9,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { EngineLog } from '../options';
-import { connectNats, type NatsAuth } from '../log/nats';
+import { connectNats, whenJetStreamAnswers, type NatsAuth } from '../log/nats';
 
 export interface NodeEntry {
   nodeId: string;
@@ -57,7 +57,9 @@ export class LiveNodes {
     const nc = await connectNats(options.servers, options.auth);
     try {
       const heartbeatMs = options.heartbeatMs ?? 1000;
-      const kv = await new Kvm(jetstream(nc)).create(options.bucket, { ttl: options.ttlMs ?? 10 * heartbeatMs, replicas: options.replicas, history: 1 });
+      const kv = await whenJetStreamAnswers(`bucket ${options.bucket}`, () =>
+        new Kvm(jetstream(nc)).create(options.bucket, { ttl: options.ttlMs ?? 10 * heartbeatMs, replicas: options.replicas, history: 1 }),
+      );
       const nodes = new LiveNodes(options, nc, kv);
       await nodes.beat();
       nodes.timer = setInterval(() => void nodes.beat(), heartbeatMs);

@@ -19,7 +19,7 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { connectNats, ensureStream, publishRetried, type NatsAuth } from '../log/nats';
+import { connectNats, ensureStream, publishRetried, whenJetStreamAnswers, type NatsAuth } from '../log/nats';
 import { ShardSet } from '../shards';
 
 export interface IndexingJob {
@@ -74,18 +74,20 @@ export class JetStreamJobs {
         duplicate_window: nanos(120_000),
       });
       for (const shard of shards.held) {
-        try {
-          await jsm.consumers.info(options.stream, consumerOf(shard));
-        } catch (err) {
-          if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound)) throw err;
-          await jsm.consumers.add(options.stream, {
-            durable_name: consumerOf(shard),
-            filter_subject: `${options.stream}.s${shard}.>`,
-            ack_policy: AckPolicy.Explicit,
-            ack_wait: nanos(options.ackWaitMs ?? 30_000),
-            max_deliver: -1,
-          });
-        }
+        await whenJetStreamAnswers(`consumer ${consumerOf(shard)}`, async () => {
+          try {
+            await jsm.consumers.info(options.stream, consumerOf(shard));
+          } catch (err) {
+            if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound)) throw err;
+            await jsm.consumers.add(options.stream, {
+              durable_name: consumerOf(shard),
+              filter_subject: `${options.stream}.s${shard}.>`,
+              ack_policy: AckPolicy.Explicit,
+              ack_wait: nanos(options.ackWaitMs ?? 30_000),
+              max_deliver: -1,
+            });
+          }
+        });
       }
     } catch (err) {
       await nc.close();

@@ -5,7 +5,7 @@
 // after a lost acknowledgement is stored once. Nothing outside engine/log/ knows the stream exists.
 import { jetstream, DeliverPolicy, StorageType, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { connectNats, ensureStream, isWrongLastSequence, publishRetried, type NatsAuth } from './nats';
+import { connectNats, ensureStream, isWrongLastSequence, publishRetried, whenJetStreamAnswers, type NatsAuth } from './nats';
 import { newId } from '../ids';
 import { EngineError } from '../errors';
 import type { LogEntry, LogRange, RecordLog } from './log';
@@ -174,6 +174,7 @@ export class JetStreamLog implements RecordLog {
   static async open(options: JetStreamLogOptions, visit: (entry: LogEntry) => void, afterSeq = 0): Promise<JetStreamLog> {
     const nc = await connectNats(options.servers, options.auth);
     let jsm: JetStreamManager;
+    let state: Awaited<ReturnType<JetStreamManager['streams']['info']>>['state'];
     try {
       jsm = await ensureStream(nc, {
         name: options.stream,
@@ -183,7 +184,9 @@ export class JetStreamLog implements RecordLog {
         duplicate_window: nanos(options.duplicateWindowMs ?? 120_000),
         description: describeShards(options.shards ?? 1),
       });
-      const made = shardsOfStream((await jsm.streams.info(options.stream)).config.description);
+      const info = await whenJetStreamAnswers(`stream ${options.stream}`, () => jsm.streams.info(options.stream));
+      state = info.state;
+      const made = shardsOfStream(info.config.description);
       if (made !== (options.shards ?? 1)) {
         throw new Error(`the stream ${options.stream} was made for ${made} shard(s); this node is configured with CLUSTER_SHARDS=${options.shards ?? 1}`);
       }
@@ -192,7 +195,6 @@ export class JetStreamLog implements RecordLog {
       throw err;
     }
     const log = new JetStreamLog(options, nc, jetstream(nc), jsm);
-    const state = (await jsm.streams.info(options.stream)).state;
     log.firstSeq = state.first_seq;
     log.followed = afterSeq;
     if (state.messages > 0 && state.first_seq > afterSeq + 1) {

@@ -95,14 +95,27 @@ export async function connectNats(servers: string[], auth?: NatsAuth): Promise<N
 }
 
 /**
- * The JetStream manager, once JetStream answers, and the stream, made when absent. Tried again
- * for `waitMs` while the servers have no JetStream leader yet (a cluster starting up or electing
- * one): a node started together with its NATS servers waits instead of failing.
+ * `ask` tried again for `waitMs` while JetStream does not answer: servers starting together
+ * have no leader yet, a stream just made (or one whose leader died) elects one, and meanwhile
+ * requests time out. A node started with its NATS servers waits instead of failing.
  */
-export async function ensureStream(nc: NatsConnection, config: Partial<StreamConfig> & { name: string }, waitMs = 30_000): Promise<JetStreamManager> {
+export async function whenJetStreamAnswers<T>(what: string, ask: () => Promise<T>, waitMs = 30_000): Promise<T> {
   const deadline = Date.now() + waitMs;
   for (let attempt = 1; ; attempt++) {
     try {
+      return await ask();
+    } catch (err) {
+      if (Date.now() >= deadline) throw new Error(`JetStream did not answer (${what}) within ${waitMs} ms: ${String(err)}`, { cause: err });
+      await Bun.sleep(Math.min(1000, 100 * attempt));
+    }
+  }
+}
+
+/** The JetStream manager, once JetStream answers, and the stream, made when absent. */
+export async function ensureStream(nc: NatsConnection, config: Partial<StreamConfig> & { name: string }, waitMs = 30_000): Promise<JetStreamManager> {
+  return whenJetStreamAnswers(
+    `stream ${config.name}`,
+    async () => {
       const jsm = await jetstreamManager(nc);
       try {
         await jsm.streams.info(config.name);
@@ -111,11 +124,9 @@ export async function ensureStream(nc: NatsConnection, config: Partial<StreamCon
         await jsm.streams.add(config);
       }
       return jsm;
-    } catch (err) {
-      if (Date.now() >= deadline) throw new Error(`JetStream is not available for stream ${config.name}: ${String(err)}`);
-      await Bun.sleep(Math.min(1000, 100 * attempt));
-    }
-  }
+    },
+    waitMs,
+  );
 }
 
 /**

@@ -18,6 +18,7 @@ import { chmodSync, copyFileSync, existsSync, linkSync, openSync, readSync, clos
 import { PRIVATE_FILE } from '../fsync';
 import { Index, MetricKind, ScalarKind } from 'usearch';
 import { TopK, type Scored } from '../topk';
+import { DuplicateGroups, quantizedHash } from './duplicate-groups';
 import { FileRows, MemoryRows, type RowStore } from './row-store';
 
 export type Quantization = 'f32' | 'i8';
@@ -87,6 +88,12 @@ export interface GraphJob {
   vectors: Float32Array;
 }
 
+/**
+ * Members of one duplicate group re-scored when its key is a candidate: all of them in practice (a
+ * group of 1,000 costs ~0.3 ms at 384-d), so ties resolve as in an exact search.
+ */
+const GROUP_VISIT = 1024;
+
 /** Removals are sent on their own (without vectors to add) once this many, or 1/64 of the graph, are waiting. */
 const REMOVALS_ALONE = 1024;
 
@@ -122,8 +129,12 @@ export class VectorIndex {
   /** One past the highest document ever stored. */
   private end = 0;
   private hnsw: Index | undefined;
-  /** Docs stored but not yet in the HNSW graph (the background build works through them). */
+  /** Docs stored but not yet in the HNSW graph (the background build works through them): keys only. */
   private pending: number[] = [];
+  /** Documents whose vectors the graph sees as one: a single key each (engine/vector/duplicate-groups.ts). */
+  private readonly groups = new DuplicateGroups();
+  /** A row read back to confirm a duplicate. */
+  private readonly probe: Uint8Array;
   private readonly exactThreshold: number;
   /** Rows per read block. */
   private readonly blockRows: number;
@@ -150,6 +161,7 @@ export class VectorIndex {
     this.rows = options.file ? new FileRows(options.file, this.rowBytes) : new MemoryRows(this.rowBytes);
     this.rowsPath = options.file;
     this.alive = new Uint8Array(1024);
+    this.probe = new Uint8Array(this.rowBytes);
     this.blockRows = Math.max(1, Math.floor(BLOCK_BYTES / this.rowBytes));
     if (this.rowBytes > BLOCK_BYTES) throw new Error(`${this.dimensions} dimensions: a row does not fit a read block`);
   }
@@ -170,6 +182,7 @@ export class VectorIndex {
     this.pending = [];
     this.alive = new Uint8Array(0);
     this.live = 0;
+    this.groups.clear();
   }
 
   get size(): number {
@@ -216,14 +229,19 @@ export class VectorIndex {
     this.end = Math.max(this.end, doc + 1);
     this.alive[doc] = 1;
     this.live++;
-    if (this.hnsw) this.pending.push(doc);
-    else if (this.live >= this.exactThreshold && this.options.autoGraph !== false) this.startGraph();
+    const key = this.groups.join(doc, this.hashOf(stored), (other) => this.alive[other] === 1 && this.sameInGraph(stored, other));
+    if (this.hnsw) {
+      if (key) this.pending.push(doc);
+    } else if (this.live >= this.exactThreshold && this.options.autoGraph !== false) this.startGraph();
   }
 
   remove(doc: number): boolean {
     if (!this.has(doc)) return false;
     this.alive[doc] = 0;
     this.live--;
+    // A member of its group takes its place as the graph's key.
+    const promoted = this.groups.leave(doc);
+    if (promoted !== undefined && this.hnsw) this.pending.push(promoted);
     // A view cannot remove: the key stays until the builder's next graph (searches skip it).
     if (!this.viewPath && this.hnsw?.contains(BigInt(doc))) this.hnsw.remove(BigInt(doc));
     if (this.offThread) this.removals.push(doc);
@@ -237,6 +255,28 @@ export class VectorIndex {
     return out;
   }
 
+  /** The group hash of a stored vector: its i8 form as the graph holds it. */
+  private hashOf(stored: Store): number {
+    return quantizedHash(stored, this.quantization === 'i8' ? 1 : 127);
+  }
+
+  /** Whether `other`'s stored vector has the same i8 form as `stored` (the graph could not tell them apart). */
+  private sameInGraph(stored: Store, other: number): boolean {
+    this.rows.read(other, 1, this.probe);
+    const row = this.quantization === 'i8' ? new Int8Array(this.probe.buffer) : new Float32Array(this.probe.buffer);
+    const scale = this.quantization === 'i8' ? 1 : 127;
+    const q = (v: number) => Math.max(-127, Math.min(127, Math.round(v * scale)));
+    for (let i = 0; i < this.dimensions; i++) if (q(stored[i]!) !== q(row[i]!)) return false;
+    return true;
+  }
+
+  /** Live documents that are graph keys (one of each duplicate group, or more after a reload), ascending. */
+  private keyDocs(): number[] {
+    const out: number[] = [];
+    for (let d = 0; d < this.end; d++) if (this.alive[d] && this.groups.isKey(d)) out.push(d);
+    return out;
+  }
+
   /** Whether the knowledge base is large enough to keep an HNSW graph. */
   get wantsGraph(): boolean {
     return this.live >= this.exactThreshold;
@@ -246,7 +286,7 @@ export class VectorIndex {
   startGraph(): void {
     this.resetBuild();
     this.hnsw = this.newGraph();
-    this.pending = this.aliveDocs();
+    this.pending = this.keyDocs();
   }
 
   /**
@@ -263,12 +303,20 @@ export class VectorIndex {
     const graph = this.newGraph();
     graph.load(path);
     const inGraph = new Set<number>();
-    for (const d of graphDocs) {
-      if (this.alive[d]) inGraph.add(d);
-      else graph.remove(BigInt(d));
-    }
+    const listed = [...graphDocs];
+    // The list may name documents the file lacks (a snapshot's graph built without its list:
+    // every live document, but members of duplicate groups are not keys): asked of the graph.
+    const present = listed.length > 0 ? (graph.contains(BigUint64Array.from(listed, (d) => BigInt(d))) as boolean[]) : [];
+    listed.forEach((d, i) => {
+      if (!present[i]) return;
+      if (this.alive[d]) {
+        inGraph.add(d);
+        // Groups formed again as vectors were reloaded may name another key: both serve.
+        this.groups.markKey(d);
+      } else graph.remove(BigInt(d));
+    });
     this.hnsw = graph;
-    this.pending = this.aliveDocs().filter((d) => !inGraph.has(d));
+    this.pending = this.keyDocs().filter((d) => !inGraph.has(d));
   }
 
   /** True when there is a graph (complete or still catching up). */
@@ -276,10 +324,10 @@ export class VectorIndex {
     return this.hnsw !== undefined;
   }
 
-  /** Document numbers in the graph: the live ones not waiting to be added. */
+  /** Document numbers in the graph: the live keys not waiting to be added. */
   graphDocs(): number[] {
     const pending = new Set(this.pending);
-    return this.aliveDocs().filter((d) => !pending.has(d));
+    return this.keyDocs().filter((d) => !pending.has(d));
   }
 
   /** Write the graph to `path` (its keys are document numbers). */
@@ -567,8 +615,8 @@ export class VectorIndex {
   }
 
   /**
-   * Graph candidates (and the vectors not in the graph yet, all of them), re-scored exactly;
-   * undefined when a filter leaves too few of them.
+   * Graph candidates with the members of their duplicate groups (and the vectors not in the graph
+   * yet, all of them), re-scored exactly; undefined when a filter leaves too few of them.
    */
   private approximate(query: Float32Array, k: number, allowed?: Uint8Array): Scored[] | undefined {
     const inGraph = Number(this.hnsw!.size());
@@ -576,17 +624,24 @@ export class VectorIndex {
     beam = Math.min(inGraph, beam);
     for (;;) {
       const picked: number[] = [];
+      const take = (d: number) => {
+        if (allowed === undefined || allowed[d] === 1) picked.push(d);
+      };
+      const group = Math.max(k, GROUP_VISIT);
       if (beam > 0) {
+        let keys = 0;
         for (const key of this.hnsw!.search(query, beam, 0).keys) {
           const d = Number(key);
-          if (this.alive[d] && (allowed === undefined || allowed[d] === 1)) {
-            picked.push(d);
-            if (picked.length === rescore) break;
-          }
+          if (!this.alive[d]) continue;
+          // Every member of a group (up to GROUP_VISIT): they score alike, and ties go to the lowest
+          // documents, as in an exact search, whichever member is the key.
+          const before = picked.length;
+          this.groups.visit(d, group, take);
+          if (picked.length > before && (++keys === rescore || picked.length >= Math.max(rescore, GROUP_VISIT))) break;
         }
       }
       const found = picked.length;
-      for (const d of this.pending) if (this.alive[d] && (allowed === undefined || allowed[d] === 1)) picked.push(d);
+      for (const d of this.pending) if (this.alive[d]) this.groups.visit(d, group, take);
       if (found >= k || beam >= inGraph) {
         const unique = [...new Set(picked)].sort((a, b) => a - b);
         const top = new TopK(k);
@@ -634,7 +689,7 @@ export class VectorIndex {
     const m = this.options.connectivity;
     const perNode = this.dimensions + 2 * m * 4 + 16 + Math.ceil((m * 4 + 8) / Math.max(1, m - 1)) + 32;
     return {
-      rows: this.rows.memoryBytes() + this.alive.byteLength + this.pending.length * 8,
+      rows: this.rows.memoryBytes() + this.alive.byteLength + this.pending.length * 8 + this.groups.memoryBytes(),
       graph: this.hnsw ? Number(this.hnsw.size()) * perNode : 0,
       disk: this.rows.diskBytes(),
     };

@@ -33,10 +33,14 @@ const portFree = (port: number) =>
     server.listen(port, '127.0.0.1', () => server.close(() => done(true)));
   });
 
-/** A base port such that base + each offset is free (the example derives its ports from one base). */
+/**
+ * A base port such that base + each offset is free (the example derives its ports from one base);
+ * below the kernel's ephemeral range (32768 on), where an outgoing connection could take a port
+ * between this check and the server binding it.
+ */
 async function freeBase(offsets: number[]): Promise<number> {
   for (;;) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    const base = 10_000 + Math.floor(Math.random() * 22_000);
     if ((await Promise.all(offsets.map((o) => portFree(base + o)))).every(Boolean)) return base;
   }
 }
