@@ -18,12 +18,14 @@ export function fsyncPath(path: string): void {
 /**
  * Writes a large file while the write-ahead log keeps committing: on ext4 an fsync also waits for
  * other files' dirty pages, so a snapshot file flushed once at the end (hundreds of MB) would stall
- * every commit behind it for seconds. Syncing every few MB keeps that backlog small. The SHA-256
- * is computed on the way, so the file need not be read back.
+ * every commit behind it for seconds. Syncing every few MB keeps that backlog small. The CRC32
+ * is computed on the way, so the file need not be read back; start-up checks it at ~8 GB/s, where
+ * SHA-256 ran at ~0.64 GB/s (0.56 s for the 360 MB of records at 100k chunks, 5.6 s at 1M). A
+ * snapshot guards against torn and corrupted files, not against someone forging them.
  */
 export class PacedFileWriter {
   private readonly fd: number;
-  private readonly hash = new Bun.CryptoHasher('sha256');
+  private crc = 0;
   private pending: Uint8Array[] = [];
   private pendingBytes = 0;
   private unsynced = 0;
@@ -38,7 +40,7 @@ export class PacedFileWriter {
   }
 
   write(chunk: Uint8Array): void {
-    this.hash.update(chunk);
+    this.crc = Bun.hash.crc32(chunk, this.crc);
     this.pending.push(chunk);
     this.pendingBytes += chunk.byteLength;
     this.bytes += chunk.byteLength;
@@ -59,15 +61,15 @@ export class PacedFileWriter {
     }
   }
 
-  /** Flush, fsync and close; the file's size and SHA-256 (hex). */
-  end(): { bytes: number; sha256: string } {
+  /** Flush, fsync and close; the file's size and CRC32. */
+  end(): { bytes: number; crc32: number } {
     try {
       this.flush();
       fsyncSync(this.fd);
     } finally {
       closeSync(this.fd);
     }
-    return { bytes: this.bytes, sha256: this.hash.digest('hex') as string };
+    return { bytes: this.bytes, crc32: this.crc };
   }
 }
 
@@ -75,7 +77,7 @@ export class PacedFileWriter {
  * Copy `from` to `to` through a PacedFileWriter (for files a library writes in one go, such as a
  * USearch graph: written to a scratch file never fsynced, then copied with paced syncs).
  */
-export function copyFilePaced(from: string, to: string): { bytes: number; sha256: string } {
+export function copyFilePaced(from: string, to: string): { bytes: number; crc32: number } {
   const src = openSync(from, 'r');
   const writer = new PacedFileWriter(to);
   try {
