@@ -249,11 +249,6 @@ export class IndexSet {
     return this.vectors?.graphPending ?? 0;
   }
 
-  /** Insert pending vectors for up to `budgetMs` in batches of `batch`; true once none are left. */
-  buildGraphStep(budgetMs: number, batch: number): boolean {
-    return !this.vectors || this.vectors.graphPending === 0 || this.vectors.buildStep(budgetMs, batch);
-  }
-
   saveGraph(path: string): number[] | undefined {
     if (!this.vectors?.hasGraph) return undefined;
     this.vectors.saveGraph(path);

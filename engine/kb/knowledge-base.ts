@@ -279,12 +279,6 @@ export class KnowledgeBase {
     return this.active.graphPending + (this.next?.graphPending ?? 0);
   }
 
-  /** Insert pending vectors for up to `budgetMs` in batches of `batch`; true once none are left. */
-  buildGraphStep(budgetMs: number, batch: number): boolean {
-    if (!this.active.buildGraphStep(budgetMs, batch)) return false;
-    return !this.next || this.next.buildGraphStep(budgetMs, batch);
-  }
-
   /** The vector indexes whose graphs are built in the background: the active set's and the one being built. */
   vectorIndexes(): VectorIndex[] {
     return [this.active.vectors, this.next?.vectors].filter((v): v is VectorIndex => v !== undefined);
