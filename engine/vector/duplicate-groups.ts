@@ -14,10 +14,17 @@ const EMPTY = -1;
 const GONE = -2;
 const MIN_SLOTS = 16;
 
-/** FNV-1a over the i8 form of a unit vector (round(v × 127), clamped). */
+/** Dimensions hashed: equal i8 forms hash alike whatever the count; more only spread the rare misses (checked on the rows). */
+const HASHED_DIMENSIONS = 32;
+
+/**
+ * FNV-1a over the i8 form (round(v × scale), clamped) of a vector's first HASHED_DIMENSIONS values:
+ * 0.19 s for 100k vectors of 384 dimensions hashed whole, 0.02 s this way (restart time).
+ */
 export function quantizedHash(values: ArrayLike<number>, scale: number): number {
   let h = 0x811c9dc5;
-  for (let i = 0; i < values.length; i++) {
+  const n = Math.min(values.length, HASHED_DIMENSIONS);
+  for (let i = 0; i < n; i++) {
     const q = Math.max(-127, Math.min(127, Math.round(values[i]! * scale)));
     h = Math.imul(h ^ (q & 0xff), 0x01000193);
   }
