@@ -14,6 +14,9 @@ const EMPTY = -1;
 const GONE = -2;
 const MIN_SLOTS = 16;
 
+/** The i8 form of one value of a unit vector scaled by `scale` (127 for f32, 1 for stored i8). */
+export const i8Of = (value: number, scale: number): number => Math.max(-127, Math.min(127, Math.round(value * scale)));
+
 /**
  * Dimensions hashed, spread over the vector: equal i8 forms hash alike whatever the choice, and
  * distinct vectors that collide are told apart on their rows (a read each, so not too few).
@@ -28,7 +31,7 @@ export function quantizedHash(values: ArrayLike<number>, scale: number): number 
   let h = 0x811c9dc5;
   const step = Math.max(1, Math.floor(values.length / HASHED_DIMENSIONS));
   for (let i = 0; i < values.length; i += step) {
-    const q = Math.max(-127, Math.min(127, Math.round(values[i]! * scale)));
+    const q = i8Of(values[i]!, scale);
     h = Math.imul(h ^ (q & 0xff), 0x01000193);
   }
   return h >>> 0;

@@ -18,7 +18,7 @@ import { chmodSync, copyFileSync, existsSync, linkSync, openSync, readSync, clos
 import { PRIVATE_FILE } from '../fsync';
 import { Index, MetricKind, ScalarKind } from 'usearch';
 import { TopK, type Scored } from '../topk';
-import { DuplicateGroups, quantizedHash } from './duplicate-groups';
+import { DuplicateGroups, i8Of, quantizedHash } from './duplicate-groups';
 import { FileRows, MemoryRows, type RowStore } from './row-store';
 
 export type Quantization = 'f32' | 'i8';
@@ -133,8 +133,9 @@ export class VectorIndex {
   private pending: number[] = [];
   /** Documents whose vectors the graph sees as one: a single key each (engine/vector/duplicate-groups.ts). */
   private readonly groups = new DuplicateGroups();
-  /** A row read back to confirm a duplicate. */
+  /** A row read back to confirm a duplicate, and the same bytes as stored values. */
   private readonly probe: Uint8Array;
+  private readonly probeValues: Store;
   private readonly exactThreshold: number;
   /** Rows per read block. */
   private readonly blockRows: number;
@@ -162,6 +163,7 @@ export class VectorIndex {
     this.rowsPath = options.file;
     this.alive = new Uint8Array(1024);
     this.probe = new Uint8Array(this.rowBytes);
+    this.probeValues = this.quantization === 'i8' ? new Int8Array(this.probe.buffer) : new Float32Array(this.probe.buffer);
     this.blockRows = Math.max(1, Math.floor(BLOCK_BYTES / this.rowBytes));
     if (this.rowBytes > BLOCK_BYTES) throw new Error(`${this.dimensions} dimensions: a row does not fit a read block`);
   }
@@ -215,7 +217,7 @@ export class VectorIndex {
   quantize(vector: Float32Array): Store {
     if (this.quantization === 'f32') return vector;
     const out = new Int8Array(vector.length);
-    for (let i = 0; i < vector.length; i++) out[i] = Math.max(-127, Math.min(127, Math.round(vector[i]! * 127)));
+    for (let i = 0; i < vector.length; i++) out[i] = i8Of(vector[i]!, 127);
     return out;
   }
 
@@ -263,10 +265,8 @@ export class VectorIndex {
   /** Whether `other`'s stored vector has the same i8 form as `stored` (the graph could not tell them apart). */
   private sameInGraph(stored: Store, other: number): boolean {
     this.rows.read(other, 1, this.probe);
-    const row = this.quantization === 'i8' ? new Int8Array(this.probe.buffer) : new Float32Array(this.probe.buffer);
     const scale = this.quantization === 'i8' ? 1 : 127;
-    const q = (v: number) => Math.max(-127, Math.min(127, Math.round(v * scale)));
-    for (let i = 0; i < this.dimensions; i++) if (q(stored[i]!) !== q(row[i]!)) return false;
+    for (let i = 0; i < this.dimensions; i++) if (i8Of(stored[i]!, scale) !== i8Of(this.probeValues[i]!, scale)) return false;
     return true;
   }
 
