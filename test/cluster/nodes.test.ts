@@ -344,11 +344,12 @@ describe('cluster of three nodes on JetStream', () => {
     }
     await startNode(victim);
     // Each item's chunks are in the index once: a search for its unique word finds it once, with
-    // the same answer on every node.
+    // the same answer on every node. Exact words only: as the last word typed, "unique7" would also
+    // complete to unique70…unique79 once more than 70 items were written.
     const answers = [];
     for (const node of nodes) {
       await allReady(node, kbId, ids.length, 30_000);
-      const res = await node.api('POST', `/api/v1/knowledge-bases/${kbId}/search/full-text`, { query: 'unique7', limit: 10 });
+      const res = await node.api('POST', `/api/v1/knowledge-bases/${kbId}/search/full-text`, { query: 'unique7', limit: 10, typoTolerance: false });
       expect(res.status).toBe(200);
       expect(res.body.data.map((r: { contentId: string }) => r.contentId)).toEqual([ids[7]]);
       answers.push(res.body.data.map((r: { id: string; score: number }) => [r.id, r.score.toFixed(6)]));
