@@ -11,6 +11,7 @@ import {
   isBinaryPayload,
   PayloadDecoder,
   PRIVATE_FILE,
+  withRecordFields,
   readFramesSync,
   TermDictionary,
   ShardSet,
@@ -92,11 +93,11 @@ function slim(record: LogRecord): LogRecord {
   return record;
 }
 
-/** A record of the log (JSON, codec.ts) or of a snapshot read by `decoder`; undefined for a dictionary payload. */
+/** What compaction reads of a record of the log (JSON, codec.ts) or of a snapshot read by `decoder`; undefined for a dictionary payload. */
 function keptOf(seq: number, payload: Uint8Array, decoder?: PayloadDecoder): KeptRecord | undefined {
   // Only the header of a binary indexed record: compaction needs no terms.
   const decoded = decoder ? decoder.decodeHead<LogRecord>(payload) : decodePayload<LogRecord>(payload);
-  return decoded && { seq, record: slim(decoded.record), payload, attachment: decoded.attachment };
+  return decoded && { seq, record: slim(decoded.record), attachmentBytes: decoded.attachment.length };
 }
 
 /**
@@ -105,30 +106,92 @@ function keptOf(seq: number, payload: Uint8Array, decoder?: PayloadDecoder): Kep
  */
 function readSnapshotRecords(dir: string, manifest: SnapshotManifest, visit: (kept: KeptRecord) => void): string[] {
   const decoder = new PayloadDecoder();
-  for (const name of recordFiles(manifest)) {
-    const path = join(dir, name);
-    // Kept payloads are copies: the reader reuses its buffer.
-    const scan = readFramesSync(path, (seq, payload) => {
-      const kept = keptOf(seq, payload.slice(), decoder);
-      if (kept) visit(kept);
-    });
-    if (!scan.ok) throw new Error(`${path}: ${scan.reason}`);
-  }
+  forEachSnapshotFrame(dir, manifest, (seq, payload) => {
+    const kept = keptOf(seq, payload, decoder);
+    if (kept) visit(kept);
+  });
   return decoder.terms;
 }
 
+/** Every frame of a snapshot's record files in order; a payload is a view valid during `visit`. */
+function forEachSnapshotFrame(dir: string, manifest: SnapshotManifest, visit: (seq: number, payload: Uint8Array) => void): void {
+  for (const name of recordFiles(manifest)) {
+    const path = join(dir, name);
+    const scan = readFramesSync(path, visit);
+    if (!scan.ok) throw new Error(`${path}: ${scan.reason}`);
+  }
+}
+
 /**
- * The kept records as they are written: indexed records still in JSON (from the log, or from a
- * snapshot of format 1) in the binary encoding, their terms numbered in `dict` after the previous
- * snapshot's (whose binary records are written unchanged).
+ * Writes the kept records (in log order) as the snapshot's records.log while the build's input is
+ * read a second time: a kept record's payload is taken from its input frame (or is one compaction
+ * made), with settled fields applied; indexed records still in JSON (from the log, or a snapshot
+ * of format 1) go to the binary encoding, their new terms in a dictionary frame just before them
+ * (PayloadDecoder reads dictionary frames anywhere, in order). Only one record is held at a time.
  */
-function encodeKept(kept: KeptRecord[], dict: TermDictionary): KeptRecord[] {
-  return kept.map((k) => {
-    if (k.record.t !== 'content.indexed' || isBinaryPayload(k.payload)) return k;
-    const { record, attachment } = decodePayload<LogRecord>(k.payload);
-    const payload = dict.encodeIndexed(record, attachment);
-    return payload ? { ...k, payload, attachment: payload.subarray(payload.length - attachment.length) } : k;
-  });
+class RecordsWriter {
+  private readonly writer: PacedFileWriter;
+  private readonly dict: TermDictionary;
+  private dictWritten: number;
+  private next = 0;
+  private lastSeq = 0;
+
+  constructor(
+    path: string,
+    prevTerms: readonly string[],
+    private readonly kept: readonly KeptRecord[],
+    /** Each kept record with its attachment, once written (graph vectors). */
+    private readonly onWritten: (k: KeptRecord, attachment: Uint8Array) => void,
+  ) {
+    this.writer = new PacedFileWriter(path);
+    // The previous snapshot's binary records are written unchanged: its terms keep their numbers.
+    this.dict = TermDictionary.from(prevTerms);
+    this.writer.write(encodeFrame(0, this.dict.encode()));
+    this.dictWritten = this.dict.size;
+  }
+
+  /** One frame of the input, in log order (dictionary frames are skipped: the whole dictionary leads). */
+  input(seq: number, payload: Uint8Array): void {
+    if (seq === 0) return;
+    if (seq <= this.lastSeq) throw new Error(`snapshot input out of order: ${seq} after ${this.lastSeq}`);
+    this.lastSeq = seq;
+    this.madeBefore(seq);
+    const k = this.kept[this.next];
+    if (k?.seq === seq) {
+      this.next++;
+      this.write(k, payload);
+    }
+  }
+
+  /** The rest, and the file's entry. */
+  end(): { bytes: number; crc32: number } {
+    this.madeBefore(Number.POSITIVE_INFINITY);
+    return this.writer.end();
+  }
+
+  /** Records compaction made at sequence numbers no input frame has (none are expected; kept in order all the same). */
+  private madeBefore(seq: number): void {
+    for (let k = this.kept[this.next]; k && k.seq < seq; k = this.kept[this.next]) {
+      if (!k.payload) throw new Error(`kept record ${k.seq} (${k.record.t}) was not found in the snapshot's input`);
+      this.next++;
+      this.write(k, k.payload);
+    }
+  }
+
+  private write(k: KeptRecord, input: Uint8Array): void {
+    let payload = k.payload ?? input;
+    if (k.settled) payload = withRecordFields(payload, k.settled);
+    if (k.record.t === 'content.indexed' && !isBinaryPayload(payload)) {
+      const { record, attachment } = decodePayload<LogRecord>(payload);
+      payload = this.dict.encodeIndexed(record, attachment) ?? payload;
+      if (this.dict.size > this.dictWritten) {
+        this.writer.write(encodeFrame(0, this.dict.encode(this.dictWritten)));
+        this.dictWritten = this.dict.size;
+      }
+    }
+    this.writer.write(encodeFrame(k.seq, payload));
+    this.onWritten(k, payload.subarray(payload.length - k.attachmentBytes));
+  }
 }
 
 /**
@@ -220,7 +283,7 @@ function linkOrCopy(from: string, to: string): void {
 function vectorDocs(kept: KeptRecord[]): Map<string, number[]> {
   const out = new Map<string, number[]>();
   for (const k of kept) {
-    if (k.record.t !== 'content.indexed' || k.attachment.length === 0) continue;
+    if (k.record.t !== 'content.indexed' || k.attachmentBytes === 0) continue;
     const docs = out.get(k.record.kbId) ?? [];
     for (let i = 0; i < k.record.chunks.length; i++) docs.push(k.record.firstDoc + i);
     out.set(k.record.kbId, docs);
@@ -244,6 +307,7 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
   let prevManifest: SnapshotManifest | undefined;
   let prevGraphDocs = new Map<string, number[]>();
   let prevTerms: string[] = [];
+  // Pass 1: compaction decides what is kept, holding records without their payloads.
   if (req.prevDir) {
     prevManifest = JSON.parse(await Bun.file(join(req.prevDir, MANIFEST_FILE)).text()) as SnapshotManifest;
     prevTerms = readSnapshotRecords(req.prevDir, prevManifest, (k) => compactor.add(k));
@@ -254,48 +318,54 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
   lap('read previous snapshot');
   await readLogRange(req.log, (entry) => compactor.add(keptOf(entry.seq, entry.payload)!));
   lap('read log');
+  const kept = compactor.kept();
+  lap('compact');
 
-  // The compacted log: write-ahead-log frames, original sequence numbers kept, indexed records in
-  // the binary encoding after the dictionary of their terms (a frame of sequence number 0, first).
-  const dict = TermDictionary.from(prevTerms);
-  const kept = encodeKept(compactor.kept(), dict);
-  lap('encode');
-  const writer = new PacedFileWriter(join(req.outDir, RECORDS_FILE));
-  writer.write(encodeFrame(0, dict.encode()));
-  for (const k of kept) writer.write(encodeFrame(k.seq, k.payload));
-  const files: SnapshotManifest['files'] = [{ name: RECORDS_FILE, ...writer.end() }];
-  lap('write records');
-
-  const graphs: SnapshotManifest['graphs'] = [];
+  // A graph per knowledge base with enough vectors: the vectors go to a scratch file beside it
+  // (this worker shares the server's memory) while the records are written.
   const kbRecords = new Map<string, KnowledgeBaseRecord>();
   for (const k of kept) if (k.record.t === 'kb.create') kbRecords.set(k.record.kb.id, k.record.kb);
-  for (const [kbId, docs] of vectorDocs(kept)) {
-    const kb = kbRecords.get(kbId);
-    if (!kb || docs.length < req.graphThreshold) continue;
-    const { embedding, hnsw } = kb.config;
-    const file = graphFileName(kbId);
-    // The vectors go to a scratch file beside the graph (this worker shares the server's memory).
-    const index = new VectorIndex({
-      dimensions: embedding.dimensions,
-      quantization: embedding.quantization,
-      connectivity: hnsw.connectivity,
-      expansionAdd: hnsw.expansionAdd,
-      expansionSearch: hnsw.expansionSearch,
-      autoGraph: false,
-      file: join(req.outDir, `${file}.vectors.unsynced`),
+  const graphIndexes = new Map<string, VectorIndex>();
+  const graphs: SnapshotManifest['graphs'] = [];
+  const files: SnapshotManifest['files'] = [];
+  try {
+    for (const [kbId, docs] of vectorDocs(kept)) {
+      const kb = kbRecords.get(kbId);
+      if (!kb || docs.length < req.graphThreshold) continue;
+      const { embedding, hnsw } = kb.config;
+      graphIndexes.set(
+        kbId,
+        new VectorIndex({
+          dimensions: embedding.dimensions,
+          quantization: embedding.quantization,
+          connectivity: hnsw.connectivity,
+          expansionAdd: hnsw.expansionAdd,
+          expansionSearch: hnsw.expansionSearch,
+          autoGraph: false,
+          file: join(req.outDir, `${graphFileName(kbId)}.vectors.unsynced`),
+        }),
+      );
+    }
+
+    // Pass 2: the input again, each kept record written as it passes (write-ahead-log frames,
+    // original sequence numbers kept, indexed records in the binary encoding).
+    const records = new RecordsWriter(join(req.outDir, RECORDS_FILE), prevTerms, kept, (k, attachment) => {
+      if (k.record.t !== 'content.indexed' || attachment.length === 0) return;
+      const index = graphIndexes.get(k.record.kbId);
+      if (!index) return;
+      const { firstDoc } = k.record;
+      index.fromBytes(attachment, k.record.chunks.length).forEach((v, i) => index.add(firstDoc + i, v));
     });
-    let from: SnapshotManifest['graphs'][number]['from'];
-    let vectors = 0;
-    try {
-      for (const k of kept) {
-        if (k.record.t !== 'content.indexed' || k.record.kbId !== kbId || k.attachment.length === 0) continue;
-        const vectors = index.fromBytes(k.attachment, k.record.chunks.length);
-        vectors.forEach((v, i) => index.add((k.record as { firstDoc: number }).firstDoc + i, v));
-      }
+    if (req.prevDir && prevManifest) forEachSnapshotFrame(req.prevDir, prevManifest, (seq, payload) => records.input(seq, payload));
+    await readLogRange(req.log, (entry) => records.input(entry.seq, entry.payload));
+    files.push({ name: RECORDS_FILE, ...records.end() });
+    lap('write records');
+
+    for (const [kbId, index] of graphIndexes) {
+      const file = graphFileName(kbId);
       const prevGraph = prevManifest?.graphs.find((g) => g.kbId === kbId);
       const mainGraph = req.mainGraphs?.find((g) => g.kbId === kbId);
-      from = mainGraph ? 'memory' : prevGraph && req.prevDir ? 'previous' : 'new';
-      lap('graph: vectors');
+      const from: SnapshotManifest['graphs'][number]['from'] = mainGraph ? 'memory' : prevGraph && req.prevDir ? 'previous' : 'new';
       if (mainGraph) index.attachGraph(mainGraph.path, mainGraph.docs);
       else if (prevGraph && req.prevDir) index.attachGraph(join(req.prevDir, prevGraph.file), prevGraphDocs.get(kbId) ?? []);
       else index.startGraph();
@@ -308,11 +378,12 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
       files.push({ name: file, ...copyFilePaced(scratch, join(req.outDir, file)) });
       lap('graph: save');
       rmSync(scratch);
-      vectors = index.size;
-    } finally {
+      graphs.push({ kbId, file, vectors: index.size, from });
       index.close();
+      graphIndexes.delete(kbId);
     }
-    graphs.push({ kbId, file, vectors, from });
+  } finally {
+    for (const index of graphIndexes.values()) index.close();
   }
 
   for (const g of req.mainGraphs ?? []) rmSync(g.path, { force: true });

@@ -10,7 +10,6 @@
 import {
   applyRecord,
   encodePayload,
-  withRecordFields,
   statusAfterIndexed,
   type ContentStatus,
   type KnowledgeBaseConfig,
@@ -20,12 +19,21 @@ import {
   type StateTarget,
 } from '../engine';
 
+/**
+ * A record as compaction reads it: only what the state machine needs (snapshots/build.ts drops
+ * texts and terms), never its payload, so that compacting a million chunks holds no payload bytes.
+ * The builder writes a kept record's payload by reading its input again (the records are kept in
+ * log order), unless `payload` says what to write instead.
+ */
 export interface KeptRecord {
   seq: number;
   record: LogRecord;
-  /** The record's encoded payload (record and attachment), re-emitted unchanged. */
-  payload: Uint8Array;
-  attachment: Uint8Array;
+  /** Bytes of the record's attachment (vectors), at the end of its payload. */
+  attachmentBytes: number;
+  /** Fields the state machine settled differently from the record as written (applied to its payload when written). */
+  settled?: { version: number } | { firstDoc: number };
+  /** A record compaction made (a knowledge base's creation as it is now, a census): written in place of the input's. */
+  payload?: Uint8Array;
 }
 
 interface KbEntry {
@@ -76,7 +84,7 @@ export class Compactor implements StateTarget {
   add(kept: KeptRecord): void {
     this.records++;
     this.current = kept;
-    applyRecord(this, kept.record, kept.attachment);
+    applyRecord(this, kept.record);
   }
 
   hasKnowledgeBase(kbId: string): boolean {
@@ -158,14 +166,7 @@ export class Compactor implements StateTarget {
    * what was applied, so replaying the snapshot rebuilds exactly this state.
    */
   private settle(fields: { version: number } | { firstDoc: number }): void {
-    // In the payload's own encoding (a snapshot's indexed records are binary: codec.ts).
-    const payload = withRecordFields(this.current.payload, fields);
-    this.current = {
-      ...this.current,
-      record: { ...this.current.record, ...fields } as LogRecord,
-      payload,
-      attachment: payload.subarray(payload.length - this.current.attachment.length),
-    };
+    this.current = { ...this.current, record: { ...this.current.record, ...fields } as LogRecord, settled: { ...this.current.settled, ...fields } };
   }
 
   createKnowledgeBase(record: RecordOf<'kb.create'>): void {
@@ -247,7 +248,7 @@ export class Compactor implements StateTarget {
       if (!kb.changed) out.push(kb.create);
       else {
         const record: LogRecord = { t: 'kb.create', kb: kb.record };
-        out.push({ seq: kb.create.seq, record, payload: encodePayload(record), attachment: new Uint8Array(0) });
+        out.push({ seq: kb.create.seq, record, attachmentBytes: 0, payload: encodePayload(record) });
       }
       if (kb.building) out.push(kb.building.started);
     }
@@ -267,7 +268,7 @@ export class Compactor implements StateTarget {
     for (const [kbId, { ids, seq }] of this.elsewhere) {
       if (ids.size === 0) continue;
       const record: LogRecord = { t: 'kb.census', kbId, ids: [...ids] };
-      out.push({ seq, record, payload: encodePayload(record), attachment: new Uint8Array(0) });
+      out.push({ seq, record, attachmentBytes: 0, payload: encodePayload(record) });
     }
     return out.sort((a, b) => a.seq - b.seq);
   }
