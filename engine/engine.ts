@@ -186,7 +186,7 @@ export class Engine {
     return this.state.graphThreshold;
   }
   /** Save every in-memory HNSW graph (to `pathOf(kbId)`), with the documents each holds. */
-  saveGraphs = (pathOf: (kbId: string) => string) => this.state.saveGraphs(pathOf);
+  saveGraphs = (pathOf: (kbId: string) => string, options: { viewsOnly?: boolean } = {}) => this.state.saveGraphs(pathOf, options.viewsOnly);
   /** Every index set as flat arrays (views of the live indexes: write them out before anything else runs). */
   dumpIndexes = () => this.state.dumpIndexes();
 

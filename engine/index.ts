@@ -7,6 +7,7 @@ export type { EngineLog, EngineOptions, NewContent, RecoveryReport, ReplicationS
 export { EngineError, isEngineError, type EngineErrorCode, type EngineErrorDetails } from './errors';
 export { QuotaExceededError, type Quotas } from './state/quotas';
 export type { EngineMetrics } from './state/metrics';
+export type { SavedGraph } from './state/live-state';
 export { DEFAULT_EMBEDDING_RETRY } from './ingest/queue';
 export { backoffDelay, type Backoff } from './retry';
 export { ShardSet, shardOf } from './shards';

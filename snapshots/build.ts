@@ -3,7 +3,7 @@
 // previous snapshot's graph (only vectors added since are inserted); a manifest written last.
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
-import { linkSync, renameSync, rmSync } from 'node:fs';
+import { linkSync, renameSync, rmSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import {
   copyFilePaced,
@@ -23,6 +23,7 @@ import {
   type KnowledgeBaseRecord,
   type LogRange,
   type LogRecord,
+  type SavedGraph,
 } from '../engine';
 import { Compactor, type KeptRecord } from './compactor';
 import {
@@ -49,11 +50,13 @@ export interface BuildRequest {
   /** Knowledge bases with fewer vectors get no graph (they are searched exactly). */
   graphThreshold: number;
   /**
-   * Graphs the engine saved from memory (at shutdown, when its own graphs are complete), with the
-   * documents they hold: used instead of building; differences from the snapshot's records are
-   * reconciled (keys not alive removed, missing vectors added). Deleted once used.
+   * Graphs the engine saved (views of the builder's files, linked; at shutdown also graphs in
+   * memory), with their configuration and the documents they hold: written into the snapshot as
+   * they are, with their documents, in place of building one (a restart reconciles the
+   * difference: keys no longer alive removed, vectors missing from it built). Used only for the
+   * configuration active at `seq`; deleted once used.
    */
-  mainGraphs?: { kbId: string; path: string; docs: number[] }[];
+  mainGraphs?: SavedGraph[];
   /** Cluster mode with shards: the shards whose content the snapshot keeps (absent: all). */
   shards?: { count: number; held: number[] };
   /**
@@ -231,18 +234,7 @@ async function buildIncremental(
   files.push({ name: tail, ...writer.end() });
   lap('write log tail');
   const graphs: SnapshotManifest['graphs'] = [];
-  for (const g of req.mainGraphs ?? []) {
-    const file = graphFileName(g.kbId);
-    const path = join(req.outDir, file);
-    renameSync(g.path, path);
-    fsyncFile(path);
-    files.push(fileEntryCrc32(req.outDir, file));
-    const docs = graphDocsFileName(g.kbId);
-    await writeFile(join(req.outDir, docs), new Uint8Array(Uint32Array.from(g.docs).buffer), { mode: PRIVATE_FILE });
-    fsyncFile(join(req.outDir, docs));
-    files.push(fileEntryCrc32(req.outDir, docs));
-    graphs.push({ kbId: g.kbId, file, vectors: g.docs.length, from: 'memory', docs });
-  }
+  for (const g of req.mainGraphs ?? []) graphs.push(await placeMainGraph(req.outDir, g, files));
   lap('graphs');
   const dumps = indexFiles(req);
   files.push(...dumps.files);
@@ -260,6 +252,29 @@ async function buildIncremental(
   await writeManifest(req.outDir, manifest);
   lap('manifest');
   return manifest;
+}
+
+/**
+ * A graph the engine saved, moved into the snapshot as it is, with the list of its documents; its
+ * manifest entry. A link to a file the engine serves (or an earlier snapshot holds) is copied: a
+ * damaged file must not take every snapshot sharing it down, and none falls back to the one before.
+ */
+async function placeMainGraph(outDir: string, g: SavedGraph, files: SnapshotFile[]): Promise<SnapshotManifest['graphs'][number]> {
+  const file = graphFileName(g.kbId);
+  const path = join(outDir, file);
+  if (statSync(g.path).nlink > 1) {
+    files.push({ name: file, ...copyFilePaced(g.path, path) });
+    rmSync(g.path);
+  } else {
+    renameSync(g.path, path);
+    fsyncFile(path);
+    files.push(fileEntryCrc32(outDir, file));
+  }
+  const docs = graphDocsFileName(g.kbId);
+  await writeFile(join(outDir, docs), new Uint8Array(Uint32Array.from(g.docs).buffer), { mode: PRIVATE_FILE });
+  fsyncFile(join(outDir, docs));
+  files.push(fileEntryCrc32(outDir, docs));
+  return { kbId: g.kbId, file, vectors: g.docs.length, from: 'memory', docs };
 }
 
 /** The manifest, written last and made durable with its directory: the snapshot counts from here on. */
@@ -332,6 +347,12 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
     for (const [kbId, docs] of vectorDocs(kept)) {
       const kb = kbRecords.get(kbId);
       if (!kb || docs.length < req.graphThreshold) continue;
+      // The engine's graph of the configuration active here: no vectors to gather, nothing to build.
+      const mainGraph = req.mainGraphs?.find((g) => g.kbId === kbId && g.configId === kb.config.id);
+      if (mainGraph) {
+        graphs.push(await placeMainGraph(req.outDir, mainGraph, files));
+        continue;
+      }
       const { embedding, hnsw } = kb.config;
       graphIndexes.set(
         kbId,
@@ -364,10 +385,8 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
     for (const [kbId, index] of graphIndexes) {
       const file = graphFileName(kbId);
       const prevGraph = prevManifest?.graphs.find((g) => g.kbId === kbId);
-      const mainGraph = req.mainGraphs?.find((g) => g.kbId === kbId);
-      const from: SnapshotManifest['graphs'][number]['from'] = mainGraph ? 'memory' : prevGraph && req.prevDir ? 'previous' : 'new';
-      if (mainGraph) index.attachGraph(mainGraph.path, mainGraph.docs);
-      else if (prevGraph && req.prevDir) index.attachGraph(join(req.prevDir, prevGraph.file), prevGraphDocs.get(kbId) ?? []);
+      const from: SnapshotManifest['graphs'][number]['from'] = prevGraph && req.prevDir ? 'previous' : 'new';
+      if (prevGraph && req.prevDir) index.attachGraph(join(req.prevDir, prevGraph.file), prevGraphDocs.get(kbId) ?? []);
       else index.startGraph();
       // One core is left to the main thread, which keeps serving and committing meanwhile.
       lap('graph: attach');

@@ -197,9 +197,11 @@ export class Snapshotter {
    * and the sealed log: writes go on meanwhile (they are held only while the log rolls to a new
    * segment). Concurrent calls share one snapshot.
    *
-   * `reuseGraphs` (for the last snapshot before exit, when nothing else needs the main thread):
-   * the in-memory HNSW graphs are saved for the worker, which then need not build them again —
-   * saving blocks the main thread for a moment, building takes the worker minutes at 100k vectors.
+   * Graphs the engine serves as views of the builder's files are handed over as links, and the
+   * worker need not build them again (at a million vectors, building meant a second copy of the
+   * graph in memory and every insert done twice). `reuseGraphs` (for the last snapshot before
+   * exit, when nothing else needs the main thread): graphs held in memory are saved too, which
+   * blocks the main thread for a moment.
    */
   snapshot(options: { reuseGraphs?: boolean } = {}): Promise<SnapshotInfo> {
     this.running ??= this.take(options.reuseGraphs === true).finally(() => {
@@ -217,7 +219,7 @@ export class Snapshotter {
     await mkdir(tmp, { mode: PRIVATE_DIR });
     try {
       const range = this.engine.logRange(prev?.seq ?? 0, seq);
-      const mainGraphs = reuseGraphs ? this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`)) : [];
+      const mainGraphs = this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`), { viewsOnly: !reuseGraphs });
       // The indexes as they are, when they are exactly the snapshot's state (a single node with
       // nothing applied after the sealed log; written in this same synchronous step).
       const indexes =

@@ -249,8 +249,8 @@ export class IndexSet {
     return this.vectors?.graphPending ?? 0;
   }
 
-  saveGraph(path: string): number[] | undefined {
-    if (!this.vectors?.hasGraph) return undefined;
+  saveGraph(path: string, viewsOnly = false): number[] | undefined {
+    if (!this.vectors?.hasGraph || (viewsOnly && !this.vectors.servesView)) return undefined;
     this.vectors.saveGraph(path);
     return this.vectors.graphDocs();
   }

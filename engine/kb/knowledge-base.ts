@@ -284,9 +284,13 @@ export class KnowledgeBase {
     return [this.active.vectors, this.next?.vectors].filter((v): v is VectorIndex => v !== undefined);
   }
 
-  /** Save the active graph to `path` when there is one; the documents it holds, else undefined. */
-  saveGraph(path: string): number[] | undefined {
-    return this.active.saveGraph(path);
+  /**
+   * Save the active graph to `path` when there is one (`viewsOnly`: only a view of a file the
+   * builder wrote, which is saved as a link); its configuration and the documents it holds.
+   */
+  saveGraph(path: string, viewsOnly = false): { configId: string; docs: number[] } | undefined {
+    const docs = this.active.saveGraph(path, viewsOnly);
+    return docs && { configId: this.active.config.id, docs };
   }
 
   /** Use a saved graph holding exactly the vectors stored now, or the documents `docs`. */

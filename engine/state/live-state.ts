@@ -15,6 +15,14 @@ import { DEFAULT_EXACT_THRESHOLD } from '../vector/vector-index';
 import { markFailed, markPending, markReady } from './content-status';
 import { applyRecord, statusAfterIndexed, type RecordOf, type StateTarget } from './machine';
 
+/** A knowledge base's active graph saved to a file, with its configuration and the documents it holds. */
+export interface SavedGraph {
+  kbId: string;
+  configId: string;
+  path: string;
+  docs: number[];
+}
+
 export interface LiveStateOptions {
   originals: OriginalsStore;
   /** Knowledge bases with fewer vectors are searched exactly and keep no HNSW graph. */
@@ -233,12 +241,12 @@ export class LiveState implements StateTarget {
   }
 
   /** Save every HNSW graph (to `pathOf(kbId)`), with the documents each holds. */
-  saveGraphs(pathOf: (kbId: string) => string): { kbId: string; path: string; docs: number[] }[] {
-    const out: { kbId: string; path: string; docs: number[] }[] = [];
+  saveGraphs(pathOf: (kbId: string) => string, viewsOnly = false): SavedGraph[] {
+    const out: SavedGraph[] = [];
     for (const [kbId, kb] of this.kbs) {
       const path = pathOf(kbId);
-      const docs = kb.saveGraph(path);
-      if (docs) out.push({ kbId, path, docs });
+      const saved = kb.saveGraph(path, viewsOnly);
+      if (saved) out.push({ kbId, path, ...saved });
     }
     return out;
   }

@@ -324,6 +324,11 @@ export class VectorIndex {
     return this.hnsw !== undefined;
   }
 
+  /** Whether the graph served is a view of a file the builder wrote (saving it is a link). */
+  get servesView(): boolean {
+    return this.viewPath !== undefined;
+  }
+
   /** Document numbers in the graph: the live keys not waiting to be added. */
   graphDocs(): number[] {
     const pending = new Set(this.pending);

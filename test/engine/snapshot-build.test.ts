@@ -127,7 +127,7 @@ describe('snapshot build in two passes', () => {
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 
   test('with shards, the content of the knowledge bases held and a census of the others (150 random logs)', async () => {
     const root = mkdtempSync(join(tmpdir(), 'kb-build-'));
@@ -157,5 +157,5 @@ describe('snapshot build in two passes', () => {
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 });

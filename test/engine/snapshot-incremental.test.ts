@@ -107,13 +107,13 @@ describe('snapshot format 2', () => {
     expect(b.recovery.snapshot?.seq).toBe(first.seq);
     expect(b.recovery.records).toBeGreaterThan(0);
     expect(await answers(b, kbId)).toBe(before);
-    // At shutdown too, a previous snapshot of format 1 is written whole (its graph the one in memory, reconciled with the records).
+    // At shutdown too, a previous snapshot of format 1 is written whole (its graph the one in memory, with the documents it holds).
     const vectors = b.knowledgeBase(kbId)!.vectors!;
     while (!vectors.graphReady) await Bun.sleep(20);
     const upgraded = await snaps(b).snapshot({ reuseGraphs: true });
     expect(upgraded.manifest.format).toBe(2);
     expect(upgraded.manifest.tails).toBeUndefined();
-    expect(upgraded.manifest.graphs).toEqual([{ kbId, file: expect.any(String), vectors: vectors.size, from: 'memory' }]);
+    expect(upgraded.manifest.graphs).toEqual([{ kbId, file: expect.any(String), vectors: vectors.size, from: 'memory', docs: expect.any(String) }]);
     expect(upgraded.manifest.indexes?.map((d) => d.kbId)).toEqual([kbId]);
     expect(upgraded.seq).toBeGreaterThan(first.seq);
     expect(await b.truncateLog(upgraded.seq)).toBeGreaterThan(0);
