@@ -5,6 +5,8 @@
 import { treaty, type Treaty } from '@elysiajs/eden';
 import type { App } from './app';
 
+export type { FilterOperators, FilterScalar, SearchMetadataFilter } from './schemas/metadata-filter';
+
 export interface ClientAuth {
   organizationId: string;
   apiKey: string;

@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { textPdf } from './extract/fixtures';
 import { freePort } from './helpers/s3';
+import { combineFilters } from '../src/cli/main';
 import { KEY, ORG, TestServer } from './helpers/server';
 
 const ROOT = resolve(import.meta.dir, '..');
@@ -132,6 +133,86 @@ describe('a folder from nothing to searchable', () => {
     expect(refused.stderr).toContain('add --yes to confirm');
     expect(cli(['kb', 'delete', kb, '--yes']).code).toBe(0);
     expect(cli(['kb', 'list']).stdout).not.toContain(kb);
+  });
+});
+
+describe('search: JSON filters with operators, several filters, neighbouring chunks', () => {
+  let kb = '';
+  // Numbered sentences, long enough for several chunks; "zebra" only in the middle.
+  const long = Array.from({ length: 120 }, (_, i) =>
+    i === 60 ? 'A zebra crossed the handbook at line 60.' : `Handbook line ${i} says nothing in particular.`,
+  ).join(' ');
+
+  beforeAll(() => {
+    kb = cli(['kb', 'create', 'Filters']).stdout.trim();
+    const lines = [
+      { text: 'Refund rules of 2019 by the billing team.', metadata: { year: 2019, team: 'billing' } },
+      { text: 'Refund rules of 2021 by the support team.', metadata: { year: 2021, team: 'support', tags: ['faq'] } },
+      { text: 'Refund rules of 2023 by the billing team.', metadata: { year: 2023, team: 'billing' } },
+      { text: 'Refund rules of 2025 by the legal team.', metadata: { year: 2025, team: 'legal', tags: ['faq', 'policy'] } },
+      { text: long, metadata: { kind: 'handbook' } },
+    ];
+    writeFileSync(join(work, 'filters.jsonl'), lines.map((l) => JSON.stringify(l)).join('\n'));
+    expect(cli(['import', kb, 'filters.jsonl']).code).toBe(0);
+  }, 60_000);
+
+  const years = (...args: string[]) => {
+    const run = cli(['search', 'refund rules', '--kb', kb, '--mode', 'full-text', ...args]);
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+    return [...run.stdout.matchAll(/Refund rules of (\d{4})/g)].map((m) => Number(m[1])).sort();
+  };
+
+  test('--filter takes a JSON object with operators, alone or with key=value pairs and other objects (all must hold)', () => {
+    expect(years()).toEqual([2019, 2021, 2023, 2025]);
+    expect(years('--filter', '{"year":{"$gte":2021}}')).toEqual([2021, 2023, 2025]);
+    expect(years('--filter', '{"year":{"$gte":2021}}', '--filter', 'team=billing')).toEqual([2023]);
+    expect(years('--filter', '{"$or":[{"team":"legal"},{"year":{"$lt":2020}}]}')).toEqual([2019, 2025]);
+    expect(years('--filter', '{"team":{"$in":["support","legal"]}}', '--filter', '{"year":{"$lt":2025}}')).toEqual([2021]);
+    expect(years('--filter', '{"tags":{"$exists":false}}', '--filter', 'team=billing')).toEqual([2019, 2023]);
+    // A key given twice as a pair: both must hold (tags holds both), neither replaces the other.
+    expect(years('--filter', 'tags=faq', '--filter', 'tags=policy')).toEqual([2025]);
+    expect(years('--filter', 'team=billing', '--filter', 'year=2023')).toEqual([2023]);
+  });
+
+  test('several filters are sent as one object of the pairs, objects as they are, two or more under $and', () => {
+    expect(combineFilters([])).toBeUndefined();
+    expect(combineFilters([{ pair: ['team', 'billing'] }, { pair: ['year', 2024] }])).toEqual({ team: 'billing', year: 2024 });
+    expect(combineFilters([{ object: { year: { $gte: 2020 } } }])).toEqual({ year: { $gte: 2020 } });
+    expect(combineFilters([{ object: { year: { $gte: 2020 } } }, { pair: ['team', 'billing'] }, { pair: ['team', 'legal'] }])).toEqual({
+      $and: [{ team: 'billing' }, { year: { $gte: 2020 } }, { team: 'legal' }],
+    });
+  });
+
+  test('bad JSON is a usage error (exit 2) saying what was expected; a filter the server refuses names its path (exit 1)', () => {
+    const bad = cli(['search', 'refund', '--kb', kb, '--filter', '{"year":{"$gte":2021}']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("option '--filter <filter>' argument");
+    expect(bad.stderr).toContain('the JSON does not parse (');
+    expect(bad.stderr).toContain('expected key=value or a JSON object');
+    const notObject = cli(['search', 'refund', '--kb', kb, '--filter', 'year']);
+    expect(notObject.code).toBe(2);
+    expect(notObject.stderr).toContain('expected key=value or a JSON object');
+    const refused = cli(['search', 'refund', '--kb', kb, '--filter', '{"year":{"$after":2020}}']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('/metadataFilter/year/$after');
+    expect(refused.stderr).toContain('unknown operator $after');
+  });
+
+  test('--context n shows the n chunks before and after each hit', () => {
+    const run = cli(['search', 'zebra', '--kb', kb, '--mode', 'full-text', '--limit', '1', '--context', '1']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('zebra');
+    // Below the table: the end of the chunk before the hit, the hit, the beginning of the chunk after it.
+    const block = run.stdout.slice(run.stdout.indexOf('\n#1 in ')).trim().split('\n');
+    expect(block).toHaveLength(4);
+    expect(block[0]).toMatch(/^#1 in ct_\w+:$/);
+    expect(block[1]).toMatch(/^ {2}before {2}….*Handbook line \d+ says nothing in particular\.$/);
+    expect(block[2]).toMatch(/^ {2}hit {5}\S/);
+    expect(block[3]).toMatch(/^ {2}after {3}\S.*…$/);
+    const lines = (text: string) => [...text.matchAll(/line (\d+)/g)].map((m) => Number(m[1]));
+    expect(lines(block[1]!).at(-1)!).toBeLessThan(lines(block[3]!)[0]!);
+    expect(cli(['search', 'zebra', '--kb', kb, '--context', '11']).code).toBe(2);
+    expect(cli(['search', 'zebra', '--kb', kb, '--context', '11']).stderr).toContain('must be an integer from 0 to 10');
   });
 });
 

@@ -66,12 +66,16 @@ afterAll(async () => {
 
 test('the package holds JavaScript and declarations only, and depends on Eden and Elysia alone', () => {
   const files = readdirSync(join(pkg, 'dist')).sort();
-  expect(files).toEqual(['app.d.ts', 'index.d.ts', 'index.js']);
+  expect(files).toEqual(['app.d.ts', 'index.d.ts', 'index.js', 'metadata-filter.d.ts']);
   const manifest = JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8'));
   expect(manifest.name).toBe('kb-search-client');
   expect(Object.keys(manifest.dependencies).sort()).toEqual(['@elysiajs/eden', '@sinclair/typebox', 'elysia']);
-  // The route types are spelled out: nothing refers back to the server or the engine.
-  expect(readFileSync(join(pkg, 'dist', 'app.d.ts'), 'utf8')).not.toMatch(/import\("\.|from '\.\.?\//);
+  // The route types are spelled out: nothing refers back to the server or the engine, but for the
+  // metadata filter's type (recursive, so named), whose declarations import nothing.
+  const app = readFileSync(join(pkg, 'dist', 'app.d.ts'), 'utf8');
+  expect(app).toContain("import type { SearchMetadataFilter } from './metadata-filter';");
+  expect(app.replace("from './metadata-filter'", '')).not.toMatch(/import\("\.|from '\.\.?\//);
+  expect(readFileSync(join(pkg, 'dist', 'metadata-filter.d.ts'), 'utf8')).not.toMatch(/\bimport\b/);
 });
 
 test('the README example type-checks in a project outside the checkout', () => {
@@ -88,6 +92,30 @@ test('a wrong type name in a request is a compile error', () => {
     expect(run.stdout.toString()).toContain('\'"TEXT_BEST"\' is not assignable');
   } finally {
     writeFileSync(join(project, 'example.ts'), readmeExample());
+  }
+}, 120_000);
+
+test('metadataFilter is typed: operator objects, $and / $or; an unknown operator or a wrong operand is a compile error', () => {
+  const example = readmeExample();
+  expect(example).toContain("metadataFilter: { team: { $in: ['billing', 'support'] } }");
+  const extra = `
+import type { SearchMetadataFilter } from 'kb-search-client';
+const good: SearchMetadataFilter = { year: { $gte: 2020, $lt: 2025 }, tags: ['faq', 'howto'], $or: [{ team: 'billing' }, { draft: { $exists: false } }] };
+const bad1: SearchMetadataFilter = { year: { $after: 2020 } };
+const bad2: SearchMetadataFilter = { year: { $gte: true } };
+const bad3: SearchMetadataFilter = { $or: { team: 'billing' } };
+console.log(good, bad1, bad2, bad3);
+`;
+  writeFileSync(join(project, 'example.ts'), example.replace('$in:', '$within:') + extra);
+  try {
+    const out = tsc().stdout.toString();
+    const errors = out.split('\n').filter((l) => l.includes('error TS'));
+    expect(errors).toHaveLength(4);
+    expect(out).toContain("'$within' does not exist");
+    expect(out).toContain("'$after' does not exist");
+    expect(errors.filter((l) => l.includes('example.ts(')).length).toBe(4);
+  } finally {
+    writeFileSync(join(project, 'example.ts'), example);
   }
 }, 120_000);
 

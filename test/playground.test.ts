@@ -1,14 +1,16 @@
 // The playground (/playground) in a real headless Chromium (Debian's chromium, driven by
 // playwright-core): connect with an organization key, create a knowledge base, upload two files
 // with metadata (progress bar), wait for indexing, search, and check the three columns side by
-// side, the hybrid leg badges, the weight slider and a metadata filter. A screenshot is saved
-// under the test output folder (its path is printed).
+// side, the hybrid leg badges, the weight slider, metadata filters (key = value rows, JSON operator
+// objects, a whole JSON filter, bad JSON), the typo checkbox, and min score, max chunks per item
+// and context (neighbouring chunks shown under a hit). A screenshot is saved under the test output
+// folder (its path is printed).
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { KEY, ORG, InProcessServer } from './helpers/server';
+import { addContent, KEY, ORG, InProcessServer } from './helpers/server';
 
 // Page functions run in the browser; the test's own types have no DOM.
 declare const document: any;
@@ -140,3 +142,113 @@ test('a metadata filter narrows every column', async () => {
     expect(metadata[0]).toContain('team: support');
   }
 }, 60_000);
+
+/** Submits the search form and waits until its results are drawn; resolves with each mode's request body. */
+async function searchAndWait(): Promise<Record<string, any>> {
+  const searched = Number(await page.evaluate(() => document.body.dataset.searched));
+  const bodies: Record<string, any> = {};
+  const seen = (r: { url(): string; postData(): string | null }) => {
+    const mode = /\/search\/([a-z-]+)$/.exec(r.url())?.[1];
+    if (mode) bodies[mode] = JSON.parse(r.postData() ?? '{}');
+  };
+  page.on('request', seen);
+  try {
+    await page.click('#search-form button[type="submit"]');
+    await page.waitForFunction((n) => document.body.dataset.searched === String(n + 1), searched);
+  } finally {
+    page.off('request', seen);
+  }
+  return bodies;
+}
+
+test('the filter takes JSON: an operator object as a row value, a whole filter ($or) in the JSON field; bad JSON is shown and nothing is searched', async () => {
+  // The row left by the last test (team = support) now holds an operator object.
+  await page.fill('.filter-row .filter-value', '{"$in":["billing"]}');
+  let bodies = await searchAndWait();
+  for (const mode of ['full-text', 'semantic', 'hybrid']) expect(bodies[mode].metadataFilter).toEqual({ team: { $in: ['billing'] } });
+  expect(await hitTexts('full-text')).toEqual([expect.stringContaining('Refunds are issued')]);
+  expect(await column('semantic').locator('.hit .metadata').allTextContents()).toEqual([expect.stringContaining('team: billing')]);
+
+  // The row and a whole filter: both must hold, sent under $and.
+  await page.fill('.filter-row .filter-value', 'support');
+  await page.fill('#filter-json', '{"$or":[{"team":"billing"},{"team":{"$exists":false}}]}');
+  bodies = await searchAndWait();
+  expect(bodies.semantic.metadataFilter).toEqual({ $and: [{ team: 'support' }, { $or: [{ team: 'billing' }, { team: { $exists: false } }] }] });
+  expect(await hitTexts('semantic')).toEqual([]);
+  await page.locator('.filter-row button').click(); // the row removed: the JSON filter alone
+  bodies = await searchAndWait();
+  expect(bodies.hybrid.metadataFilter).toEqual({ $or: [{ team: 'billing' }, { team: { $exists: false } }] });
+  expect(await column('semantic').locator('.hit .metadata').allTextContents()).toEqual([expect.stringContaining('team: billing')]);
+
+  // JSON that does not parse: said beside the field, no request made.
+  const searched = await page.evaluate(() => document.body.dataset.searched);
+  await page.fill('#filter-json', '{"team":');
+  await page.click('#search-form button[type="submit"]');
+  await waitForText('#filter-status', 'the JSON filter: not valid JSON');
+  expect(await page.locator('#filter-status').getAttribute('class')).toContain('error');
+  expect(await page.evaluate(() => document.body.dataset.searched)).toBe(searched);
+  // A filter the server refuses: each column says where and why.
+  await page.fill('#filter-json', '{"team":{"$after":1}}');
+  await searchAndWait();
+  expect(await page.locator('#filter-status').textContent()).toBe('');
+  for (const mode of ['full-text', 'semantic', 'hybrid']) {
+    expect(await column(mode).locator('.meta').textContent()).toContain('VALIDATION_ERROR');
+    expect(await column(mode).locator('.meta').textContent()).toContain('/metadataFilter/team/$after');
+  }
+  await page.fill('#filter-json', '');
+}, 60_000);
+
+test('the typo checkbox: a misspelled word finds the word, unchecked it does not', async () => {
+  await page.fill('#query', 'refnud');
+  let bodies = await searchAndWait();
+  expect(bodies['full-text'].typoTolerance).toBeUndefined(); // on: the default
+  expect(await hitTexts('full-text')).toEqual([expect.stringContaining('Refunds are issued')]);
+  expect(await column('full-text').locator('.hit .text mark').first().textContent()).toMatch(/^refunds?$/i);
+  await page.uncheck('#typos');
+  bodies = await searchAndWait();
+  for (const mode of ['full-text', 'semantic', 'hybrid']) expect(bodies[mode].typoTolerance).toBe(false);
+  expect(await hitTexts('full-text')).toEqual([]);
+  await page.check('#typos');
+}, 60_000);
+
+test('min score, max chunks per item and context go into every search; neighbouring chunks are shown with each hit', async () => {
+  // A long item: many chunks, each with "handbook"; "zebra" only in the middle one.
+  const kb = await page.locator('#kb').inputValue();
+  const long = Array.from({ length: 150 }, (_, i) =>
+    i === 75 ? 'A zebra crossed the handbook at line 75.' : `Handbook line ${i} says nothing in particular.`,
+  ).join(' ');
+  await addContent(server, kb, long, { team: 'docs' });
+
+  await page.fill('#query', 'handbook');
+  let bodies = await searchAndWait();
+  expect((await hitTexts('full-text')).length).toBeGreaterThan(2); // several chunks of the one item
+  await page.fill('#per-content', '1');
+  await page.fill('#context-before', '1');
+  await page.fill('#context-after', '1');
+  bodies = await searchAndWait();
+  for (const mode of ['full-text', 'semantic', 'hybrid']) {
+    expect(bodies[mode]).toMatchObject({ maxChunksPerContent: 1, context: { before: 1, after: 1 } });
+    expect(bodies[mode].minScore).toBeUndefined();
+  }
+  expect(await hitTexts('full-text')).toHaveLength(1);
+
+  await page.fill('#query', 'zebra');
+  await searchAndWait();
+  const hit = column('full-text').locator('.hit').first();
+  expect(await hit.locator('.text').textContent()).toContain('zebra');
+  expect(await hit.locator('.context summary').textContent()).toBe('context: 1 before, 1 after');
+  const [before, after] = [await hit.locator('.context .before').textContent(), await hit.locator('.context .after').textContent()];
+  const lines = (text: string | null) => [...(text ?? '').matchAll(/line (\d+)/g)].map((m) => Number(m[1]));
+  expect(lines(before).at(-1)!).toBeLessThan(75);
+  expect(lines(after)[0]!).toBeGreaterThan(75);
+
+  // A min score above any score: every column empty, each by its own scale.
+  await page.fill('#min-score', '1000');
+  bodies = await searchAndWait();
+  for (const mode of ['full-text', 'semantic', 'hybrid']) {
+    expect(bodies[mode].minScore).toBe(1000);
+    expect(await column(mode).locator('.hit').count()).toBe(0);
+  }
+  for (const id of ['#min-score', '#per-content']) await page.fill(id, '');
+  for (const id of ['#context-before', '#context-after']) await page.fill(id, '0');
+}, 120_000);

@@ -68,15 +68,21 @@ export function tokenize(text: string): string[] {
 const APOSTROPHES = new Set(["'", '\u2019', '\uff07']);
 const MAX_TERM_LENGTH = 64;
 
+/** A segment as the word it is indexed under before stemming (lowercased, possessive removed), or undefined when it is not indexed. */
+function indexedWord(segment: string): string | undefined {
+  let word = segment.toLowerCase();
+  if (word.length >= 2 && word.endsWith('s') && APOSTROPHES.has(word[word.length - 2]!)) word = word.slice(0, -2);
+  if (word.length === 0 || word.length > MAX_TERM_LENGTH || ENGLISH_STOP_WORDS.has(word)) return undefined;
+  return word;
+}
+
 /** Index terms of one whitespace-free piece of folded text, in order. */
 function pieceTerms(piece: string): string[] {
   const out: string[] = [];
   for (const s of words.segment(piece)) {
     if (!s.isWordLike) continue;
-    let word = s.segment.toLowerCase();
-    if (word.length >= 2 && word.endsWith('s') && APOSTROPHES.has(word[word.length - 2]!)) word = word.slice(0, -2);
-    if (word.length === 0 || word.length > MAX_TERM_LENGTH || ENGLISH_STOP_WORDS.has(word)) continue;
-    out.push(stem(word));
+    const word = indexedWord(s.segment);
+    if (word !== undefined) out.push(stem(word));
   }
   return out;
 }
@@ -109,6 +115,30 @@ export function analyze(text: string): string[] {
     }
     if (typeof terms === 'string') out.push(terms);
     else for (let k = 0; k < terms.length; k++) out.push(terms[k]!);
+  }
+  return out;
+}
+
+/** An indexed word of a text: as written (folded, lowercased, possessive removed) and its term (the stem). */
+export interface AnalyzedWord {
+  word: string;
+  term: string;
+}
+
+/**
+ * The terms of `text` with the words they came from: the terms equal `analyze(text)`. For query
+ * words, whose typo allowance goes by the word as typed (typo tolerance, search/expansion.ts).
+ */
+export function analyzeWords(text: string): AnalyzedWord[] {
+  const out: AnalyzedWord[] = [];
+  if (text.length === 0) return out;
+  for (const piece of foldAccents(text).split(WHITESPACE)) {
+    if (piece.length === 0) continue;
+    for (const s of words.segment(piece)) {
+      if (!s.isWordLike) continue;
+      const word = indexedWord(s.segment);
+      if (word !== undefined) out.push({ word, term: stem(word) });
+    }
   }
   return out;
 }

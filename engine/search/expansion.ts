@@ -1,9 +1,17 @@
 // Typo tolerance and search as you type: the terms of the index a query word may stand for, as
-// Meilisearch users know it. A word's term (its stem: the form the index holds) of 5 or more
-// characters also matches terms one typo away, of 9 or more two (a missing, extra, wrong or
-// swapped character is a typo; one on the first character counts as two); terms holding a digit
-// match exactly (numbers and codes are not misspelled words). The last word, while the query ends
-// inside it, also matches every term it begins.
+// Meilisearch users know it. A word of 5 or more characters as typed allows one typo, of 9 or more
+// two (a missing, extra, wrong or swapped character is a typo; one on the first character counts
+// as two); words holding a digit match exactly (numbers and codes are not misspelled words). The
+// allowance goes by the word as the user typed it, the matching by its term (its stem: the form
+// the index holds) against the index's terms: "hoyses" (6 characters, one typo) has the term
+// "hoys", one typo from "hous", the term of "houses". Each typo needs 4 characters of the term:
+// Porter's stems can be much shorter than their words ("abilities" → "abil", "regenerative" →
+// "regen"), and two typos in four letters match almost anything ("abil" would match "all", "acid"
+// and "aim": SciFact's queries gained nothing by such matches, their highlights marked those
+// words, and their search took twice as long, bench/typo.ts). A typo that keeps the stemmer from taking a suffix off ("developmetn" stays
+// whole, "development" is "develop") leaves the term further from the right one than the typo
+// itself, and is found only when the allowance covers that distance. The last word, while the
+// query ends inside it, also matches every term it begins.
 //
 // An expansion weighs a share of its word (half for one typo or a completion, a quarter for two
 // typos) with the word's own idf, and never brings a hit on its own while a query word occurs
@@ -14,9 +22,11 @@ import type { KnowledgeBase } from '../kb/knowledge-base';
 import { kbItems, syncItems } from './items';
 import { parseQuery, type ParsedQuery } from './query-syntax';
 
-/** Meilisearch's minWordSizeForTypos defaults. */
+/** Meilisearch's minWordSizeForTypos defaults, on the word as typed. */
 export const ONE_TYPO_FROM = 5;
 export const TWO_TYPOS_FROM = 9;
+/** Characters of the term (the stem) each typo needs. */
+export const TERM_CHARS_PER_TYPO = 4;
 /** The share of its word's weight an expansion carries. */
 const BOOST_BY_TYPOS = [1, 0.5, 0.25];
 const COMPLETION_BOOST = 0.5;
@@ -24,9 +34,14 @@ const COMPLETION_BOOST = 0.5;
 const MAX_TYPO_TERMS = 16;
 const MAX_COMPLETIONS = 24;
 
-export function typosAllowed(term: string): number {
-  if (/\d/.test(term)) return 0;
-  return term.length >= TWO_TYPOS_FROM ? 2 : term.length >= ONE_TYPO_FROM ? 1 : 0;
+/**
+ * Typos a word allows: by its length as typed (not its stem's: "hoyses" is 6 characters, one typo,
+ * though its term "hoys" is 4), as many as its term holds 4 characters for.
+ */
+export function typosAllowed(typed: string, term = typed): number {
+  if (/\d/.test(typed)) return 0;
+  const byLength = typed.length >= TWO_TYPOS_FROM ? 2 : typed.length >= ONE_TYPO_FROM ? 1 : 0;
+  return Math.min(byLength, Math.floor(term.length / TERM_CHARS_PER_TYPO));
 }
 
 /** The query's terms with the expansions of its words (none when typo tolerance is off). */
@@ -43,12 +58,14 @@ export function expandQuery(index: InvertedIndex, q: Pick<ParsedQuery, 'terms' |
     const groupFreq = own > 0 ? own : Math.max(0, ...kept.map((f) => f.groupFreq));
     for (const f of kept) expansions.push({ term: f.term, boost: f.boost, groupFreq });
   };
-  for (const word of new Set(q.words)) {
-    const typos = typosAllowed(word);
+  // A term typed as several words ("house houses") allows the most typos any of them does.
+  const allowed = new Map<string, number>();
+  for (const { word, term } of q.words) allowed.set(term, Math.max(allowed.get(term) ?? 0, typosAllowed(word, term)));
+  for (const [term, typos] of allowed) {
     if (typos === 0) continue;
     add(
-      word,
-      vocabulary.near(word, typos).map((n) => ({ term: n.term, boost: BOOST_BY_TYPOS[n.typos]!, groupFreq: index.groupFreqOf(n.term) })),
+      term,
+      vocabulary.near(term, typos).map((n) => ({ term: n.term, boost: BOOST_BY_TYPOS[n.typos]!, groupFreq: index.groupFreqOf(n.term) })),
       MAX_TYPO_TERMS,
     );
   }

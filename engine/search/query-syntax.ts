@@ -4,7 +4,7 @@
 // after the other in the chunk's analyzed terms (stop words dropped on both sides, stems compared,
 // so `"refund requests"` meets "refunds requested"). Positions are not indexed: the chunks a search
 // ranks are checked as they come, deeper until the page is full (refine.ts).
-import { analyze } from '../analysis/analyzer';
+import { analyze, analyzeWords, type AnalyzedWord } from '../analysis/analyzer';
 import { EngineError } from '../errors';
 
 export interface ParsedQuery {
@@ -16,8 +16,11 @@ export interface ParsedQuery {
   excluded: string[][];
   /** The query as a model should read it: quotes dropped, exclusions left out. */
   semanticText: string;
-  /** Terms of plain words (not of phrases or exclusions): those typo tolerance may match loosely. */
-  words: string[];
+  /**
+   * Plain words (not of phrases or exclusions), each as typed (lowercased, accents folded) and as its
+   * term: those typo tolerance may match loosely, allowing typos by the length of the word as typed.
+   */
+  words: AnalyzedWord[];
   /** The last word's last term when the query ends right after it (search as you type): it also matches as a prefix. */
   prefix?: string;
 }
@@ -63,12 +66,13 @@ export function parseQuery(query: string): ParsedQuery {
   const phrases: string[][] = [];
   const excluded: string[][] = [];
   const kept: string[] = [];
-  const words: string[] = [];
+  const words: AnalyzedWord[] = [];
   let prefix: string | undefined;
   const all = parts(query);
   for (const part of all) {
     prefix = undefined;
-    const analyzed = analyze(part.text);
+    const typed = part.phrase || part.negated ? undefined : analyzeWords(part.text);
+    const analyzed = typed ? typed.map((w) => w.term) : analyze(part.text);
     if (part.negated) {
       if (analyzed.length === 0) throw invalid(`-${part.phrase ? `"${part.text}"` : part.text} excludes only stop words, which are never indexed`);
       excluded.push(analyzed);
@@ -80,7 +84,7 @@ export function parseQuery(query: string): ParsedQuery {
       if (analyzed.length > 1) phrases.push(analyzed);
     }
     terms.push(...analyzed);
-    if (!part.phrase) words.push(...analyzed);
+    if (typed) words.push(...typed);
     // Still being typed: the query ends inside this word (no space or punctuation after it).
     prefix = !part.phrase && part === all[all.length - 1] && /[\p{L}\p{N}]$/u.test(query) ? analyzed[analyzed.length - 1] : undefined;
   }

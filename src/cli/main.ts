@@ -3,8 +3,8 @@
 //   kb create <name> [--type TEXT_HIGH_QUALITY] [--description …] | kb list | kb delete <id> --yes | kb reembed <id> [--no-wait]
 //   ingest <files or folders…> --kb <id> [--concurrency 4] [--no-wait]
 //   import <kbId> <file.jsonl> [--batch 2000] [--batch-bytes 8388608] [--concurrency 2] [--skip-lines 0] [--no-wait]
-//   search <query> --kb <id> [--mode hybrid|full-text|semantic] [--weight 0.5] [--filter key=value]… [--limit 10]
-//          [--min-score s] [--per-content n] [--highlight] [--no-typos]
+//   search <query> --kb <id> [--mode hybrid|full-text|semantic] [--weight 0.5] [--filter key=value|JSON]… [--limit 10]
+//          [--min-score s] [--per-content n] [--context n] [--highlight] [--no-typos]
 //   export --kb <id> [--out file.jsonl]
 //
 // Connection: --url / KB_URL (default http://localhost:3000), --org / KB_ORG, --key / KB_KEY.
@@ -15,7 +15,7 @@ import { allPages, Api, CliError } from './api';
 import { importFile } from './import';
 import { ingest } from './ingest';
 import { reembed } from './reembed';
-import { hitsTable, table } from './table';
+import { contextBlock, hitsTable, table } from './table';
 
 const KB_TYPES = ['TEXT_COST_EFFECTIVE', 'TEXT_HIGH_QUALITY', 'TEXT_AND_MEDIA_HIGH_QUALITY'];
 
@@ -41,22 +41,63 @@ interface SearchOptions {
   kb: string;
   mode: string;
   weight?: number;
-  filter?: Record<string, unknown>;
+  filter?: FilterFlag[];
   limit: number;
   minScore?: number;
   perContent?: number;
+  context?: number;
   highlight?: boolean;
   /** False with --no-typos. */
   typos: boolean;
 }
 
-/** `key=value`: true/false become booleans and numbers numbers, as metadata holds them. */
-function filterPair(value: string, previous: Record<string, unknown> = {}): Record<string, unknown> {
+/** One --filter: a key=value pair or a JSON filter object. */
+type FilterFlag = { pair: [string, unknown] } | { object: Record<string, unknown> };
+
+/**
+ * `key=value` (true/false become booleans and numbers numbers, as metadata holds them), or a JSON
+ * object as the API takes it (`{"year":{"$gte":2020}}`): anything beginning with `{`.
+ */
+function filterFlag(value: string, previous: FilterFlag[] = []): FilterFlag[] {
+  if (value.trimStart().startsWith('{')) {
+    let object: unknown;
+    try {
+      object = JSON.parse(value);
+    } catch (err) {
+      throw new InvalidArgumentError(`the JSON does not parse (${err instanceof Error ? err.message : String(err)}); expected key=value or a JSON object`);
+    }
+    if (typeof object !== 'object' || object === null || Array.isArray(object)) throw new InvalidArgumentError('expected key=value or a JSON object');
+    return [...previous, { object: object as Record<string, unknown> }];
+  }
   const at = value.indexOf('=');
-  if (at < 1) throw new InvalidArgumentError('expected key=value');
+  if (at < 1) throw new InvalidArgumentError('expected key=value or a JSON object such as {"year":{"$gte":2020}}');
   const raw = value.slice(at + 1);
   const parsed = raw === 'true' ? true : raw === 'false' ? false : raw.trim() !== '' && Number.isFinite(Number(raw)) ? Number(raw) : raw;
-  return { ...previous, [value.slice(0, at)]: parsed };
+  return [...previous, { pair: [value.slice(0, at), parsed] }];
+}
+
+/**
+ * The metadataFilter of several --filter flags, all of which must hold: the pairs as one object
+ * (`{"team":"billing","year":2024}`), a JSON object as it is, and two or more of those under
+ * `$and` (so does a key given twice as a pair: both must hold, neither replaces the other).
+ */
+export function combineFilters(flags: readonly FilterFlag[]): Record<string, unknown> | undefined {
+  const pairs: Record<string, unknown> = {};
+  const all: Record<string, unknown>[] = [];
+  for (const flag of flags) {
+    if ('object' in flag) all.push(flag.object);
+    else if (Object.hasOwn(pairs, flag.pair[0])) all.push({ [flag.pair[0]]: flag.pair[1] });
+    else pairs[flag.pair[0]] = flag.pair[1];
+  }
+  if (Object.keys(pairs).length > 0) all.unshift(pairs);
+  return all.length === 0 ? undefined : all.length === 1 ? all[0] : { $and: all };
+}
+
+/** Neighbouring chunks on each side (the API's context.before and context.after, 0–10). */
+function contextChunks(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || n > 10) throw new InvalidArgumentError('must be an integer from 0 to 10');
+  return n;
 }
 
 function connection(command: Command): Api {
@@ -145,31 +186,39 @@ export function buildProgram(): Command {
     .requiredOption('--kb <id>', 'knowledge base id')
     .addOption(new Option('--mode <mode>', 'search mode').choices(['hybrid', 'full-text', 'semantic']).default('hybrid'))
     .option('--weight <w>', 'semantic weight of hybrid search (0–1)', weight)
-    .option('--filter <key=value>', 'metadata filter (repeatable; all must match)', filterPair)
+    .option(
+      '--filter <filter>',
+      'metadata filter: key=value, or a JSON object such as \'{"year":{"$gte":2020}}\' ($eq $ne $gt $gte $lt $lte $in $nin $exists $and $or); repeatable, all must hold',
+      filterFlag,
+    )
     .option('--limit <n>', 'number of hits (1–100)', positiveInt, 10)
     .option('--min-score <s>', "leave out hits scoring below (the mode's own score)", finiteNumber)
     .option('--per-content <n>', 'at most n hits of one content item', positiveInt)
+    .option('--context <n>', 'show n neighbouring chunks before and after each hit (0–10)', contextChunks)
     .option('--highlight', 'show a snippet around the best match, matched words between «»')
     .option('--no-typos', 'match words exactly: no typo tolerance, the last word no prefix (full-text and hybrid)')
     .action(async (query: string, opts: SearchOptions, command: Command) => {
       if (opts.weight !== undefined && opts.mode !== 'hybrid') throw new CliError('--weight applies to --mode hybrid only', 2);
+      const filter = combineFilters(opts.filter ?? []);
       const body = {
         query,
         limit: opts.limit,
-        ...(opts.filter ? { metadataFilter: opts.filter } : {}),
+        ...(filter ? { metadataFilter: filter } : {}),
         ...(opts.weight !== undefined ? { semanticWeight: opts.weight } : {}),
         ...(opts.minScore !== undefined ? { minScore: opts.minScore } : {}),
         ...(opts.perContent !== undefined ? { maxChunksPerContent: opts.perContent } : {}),
+        ...(opts.context !== undefined ? { context: { before: opts.context, after: opts.context } } : {}),
         ...(opts.highlight ? { highlight: true } : {}),
         ...(opts.typos === false ? { typoTolerance: false } : {}),
       };
       const api = connection(command);
-      const { data } = await api.call<Parameters<typeof hitsTable>[0]>(
+      const { data } = await api.call<Parameters<typeof hitsTable>[0] & Parameters<typeof contextBlock>[0]>(
         'POST',
         `/api/v1/knowledge-bases/${encodeURIComponent(opts.kb)}/search/${opts.mode}`,
         body,
       );
       console.log(data.length === 0 ? 'no hits' : hitsTable(data));
+      if (opts.context && data.length > 0) console.log(`\n${contextBlock(data)}`);
       // Which model's vectors answered (semantic scores depend on it).
       if (opts.mode !== 'full-text') {
         const kb = (

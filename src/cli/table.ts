@@ -9,6 +9,13 @@ export function oneLine(text: string, width: number): string {
   return chars.length <= width ? flat : `${chars.slice(0, width - 1).join('')}${ELLIPSIS}`;
 }
 
+/** The last `width` characters of the text on one line (whitespace collapsed): the part nearest what follows. */
+export function oneLineTail(text: string, width: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  const chars = [...flat];
+  return chars.length <= width ? flat : `${ELLIPSIS}${chars.slice(chars.length - width + 1).join('')}`;
+}
+
 export function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max([...h].length, ...rows.map((r) => [...(r[i] ?? '')].length)));
   const line = (cells: string[]) =>
@@ -59,4 +66,30 @@ export function hitsTable(
     oneLine(h.snippet ? markedSnippet(h.snippet, h.highlights ?? []) : h.contentChunk, h.snippet ? 120 : 80),
   ]);
   return table(headers, rows);
+}
+
+interface ContextChunk {
+  id: string;
+  contentChunk: string;
+}
+
+/**
+ * Each hit's neighbouring chunks (search --context), below the table: the end of each chunk before
+ * it and the beginning of each chunk after it, nearest the hit, one line each.
+ */
+export function contextBlock(
+  hits: { contentId: string; contentChunk: string; metadata?: Record<string, unknown>; context?: { before: ContextChunk[]; after: ContextChunk[] } }[],
+  width = 100,
+): string {
+  const blocks: string[] = [];
+  hits.forEach((h, i) => {
+    if (!h.context) return;
+    const source = typeof h.metadata?.path === 'string' ? h.metadata.path : h.contentId;
+    const lines = [`#${i + 1} in ${source}:`];
+    for (const c of h.context.before) lines.push(`  before  ${oneLineTail(c.contentChunk, width)}`);
+    lines.push(`  hit     ${oneLine(h.contentChunk, width)}`);
+    for (const c of h.context.after) lines.push(`  after   ${oneLine(c.contentChunk, width)}`);
+    blocks.push(lines.join('\n'));
+  });
+  return blocks.join('\n\n');
 }

@@ -30,7 +30,12 @@ async function api(method, path, body) {
     body: body ? JSON.stringify(body) : undefined,
   });
   const json = await res.json().catch(() => ({}));
-  if (!res.ok || json.success === false) throw new Error(json.error ? `${json.error.code}: ${json.error.message}` : `HTTP ${res.status}`);
+  if (!res.ok || json.success === false) {
+    if (!json.error) throw new Error(`HTTP ${res.status}`);
+    // The details say where and why (a filter's path: /metadataFilter/year/$gte).
+    const details = (json.error.details ?? []).map((d) => `${d.path}: ${d.message}`).join('; ');
+    throw new Error(`${json.error.code}: ${json.error.message}${details ? ` (${details})` : ''}`);
+  }
   return json;
 }
 
@@ -180,26 +185,77 @@ function addFilterRow(key = '', value = '') {
   $('filter-rows').append(row);
 }
 
-/** key=value rows as a metadataFilter (numbers and booleans typed as such). */
-function metadataFilter() {
-  const filter = {};
-  for (const row of document.querySelectorAll('.filter-row')) {
-    const key = row.querySelector('.filter-key').value.trim();
-    const raw = row.querySelector('.filter-value').value.trim();
-    if (!key) continue;
-    filter[key] = raw === 'true' ? true : raw === 'false' ? false : raw !== '' && !Number.isNaN(Number(raw)) ? Number(raw) : raw;
+function parseJson(text, what) {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new Error(`${what}: not valid JSON (${err.message})`);
   }
-  return Object.keys(filter).length > 0 ? filter : undefined;
 }
 
-function searchBody(mode) {
+/** A row's value: JSON when it begins with { or [ (an operator object or a list), else a number, a boolean or text. */
+function rowValue(key, raw) {
+  if (raw.startsWith('{') || raw.startsWith('[')) return parseJson(raw, `the value of ${key}`);
+  return raw === 'true' ? true : raw === 'false' ? false : raw !== '' && !Number.isNaN(Number(raw)) ? Number(raw) : raw;
+}
+
+/**
+ * The metadataFilter of the rows and the JSON field, all of which must hold: the rows as one object
+ * (a key given twice as a separate condition), the JSON filter as it is, several under $and (as the
+ * CLI's --filter). Throws, saying what is wrong, when JSON does not parse.
+ */
+function metadataFilter() {
+  const pairs = {};
+  const all = [];
+  for (const row of document.querySelectorAll('.filter-row')) {
+    const key = row.querySelector('.filter-key').value.trim();
+    if (!key) continue;
+    const value = rowValue(key, row.querySelector('.filter-value').value.trim());
+    if (Object.hasOwn(pairs, key)) all.push({ [key]: value });
+    else pairs[key] = value;
+  }
+  const json = $('filter-json').value.trim();
+  if (json) {
+    const filter = parseJson(json, 'the JSON filter');
+    if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) throw new Error('the JSON filter must be an object: {"key": condition, …}');
+    all.push(filter);
+  }
+  if (Object.keys(pairs).length > 0) all.unshift(pairs);
+  return all.length === 0 ? undefined : all.length === 1 ? all[0] : { $and: all };
+}
+
+/** A number field's value, or undefined when it is empty. */
+function optionalNumber(id) {
+  const raw = $(id).value.trim();
+  return raw === '' ? undefined : Number(raw);
+}
+
+function searchBody(mode, filter) {
   // Highlights: each hit shows a snippet around its best match, the matched words marked.
   const body = { query: $('query').value, limit: Number($('limit').value) || 10, highlight: true };
   if (!$('typos').checked) body.typoTolerance = false;
-  const filter = metadataFilter();
   if (filter) body.metadataFilter = filter;
+  const minScore = optionalNumber('min-score');
+  if (minScore !== undefined) body.minScore = minScore;
+  const perContent = optionalNumber('per-content');
+  if (perContent !== undefined) body.maxChunksPerContent = perContent;
+  const before = optionalNumber('context-before') ?? 0;
+  const after = optionalNumber('context-after') ?? 0;
+  if (before > 0 || after > 0) body.context = { before, after };
   if (mode === 'hybrid') body.semanticWeight = Number($('weight').value);
   return body;
+}
+
+/** The filter of the form, or undefined with the reason shown beside it when it does not parse. */
+function checkedFilter() {
+  try {
+    const filter = metadataFilter();
+    setStatus($('filter-status'), '');
+    return { filter };
+  } catch (err) {
+    setStatus($('filter-status'), err.message, true);
+    return undefined;
+  }
 }
 
 const lastHits = {};
@@ -253,6 +309,22 @@ function fileNameOf(contentId) {
   return fileNames.get(key);
 }
 
+/** The hit's neighbouring chunks (context before and after), in the item's order around it. */
+function contextOf(hit) {
+  const { before = [], after = [] } = hit.context ?? {};
+  if (before.length === 0 && after.length === 0) return undefined;
+  const box = Object.assign(document.createElement('details'), { className: 'context' });
+  box.append(Object.assign(document.createElement('summary'), { textContent: `context: ${before.length} before, ${after.length} after` }));
+  for (const [side, chunks] of [
+    ['before', before],
+    ['after', after],
+  ]) {
+    for (const c of chunks) box.append(Object.assign(document.createElement('div'), { className: `neighbour ${side}`, textContent: c.contentChunk }));
+    if (side === 'before') box.append(Object.assign(document.createElement('div'), { className: 'neighbour hit-itself', textContent: '▸ the hit' }));
+  }
+  return box;
+}
+
 function renderColumn(mode, hits, millis, error) {
   const column = document.querySelector(`.column[data-mode="${mode}"]`);
   const list = column.querySelector('ol');
@@ -290,15 +362,18 @@ function renderColumn(mode, hits, millis, error) {
       Object.assign(document.createElement('div'), { className: 'chunk', textContent: hit.contentChunk }),
     );
     const metadata = metadataChips(hit);
-    li.append(title, text, whole, metadata);
+    li.append(title, text, whole);
+    const neighbours = contextOf(hit);
+    if (neighbours) li.append(neighbours);
+    li.append(metadata);
     list.append(li);
   }
 }
 
-async function runSearch(mode) {
+async function runSearch(mode, filter) {
   const started = performance.now();
   try {
-    const { data } = await api('POST', `/knowledge-bases/${$('kb').value}/search/${mode}`, searchBody(mode));
+    const { data } = await api('POST', `/knowledge-bases/${$('kb').value}/search/${mode}`, searchBody(mode, filter));
     lastHits[mode] = data;
     return { mode, hits: data, millis: performance.now() - started };
   } catch (err) {
@@ -310,8 +385,10 @@ async function runSearch(mode) {
 async function searchAll(event) {
   event?.preventDefault();
   if (!$('query').value.trim() || !$('kb').value) return;
+  const checked = checkedFilter();
+  if (!checked) return;
   // Hybrid renders last, so its leg badges can point at the other two columns.
-  const results = await Promise.all(MODES.map(runSearch));
+  const results = await Promise.all(MODES.map((mode) => runSearch(mode, checked.filter)));
   for (const r of results) renderColumn(r.mode, r.hits ?? [], r.millis, r.error);
   document.body.dataset.searched = String(Number(document.body.dataset.searched ?? 0) + 1);
 }
@@ -322,7 +399,9 @@ async function weightChanged() {
   clearTimeout(weightTimer);
   weightTimer = setTimeout(async () => {
     if (!$('query').value.trim() || !$('kb').value) return;
-    const r = await runSearch('hybrid');
+    const checked = checkedFilter();
+    if (!checked) return;
+    const r = await runSearch('hybrid', checked.filter);
     renderColumn('hybrid', r.hits ?? [], r.millis, r.error);
   }, 150);
 }

@@ -4,6 +4,7 @@ import { Type, type SchemaOptions, type TLiteral, type TUnion } from '@sinclair/
 import { t } from 'elysia';
 import { invalid } from '../errors';
 import { compileFilter, FilterError, type Metadata, type MetadataFilter } from '../../engine';
+import type { SearchMetadataFilter } from './metadata-filter';
 
 export const MAX_METADATA_KEYS = 64;
 export const MAX_METADATA_KEY_LENGTH = 64;
@@ -38,17 +39,25 @@ export const AnsweredMetadataFields = {
   ),
 };
 
-// Operators and $and / $or nest, so the schema only says "an object": checkFilter compiles it
-// (engine/filter/expression.ts) and answers 400 with the path of whatever means nothing.
-export const MetadataFilterSchema = t.Record(t.String(), t.Any(), {
-  maxProperties: MAX_METADATA_KEYS,
-  description:
-    'All conditions must hold. { key: value } matches an equal value or an array containing it; { key: [a, b] } any of them; { key: { "$gte": 2020, "$lt": 2025 } } an operator object: $eq, $ne, $gt, $gte, $lt, $lte (numbers with numbers, strings with strings: ISO dates order as text), $in, $nin, $exists ($ne and $nin also match items without the key); { "$and": [filters] } and { "$or": [filters] } combine filters.',
-  examples: [
-    { team: 'support', tags: ['faq', 'howto'] },
-    { year: { $gte: 2024 }, $or: [{ team: 'billing' }, { tags: { $in: ['faq'] } }] },
-  ],
-});
+// What the typed client may send is what the engine takes (a compile error when they part).
+type Assignable<A extends B, B> = A;
+export type FilterTypesAgree = Assignable<SearchMetadataFilter, MetadataFilter>;
+
+// Operators and $and / $or nest, so the schema validated at run time only says "an object":
+// checkFilter compiles it (engine/filter/expression.ts) and answers 400 with the path and a reason
+// for whatever means nothing, which a union schema's "expected one of" could not. Its static type,
+// which the typed client checks requests against, is the precise one (./metadata-filter.ts).
+export const MetadataFilterSchema = Type.Unsafe<SearchMetadataFilter>(
+  t.Record(t.String(), t.Any(), {
+    maxProperties: MAX_METADATA_KEYS,
+    description:
+      'All conditions must hold. { key: value } matches an equal value or an array containing it; { key: [a, b] } any of them; { key: { "$gte": 2020, "$lt": 2025 } } an operator object: $eq, $ne, $gt, $gte, $lt, $lte (numbers with numbers, strings with strings: ISO dates order as text), $in, $nin, $exists ($ne and $nin also match items without the key); { "$and": [filters] } and { "$or": [filters] } combine filters.',
+    examples: [
+      { team: 'support', tags: ['faq', 'howto'] },
+      { year: { $gte: 2024 }, $or: [{ team: 'billing' }, { tags: { $in: ['faq'] } }] },
+    ],
+  }),
+);
 
 // C0 control characters other than tab, line feed, vertical tab, form feed and carriage return:
 // never part of a text a person wrote (NUL in particular breaks many consumers downstream).

@@ -258,19 +258,41 @@ describe('metadataFilter operators and compounds', () => {
     });
   }
 
-  test('operators that mean nothing → 400 with the path of the problem; nothing is searched', async () => {
-    for (const [filter, path] of [
-      [{ year: { $after: 2020 } }, '/metadataFilter/year/$after'],
-      [{ year: { $gt: [2020] } }, '/metadataFilter/year/$gt'],
-      [{ $or: [{ team: 'a' }, { team: { $in: [] } }] }, '/metadataFilter/$or/1/team/$in'],
-      [{ $not: { team: 'a' } }, '/metadataFilter/$not'],
-      [{ year: { $gt: 1, $lt: 'z' } }, '/metadataFilter/year'],
-    ] as const) {
-      const res = await server.api('POST', `${API}/knowledge-bases/${filterKb}/search/full-text`, { query: 'refund', metadataFilter: filter });
-      expectValidation(res, 'metadataFilter');
-      expect(res.body.error.details[0].path).toBe(path);
-    }
-  });
+  // Compiled before anything is searched (src/schemas/common.ts checkFilter, engine/filter/expression.ts).
+  const meaningless: [string, unknown, string][] = [
+    ['an unknown operator', { year: { $after: 2020 } }, '/metadataFilter/year/$after'],
+    ['an operator at the top level other than $and / $or', { $not: { team: 'a' } }, '/metadataFilter/$not'],
+    ['a range bound that is an array', { year: { $gt: [2020] } }, '/metadataFilter/year/$gt'],
+    ['a range bound that is a boolean', { year: { $lte: true } }, '/metadataFilter/year/$lte'],
+    ['a range of a number and a string', { year: { $gt: 1, $lt: 'z' } }, '/metadataFilter/year'],
+    ['an empty $in inside $or', { $or: [{ team: 'a' }, { team: { $in: [] } }] }, '/metadataFilter/$or/1/team/$in'],
+    ['$in of a string', { team: { $in: 'billing' } }, '/metadataFilter/team/$in'],
+    ['$nin holding an object', { team: { $nin: ['a', { b: 1 }] } }, '/metadataFilter/team/$nin/1'],
+    ['$eq of an array', { team: { $eq: ['a'] } }, '/metadataFilter/team/$eq'],
+    ['$ne of null', { team: { $ne: null } }, '/metadataFilter/team/$ne'],
+    ['$exists of a string', { year: { $exists: 'yes' } }, '/metadataFilter/year/$exists'],
+    ['an empty operator object', { team: {} }, '/metadataFilter/team'],
+    ['a null value', { team: null }, '/metadataFilter/team'],
+    ['$and of an object', { $and: { team: 'a' } }, '/metadataFilter/$and'],
+    ['an empty $or', { $or: [] }, '/metadataFilter/$or'],
+    ['$and holding a string', { $and: [{ team: 'a' }, 'team=b'] }, '/metadataFilter/$and/1'],
+  ];
+  for (const mode of MODES) {
+    test(`${mode}: operators that mean nothing → 400 VALIDATION_ERROR with the path of the problem; nothing changes`, async () => {
+      const state = async () => ({
+        hits: await years(mode, { year: { $gte: 2021 } }),
+        kb: (await server.api('GET', `${API}/knowledge-bases/${filterKb}`)).body.data.ingestion,
+      });
+      const before = await state();
+      expect(before).toMatchObject({ hits: [2021, 2023, 2025], kb: { contents: { ready: 5 } } });
+      for (const [name, metadataFilter, path] of meaningless) {
+        const res = await server.api('POST', `${API}/knowledge-bases/${filterKb}/search/${mode}`, { query: 'refund', metadataFilter });
+        expectValidation(res, 'metadataFilter');
+        expect({ name, path: res.body.error.details[0].path }).toEqual({ name, path });
+      }
+      expect(await state()).toEqual(before);
+    });
+  }
 });
 
 describe('validation', () => {

@@ -1,7 +1,7 @@
 // Typo tolerance and search as you type over real HTTP: on by default in full-text and hybrid,
-// Meilisearch's word-length rule, exact matches ranked above typo matches with scores falling as
-// ranks do, the last word as a prefix while it is being typed, highlights of typo matches, and
-// `typoTolerance: false`.
+// Meilisearch's word-length rule (on the word as typed, matched by its stem: "hoyses" finds
+// "houses"), exact matches ranked above typo matches with scores falling as ranks do, the last
+// word as a prefix while it is being typed, highlights of typo matches, and `typoTolerance: false`.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { addContent, createKb, InProcessServer } from '../helpers/server';
 import { API, expectSearchAnswer } from './util';
@@ -33,6 +33,7 @@ beforeAll(async () => {
     police: 'The police report must be attached to the claim.',
     numbers: 'Order 12345 shipped on Monday.',
     unrelated: 'The office dog greets visitors at the door.',
+    houses: 'The houses on our street were painted blue.',
   })) {
     ids[name] = await addContent(server, kb, text);
   }
@@ -82,6 +83,24 @@ for (const mode of ['full-text', 'hybrid'] as const) {
       const order = await search(mode, body('12346 '));
       if (mode === 'full-text') expect(order).toEqual([]);
       else for (const h of order) expect(h.fullTextScore).toBe(0);
+    });
+
+    test('an inflected word with a typo: allowed by its length as typed, matched by its stem', async () => {
+      // "hoyses" has 6 characters (one typo); its stem "hoys" is one typo from "hous", the stem of "houses".
+      for (const query of ['hoyses ', 'hosues ', 'Hoyses']) {
+        const hits = await search(mode, body(query));
+        expect({ query, first: hits[0]?.contentId }).toEqual({ query, first: ids.houses });
+        if (mode === 'full-text') expect(contents(hits)).toEqual([ids.houses!]);
+      }
+      const [hit] = await search(mode, body('hoyses ', { highlight: true }));
+      expect(hit.highlights.map((h: { start: number; end: number }) => hit.contentChunk.slice(h.start, h.end))).toEqual(['houses']);
+      const off = await search(mode, body('hoyses ', { typoTolerance: false }));
+      if (mode === 'full-text') expect(off).toEqual([]);
+      else for (const h of off) expect(h.fullTextScore).toBe(0);
+      // A typo that keeps the stemmer from taking the suffix off: "paintnig" stays whole, far from "paint".
+      const far = await search(mode, body('paintnig '));
+      if (mode === 'full-text') expect(far).toEqual([]);
+      else for (const h of far) expect(h.fullTextScore).toBe(0);
     });
 
     test('the last word matches as a prefix while it is being typed', async () => {

@@ -5,7 +5,7 @@ import { expect, test } from 'bun:test';
 import fc from 'fast-check';
 import { InvertedIndex, isExpanded } from '../../engine/bm25/inverted-index';
 import { Vocabulary } from '../../engine/bm25/vocabulary';
-import { analyze, termVector } from '../../engine/analysis/analyzer';
+import { analyze, analyzeWords, termVector } from '../../engine/analysis/analyzer';
 import { expandQuery, matchedTerms, typosAllowed } from '../../engine/search/expansion';
 import { FullTextLeg, fullTextCandidates } from '../../engine/search/legs';
 import { parseQuery } from '../../engine/search/query-syntax';
@@ -78,8 +78,34 @@ test('a typo on the first character counts as two; swaps count as one', () => {
   expect(vocabularyOf(['refund', 'refunds', 'rebound']).startingWith('ref')).toEqual(['refund', 'refunds']);
 });
 
-test("Meilisearch's word-length rule, on the term the index holds; numbers match exactly", () => {
+test("Meilisearch's word-length rule, on the word as typed, each typo needing 4 characters of its term; numbers match exactly", () => {
   expect([typosAllowed('seven'), typosAllowed('two'), typosAllowed('four'), typosAllowed('inflammat'), typosAllowed('12345')]).toEqual([1, 0, 0, 2, 0]);
+  // The typed word's length decides, not its stem's: "hoyses" (6) allows one typo though "hoys" has 4 characters.
+  expect(typosAllowed('hoyses', 'hoys')).toBe(1);
+  expect(typosAllowed('hoyse', 'hoys')).toBe(1);
+  expect(typosAllowed('hoys', 'hoys')).toBe(0);
+  expect(typosAllowed('inflammation', 'inflamm')).toBe(1);
+  expect(typosAllowed('transplantation', 'transplant')).toBe(2);
+  // A stem too short to hold the typos: two in "abil" (of "abilities") would match "all", "acid", "aim".
+  expect(typosAllowed('abilities', 'abil')).toBe(1);
+  expect(typosAllowed('ties', 'ti')).toBe(0);
+  expect(typosAllowed('covid19s', 'covid19')).toBe(0);
+});
+
+test('query words carry their form as typed (lowercased, accents folded, possessive off) beside their term', () => {
+  expect(parseQuery('The HOYSES of Zoë\'s café "paymnet terms" -refnud pol').words).toEqual([
+    { word: 'hoyses', term: 'hoys' },
+    { word: 'zoe', term: 'zoe' },
+    { word: 'cafe', term: 'cafe' },
+    { word: 'pol', term: 'pol' },
+  ]);
+  // The terms are the analyzer's, word for word (fast-check).
+  fc.assert(
+    fc.property(fc.string({ maxLength: 60 }), (text) => {
+      expect(analyzeWords(text).map((w) => w.term)).toEqual(analyze(text));
+    }),
+    { numRuns: 500 },
+  );
 });
 
 function indexOf(texts: string[]): InvertedIndex {
@@ -98,6 +124,44 @@ test('expansions: typos of the words, completions of the last word while it is b
   expect(expandQuery(index, parseQuery('refnud poli'), false)).toEqual(['refnud', 'poli']);
   // Words inside phrases and exclusions are exact.
   expect(matchedTerms(expandQuery(index, parseQuery('"refnud desk" -paymnt ')))).toEqual(['refnud', 'desk']);
+});
+
+test('inflected words with a typo: the allowance by the word as typed, the match by its stem', () => {
+  const index = indexOf([
+    'The houses on our street were painted blue', // 0: "houses" → hous
+    'Hospitals treat patients', // 1: hospit
+    'Policies change yearly', // 2: polici
+    'The hoes are in the shed', // 3: hoe
+    'All abilities count', // 4: all, abil, count
+    'An acid test', // 5: acid
+    'Running shoes for development teams', // 6: run, shoe, develop, team
+  ]);
+  const found = (query: string, typoTolerance = true) => fullTextCandidates(index, expandQuery(index, parseQuery(query), typoTolerance), 20).map((h) => h.doc);
+  // "hoyses" (6 characters: one typo) → "hoys", one typo from "hous"; the term's 4 characters alone allowed none.
+  expect(found('hoyses ')).toEqual([0]);
+  expect(found('hosues ')).toEqual([0]); // swapped: "hosu"
+  expect(found('Hoyses')).toEqual([0]); // the last word, as typed: a typo and a prefix
+  expect(found('hoyses ', false)).toEqual([]);
+  expect(found('hopsitals ')).toEqual([1]); // "hopsit" → "hospit"
+  expect(found('poilcies ')).toEqual([2]); // "poilci" → "polici"
+  // Typed words under 5 characters stay exact whatever their stem.
+  expect(found('hoys ')).toEqual([]);
+  expect(found('hospitls ')).toEqual([1]); // "hospitl": a deletion from "hospit"
+  // A typo that keeps the stemmer from taking the suffix off leaves the term far from the right one: not found.
+  expect(found('runnign ')).toEqual([]); // "runnign", 4 from "run"
+  expect(found('developmetn ')).toEqual([]); // "developmetn", 4 from "develop"
+  expect(found('running development ')).toEqual([6]);
+  // "abilities" → "abil" (4 characters): one typo, not the two its 9 letters would allow ("all", "acid").
+  const abilities = expandQuery(index, parseQuery('abilities '));
+  expect(matchedTerms(abilities)).not.toContain('acid');
+  expect(found('abilities ')).toEqual([4]);
+  // The chunk holding the word as typed ranks above the one matched through the typo.
+  const both = indexOf(['The houses stand', 'The hoyses stand']);
+  const ranked = fullTextCandidates(both, expandQuery(both, parseQuery('hoyses ')), 20);
+  expect(ranked.map((h) => h.doc)).toEqual([1, 0]);
+  expect(ranked[1]!.score).toBeLessThan(ranked[0]!.score);
+  // Two forms of one term: the longer one's allowance counts ("hoyse" and "hoyses" are both "hoys").
+  expect(matchedTerms(expandQuery(index, parseQuery('hoys hoyses ')))).toContain('hous');
 });
 
 test('tiers: exact matches first, then typo-only matches with scores below them, in the order of their own', () => {
