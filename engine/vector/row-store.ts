@@ -141,7 +141,16 @@ export class FileRows implements RowStore {
   }
 
   read(first: number, count: number, out: Uint8Array): void {
-    this.flush();
+    const gathered = this.pending.length;
+    if (gathered > 0 && first < this.pendingFirst + gathered && first + count > this.pendingFirst) {
+      // One row still gathered (a duplicate check against the vector just added): from memory, so
+      // that replay keeps writing in runs instead of a write per check.
+      if (count === 1) {
+        out.set(this.pending[first - this.pendingFirst]!);
+        return;
+      }
+      this.flush();
+    }
     const from = first * this.rowBytes;
     const length = Math.max(0, Math.min(count * this.rowBytes, this.end - from));
     let done = 0;
