@@ -303,7 +303,7 @@ async function latencyCurve(): Promise<Point[]> {
     const filters: Point['filters'] = {};
     const filterIds = spread(ids, 200);
     for (const [name, filter] of Object.entries(FILTERS)) {
-      const share = (kb.allowedSet(filter)?.docs.length ?? chunks) / chunks;
+      const share = (kb.allowedSet(filter)?.size ?? chunks) / chunks;
       timeEach(filterIds.slice(0, 20), 1, (i) => searchFullText(kb, queryTerms[i]!, K, filter));
       filters[name] = {
         share,

@@ -16,6 +16,7 @@
 // group was formed for is a group of its own (then these are the usual document counts).
 import { DEFAULT_BM25, idf, lengthNorm, lengthNormParts, termWeight, weightedTermScore, type Bm25Params, type ScoreExplanation } from './scorer';
 import { TopK, type Scored } from '../topk';
+import { DocSet, gallop } from '../filter/doc-set';
 import { DocTerms, type DocTermsDump } from './doc-terms';
 import { Vocabulary } from './vocabulary';
 
@@ -206,6 +207,11 @@ interface QueryTerm {
 /** Doc ids scored together per MaxScore window: big enough to amortize, small enough to stay in cache. */
 const WINDOW = 2048;
 const WINDOW_WORDS = WINDOW / 32;
+/**
+ * A posting list this many times longer than a selective filter's allowed documents is read by
+ * galloping from one allowed document to the next instead of testing each posting.
+ */
+const DRIVE_RATIO = 8;
 /** Relative slack on pruning so floating-point summation order can never drop a real top-k hit. */
 const PRUNE_SLACK = 1e-9;
 
@@ -531,14 +537,27 @@ export class InvertedIndex {
   }
 
   /**
-   * The k best documents for the analyzed query terms. `allowed`, when given, is a per-document
-   * mask (1 = may match) applied while scoring, so a filter never truncates the results. With
-   * expansions, the documents are those holding a query term (expansions add to their scores),
-   * or, when no query term occurs, those holding an expansion.
+   * The k best documents for the analyzed query terms. `allowed`, when given, is the documents that
+   * may match (a DocSet, or a mask: 1 = may match), applied while scoring, so a filter never
+   * truncates the results: a bitset is tested per posting; a sorted list is leapfrogged with each
+   * posting list (each skips to the other's next document, galloping), and windows start at allowed
+   * documents, so a selective filter reads about as many postings as it allows. With expansions,
+   * the documents are those holding a query term (expansions add to their scores), or, when no
+   * query term occurs, those holding an expansion.
    */
-  search(query: Bm25Query, k: number, allowed?: Uint8Array): Scored[] {
+  search(query: Bm25Query, k: number, allowed?: DocSet | Uint8Array): Scored[] {
     const qterms = this.queryTerms(query);
     if (qterms.length === 0 || k <= 0) return [];
+    const filter = allowed instanceof Uint8Array ? DocSet.ofMask(allowed) : allowed;
+    // Every filter is tested as a bitset (a list's is made once and kept with it); a selective one
+    // (a list) also starts windows at allowed documents and drives the lists much longer than it.
+    const bits = filter?.bits();
+    const only = filter?.isList ? filter.list() : undefined;
+    if (only?.length === 0) return [];
+    const driveAbove = only ? only.length * DRIVE_RATIO : Infinity;
+    // In `only`: the first allowed document at or past the window's start, and past its end.
+    let next = 0;
+    let past = 0;
     const { alive, docLength, window, windowBits } = this;
     const { base: normBase, perLength: normPerLength } = lengthNormParts(this.params, this.avgDocLength);
 
@@ -563,7 +582,13 @@ export class InvertedIndex {
       let start = 0x7fffffff;
       for (let i = essential; i < n; i++) if (pos[i]! < lists[i]!.length && lists[i]!.docs[pos[i]!]! < start) start = lists[i]!.docs[pos[i]!]!;
       if (start === 0x7fffffff) break;
+      if (only) {
+        next = gallop(only, next, start);
+        if (next === only.length) break;
+        start = only[next]!;
+      }
       const end = start + WINDOW;
+      if (only) past = gallop(only, next, end);
 
       // Essential terms, term at a time (highest bound first: the summation order), into the
       // window's accumulator; touched slots are marked in a bitmap.
@@ -571,13 +596,30 @@ export class InvertedIndex {
         const list = lists[i]!;
         const { docs, tfs, length, dead } = list;
         const w = weights[i]!;
-        // A list without deleted postings and no filter needs no per-document check.
-        const check = dead > 0 || allowed !== undefined;
         let p = pos[i]!;
+        if (length > driveAbove) {
+          // Far more postings than allowed documents: skip (galloping) from one allowed document to the next.
+          for (let a = next; a < past && p < length; a++) {
+            const d = only![a]!;
+            p = list.advance(p, d);
+            if (p >= length || docs[p] !== d) continue;
+            p++;
+            if (alive[d] === 0) continue;
+            let tf = tfs[p - 1]!;
+            if (tf === BIG_TF) tf = list.bigTfs!.get(d)!;
+            const slot = d - start;
+            if (window[slot] === 0) windowBits[slot >>> 5]! |= 1 << (slot & 31);
+            window[slot] += weightedTermScore(w, tf, normBase + normPerLength * docLength[d]!);
+          }
+          pos[i] = list.advance(p, end);
+          continue;
+        }
+        // A list without deleted postings and no filter needs no per-document check.
+        const check = dead > 0 || bits !== undefined;
         for (; p < length; p++) {
           const d = docs[p]!;
           if (d >= end) break;
-          if (check && (alive[d] === 0 || (allowed !== undefined && allowed[d] !== 1))) continue;
+          if (check && (alive[d] === 0 || (bits !== undefined && ((bits[d >>> 5]! >>> (d & 31)) & 1) === 0))) continue;
           let tf = tfs[p]!;
           if (tf === BIG_TF) tf = list.bigTfs!.get(d)!;
           const slot = d - start;

@@ -7,7 +7,22 @@
 //
 // A filter compiles once to a tree (compileFilter: a FilterError naming the path of what is wrong),
 // which is evaluated on one item's metadata (the reference rule) or on the metadata index
-// (metadata.ts: postings per value, sorted values per key for ranges).
+// (metadata.ts: postings per value, sorted values per key for ranges) to a set of documents
+// (doc-set.ts: a sorted list when small, a bitset when large).
+import {
+  andBits,
+  andNotBits,
+  clearBits,
+  DocSet,
+  filterByBits,
+  filterList,
+  intersectLists,
+  orBits,
+  setBits,
+  subtractLists,
+  unionLists,
+  wordsFor,
+} from './doc-set';
 
 export type Scalar = string | number | boolean;
 export type FilterValue = Scalar | Scalar[];
@@ -183,55 +198,246 @@ export function nodeMatches(node: FilterNode, metadata: Metadata): boolean {
 
 // --- evaluation on an index ----------------------------------------------------------------------
 
-/** What the evaluation reads of an index: documents by value, by key, in a range, and which are live. */
+type Leaf = Extract<FilterNode, { kind: 'in' | 'exists' | 'range' }>;
+
+/** The documents of one (key, value) of the index, ascending. */
+export interface Postings {
+  /** How many (at least as many as it copies). */
+  readonly size: number;
+  /** Write its documents below `space` to out[at…] in order; the end. */
+  copyTo(out: Uint32Array, at: number, space: number): number;
+  /** Set its documents' bits (those within `words`). */
+  setBits(words: Uint32Array): void;
+}
+
+/** What the evaluation reads of an index: the postings a leaf unites, the live documents, a document's metadata. */
 export interface FilterSource {
-  /** Upper bound of document numbers (masks are this long). */
+  /** Upper bound of document numbers. */
   docSpace: number;
-  eachWith(key: string, value: Scalar, visit: (doc: number) => void): void;
-  eachWithKey(key: string, visit: (doc: number) => void): void;
-  eachInRange(key: string, lower: Bound | undefined, upper: Bound | undefined, visit: (doc: number) => void): void;
-  /** 1 for every live document (what a negation is taken against). */
-  liveMask(): Uint8Array;
+  /** The postings whose union is the leaf: one per value it matches. */
+  postingsOf(leaf: Leaf): Postings[];
+  /** The live documents as a bitset (read only): what a negation is taken against, and what every result is kept within. */
+  live: DocSet;
+  /**
+   * A live document's metadata (undefined for any other): a few candidates are checked one by one
+   * against a condition that matches many more documents than they are, instead of evaluating it.
+   */
+  metadataOf?(doc: number): Metadata | undefined;
+}
+
+export interface EvaluateOptions {
+  /** A result estimated at most this many documents is a sorted list, a larger one a bitset (default: docSpace / 32, the bitset's words). */
+  listMax?: number;
+  /**
+   * In an $and, a condition that would cost more than this many times the documents found so far
+   * (their count, by the postings' sizes) is checked on each of them by the rule (default 8;
+   * Infinity: never; needs metadataOf).
+   */
+  checkFactor?: number;
 }
 
 /**
- * The documents matching the tree, as a mask over the document numbers. Leaves set the bits of
- * their postings (time in proportion to what they match); and, or and not are byte loops over the
- * mask (a million documents in about a millisecond), so a compound never sorts or merges lists.
+ * The live documents matching the tree. Every node's size is estimated from the postings' sizes
+ * (a leaf: the sum of its values' documents; $and: its smallest condition; $or: the sum), and a
+ * result estimated small is a sorted list, a large one a bitset. Leaves copy or set their postings
+ * (time in proportion to what they match). $and starts from its smallest condition and intersects
+ * (merging, or galloping when the sizes differ much), subtracts its negations' documents rather
+ * than taking their complements, and checks a big condition on each of a few documents instead of
+ * evaluating it. $or merges lists or sets bits. A negation alone is the live bitset with the
+ * inner documents cleared. So a selective filter costs about what it matches, and one that matches
+ * half the knowledge base costs word loops over its bitset, never a byte per document.
  */
-export function evaluate(node: FilterNode, source: FilterSource): Uint8Array {
-  const leaf = (fill: (set: (doc: number) => void) => void) => {
-    const mask = new Uint8Array(source.docSpace);
-    fill((doc) => {
-      if (doc < mask.length) mask[doc] = 1;
-    });
-    return mask;
-  };
-  switch (node.kind) {
-    case 'in':
-      return leaf((set) => {
-        for (const v of node.values) source.eachWith(node.key, v, set);
-      });
-    case 'exists':
-      return leaf((set) => source.eachWithKey(node.key, set));
-    case 'range':
-      return leaf((set) => source.eachInRange(node.key, node.lower, node.upper, set));
-    case 'not': {
-      const inner = evaluate(node.child, source);
-      const live = source.liveMask();
-      for (let d = 0; d < inner.length; d++) inner[d] = live[d]! & (inner[d]! ^ 1);
-      return inner;
+export function evaluate(node: FilterNode, source: FilterSource, options: EvaluateOptions = {}): DocSet {
+  const result = new Evaluation(source, options).eval(node);
+  const live = source.live.bits();
+  if (result.isList) return DocSet.ofList(filterByBits(result.list(), live, true), source.docSpace);
+  const words = result.bits();
+  andBits(words, live);
+  return DocSet.ofBits(words, source.docSpace);
+}
+
+class Evaluation {
+  private readonly space: number;
+  private readonly listMax: number;
+  private readonly checkFactor: number;
+  private readonly liveCount: number;
+  private readonly estimates = new Map<FilterNode, number>();
+  private readonly postings = new Map<FilterNode, Postings[]>();
+
+  constructor(
+    private readonly source: FilterSource,
+    options: EvaluateOptions,
+  ) {
+    this.space = source.docSpace;
+    this.listMax = options.listMax ?? this.space >>> 5;
+    this.checkFactor = source.metadataOf ? (options.checkFactor ?? 8) : Infinity;
+    this.liveCount = source.live.size;
+  }
+
+  private leafPostings(leaf: Leaf): Postings[] {
+    let lists = this.postings.get(leaf);
+    if (!lists) this.postings.set(leaf, (lists = this.source.postingsOf(leaf)));
+    return lists;
+  }
+
+  /** At least as many documents as the node matches. */
+  estimate(node: FilterNode): number {
+    let n = this.estimates.get(node);
+    if (n !== undefined) return n;
+    switch (node.kind) {
+      case 'in':
+      case 'exists':
+      case 'range':
+        n = 0;
+        for (const p of this.leafPostings(node)) n += p.size;
+        break;
+      case 'not':
+        n = this.liveCount;
+        break;
+      case 'or':
+        n = 0;
+        for (const c of node.children) n += this.estimate(c);
+        break;
+      case 'and':
+        n = this.liveCount;
+        for (const c of node.children) if (c.kind !== 'not') n = Math.min(n, this.estimate(c));
+        break;
     }
-    case 'or': {
-      const [first, ...rest] = node.children.map((c) => evaluate(c, source));
-      for (const m of rest) for (let d = 0; d < first!.length; d++) first![d]! |= m[d]!;
-      return first!;
-    }
-    case 'and': {
-      const [first, ...rest] = node.children.map((c) => evaluate(c, source));
-      if (!first) return source.liveMask().slice();
-      for (const m of rest) for (let d = 0; d < first.length; d++) first[d]! &= m[d]!;
-      return first;
+    n = Math.min(n, this.liveCount);
+    this.estimates.set(node, n);
+    return n;
+  }
+
+  /** The node's documents (possibly some that are not live: evaluate keeps the live ones). The set is the caller's to change. */
+  eval(node: FilterNode): DocSet {
+    switch (node.kind) {
+      case 'in':
+      case 'exists':
+      case 'range':
+        return this.leaf(node);
+      case 'not':
+        return this.not(node.child);
+      case 'or':
+        return this.or(node.children);
+      case 'and':
+        return this.and(node.children);
     }
   }
+
+  private leaf(leaf: Leaf): DocSet {
+    const lists = this.leafPostings(leaf);
+    const est = this.estimate(leaf);
+    const { space } = this;
+    if (est > this.listMax) {
+      const words = wordsFor(space);
+      for (const p of lists) p.setBits(words);
+      return DocSet.ofBits(words, space);
+    }
+    let total = 0;
+    for (const p of lists) total += p.size;
+    let out = new Uint32Array(total);
+    let n = 0;
+    for (const p of lists) n = p.copyTo(out, n, space);
+    out = out.subarray(0, n);
+    if (lists.length > 1) {
+      // Several values' documents: in order, each once (an array value puts a document under several).
+      out.sort();
+      let w = 0;
+      for (let r = 0; r < n; r++) if (w === 0 || out[r] !== out[w - 1]) out[w++] = out[r]!;
+      out = out.subarray(0, w);
+    }
+    return DocSet.ofList(out, space);
+  }
+
+  private not(child: FilterNode): DocSet {
+    const inner = this.eval(child);
+    const words = this.source.live.bits().slice(0, (this.space + 31) >>> 5);
+    if (inner.isList) clearBits(words, inner.list());
+    else andNotBits(words, inner.bits());
+    const out = DocSet.ofBits(words, this.space);
+    return this.liveCount <= this.listMax ? DocSet.ofList(out.list(), this.space) : out;
+  }
+
+  private or(children: FilterNode[]): DocSet {
+    const { space } = this;
+    let sum = 0;
+    for (const c of children) sum += this.estimate(c);
+    if (sum <= this.listMax) {
+      let acc: DocSet | undefined;
+      for (const c of children) {
+        const s = this.eval(c);
+        acc = acc === undefined ? s : union(acc, s, space);
+      }
+      return acc!;
+    }
+    const words = wordsFor(space);
+    for (const c of children) {
+      if (c.kind === 'in' || c.kind === 'exists' || c.kind === 'range') {
+        for (const p of this.leafPostings(c)) p.setBits(words);
+        continue;
+      }
+      const s = this.eval(c);
+      if (s.isList) setBits(words, s.list());
+      else orBits(words, s.bits());
+    }
+    return DocSet.ofBits(words, space);
+  }
+
+  private and(children: FilterNode[]): DocSet {
+    const { space, source } = this;
+    // Conditions by what they cost: the smallest first; negations cost their inner condition, subtracted.
+    const cost = (c: FilterNode) => this.estimate(c.kind === 'not' ? c.child : c);
+    const positives = children.filter((c) => c.kind !== 'not').sort((a, b) => this.estimate(a) - this.estimate(b));
+    const negations = children.filter((c) => c.kind === 'not').sort((a, b) => cost(a) - cost(b));
+    let acc: DocSet;
+    const rest: FilterNode[] = [...positives, ...negations];
+    if (positives.length === 0) {
+      // Only negations: the live documents less each one's inner documents.
+      acc = DocSet.ofBits(source.live.bits().slice(0, (space + 31) >>> 5), space, this.liveCount);
+    } else acc = this.eval(rest.shift()!);
+    for (const c of rest) {
+      if (acc.isList) {
+        if (acc.size === 0) return acc;
+        if (cost(c) > this.checkFactor * acc.size) {
+          const metadataOf = source.metadataOf!;
+          acc = DocSet.ofList(
+            filterList(acc.list(), (d) => {
+              const m = metadataOf(d);
+              return m !== undefined && nodeMatches(c, m);
+            }),
+            space,
+          );
+          continue;
+        }
+      }
+      acc = c.kind === 'not' ? subtract(acc, this.eval(c.child), space) : intersect(acc, this.eval(c), space);
+    }
+    return acc;
+  }
+}
+
+function union(a: DocSet, b: DocSet, space: number): DocSet {
+  if (a.isList && b.isList) return DocSet.ofList(unionLists(a.list(), b.list()), space);
+  const [bits, other] = a.isList ? [b, a] : [a, b];
+  const words = bits.bits();
+  if (other.isList) setBits(words, other.list());
+  else orBits(words, other.bits());
+  return DocSet.ofBits(words, space);
+}
+
+function intersect(a: DocSet, b: DocSet, space: number): DocSet {
+  if (a.isList && b.isList) return DocSet.ofList(intersectLists(a.list(), b.list()), space);
+  if (a.isList) return DocSet.ofList(filterByBits(a.list(), b.bits(), true), space);
+  if (b.isList) return DocSet.ofList(filterByBits(b.list(), a.bits(), true), space);
+  const words = a.bits();
+  andBits(words, b.bits());
+  return DocSet.ofBits(words, space);
+}
+
+function subtract(a: DocSet, b: DocSet, space: number): DocSet {
+  if (a.isList) return DocSet.ofList(b.isList ? subtractLists(a.list(), b.list()) : filterByBits(a.list(), b.bits(), false), space);
+  const words = a.bits();
+  if (b.isList) clearBits(words, b.list());
+  else andNotBits(words, b.bits());
+  return DocSet.ofBits(words, space);
 }

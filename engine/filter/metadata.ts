@@ -1,6 +1,7 @@
 // Metadata filters (expression.ts: pairs, operators, $and / $or) over an index of the items'
 // metadata: documents per (key, value), and per key its values in order for ranges.
-import { compileFilter, evaluate, inRange, nodeMatches, type Bound, type FilterSource, type MetadataFilter, type Scalar } from './expression';
+import type { DocSet } from './doc-set';
+import { compileFilter, evaluate, inRange, nodeMatches, type Bound, type EvaluateOptions, type MetadataFilter, type Postings, type Scalar } from './expression';
 
 export type { MetadataFilter } from './expression';
 export type MetadataValue = string | number | boolean | string[];
@@ -23,7 +24,7 @@ const valueOfKey = (k: string): Scalar => (k.startsWith('n:') ? Number(k.slice(2
  * becomes a tombstone (its number, bitwise negated, keeps the order for binary search) and the
  * list is rewritten without them once they are half of it.
  */
-class DocList {
+class DocList implements Postings {
   private docs = new Int32Array(2);
   length = 0;
   private dead = 0;
@@ -71,8 +72,22 @@ class DocList {
     return true;
   }
 
-  forEach(fn: (doc: number) => void): void {
-    for (let i = 0; i < this.length; i++) if (this.docs[i]! >= 0) fn(this.docs[i]!);
+  copyTo(out: Uint32Array, at: number, space: number): number {
+    const { docs, length } = this;
+    for (let i = 0; i < length; i++) {
+      const d = docs[i]!;
+      if (d >= 0 && d < space) out[at++] = d;
+    }
+    return at;
+  }
+
+  setBits(words: Uint32Array): void {
+    const { docs, length } = this;
+    const space = words.length << 5;
+    for (let i = 0; i < length; i++) {
+      const d = docs[i]!;
+      if (d >= 0 && d < space) words[d >>> 5]! |= 1 << (d & 31);
+    }
   }
 
   private valueAt(i: number): number {
@@ -101,8 +116,9 @@ class DocList {
 }
 
 /**
- * An inverted index from (key, value) to documents, so a filter becomes a per-document mask in
- * time proportional to the matching documents rather than to the whole knowledge base.
+ * An inverted index from (key, value) to documents, so a filter becomes a set of documents (a
+ * sorted list or a bitset) in time proportional to the matching documents rather than to the
+ * whole knowledge base.
  */
 export class MetadataIndex {
   private readonly postings = new Map<string, Map<string, DocList>>();
@@ -147,24 +163,37 @@ export class MetadataIndex {
     }
   }
 
-  /** Documents matching the filter, as a mask over `docSpace` document numbers; `liveMask`: 1 for every live document (negations are taken against it). */
-  matching(filter: MetadataFilter, docSpace: number, liveMask: () => Uint8Array): Uint8Array {
-    const source: FilterSource = {
-      docSpace,
-      eachWith: (key, value, visit) => this.postings.get(key)?.get(scalarKey(value))?.forEach(visit),
-      eachWithKey: (key, visit) => {
-        for (const docs of this.postings.get(key)?.values() ?? []) docs.forEach(visit);
+  /**
+   * The live documents matching the filter (expression.ts evaluate): a sorted list when few, a
+   * bitset when many. `live`: the live documents below `space` (a bitset); `metadataOf`: a live
+   * document's metadata, as indexed (lets a few candidates be checked against a big condition).
+   */
+  matching(filter: MetadataFilter, at: { space: number; live: DocSet; metadataOf?: (doc: number) => Metadata | undefined }, options?: EvaluateOptions): DocSet {
+    return evaluate(
+      compileFilter(filter),
+      {
+        docSpace: at.space,
+        live: at.live,
+        metadataOf: at.metadataOf,
+        postingsOf: (leaf) => {
+          const byValue = this.postings.get(leaf.key);
+          if (!byValue) return [];
+          if (leaf.kind === 'exists') return [...byValue.values()];
+          if (leaf.kind === 'range') return this.inRange(leaf.key, byValue, leaf.lower, leaf.upper);
+          const out: DocList[] = [];
+          for (const v of leaf.values) {
+            const docs = byValue.get(scalarKey(v));
+            if (docs) out.push(docs);
+          }
+          return out;
+        },
       },
-      eachInRange: (key, lower, upper, visit) => this.eachInRange(key, lower, upper, visit),
-      liveMask,
-    };
-    return evaluate(compileFilter(filter), source);
+      options,
+    );
   }
 
-  /** Documents whose value of `key` lies in the range: a binary search over the key's ordered values, then their documents. */
-  private eachInRange(key: string, lower: Bound | undefined, upper: Bound | undefined, visit: (doc: number) => void): void {
-    const byValue = this.postings.get(key);
-    if (!byValue) return;
+  /** The postings of the key's values in the range: a binary search over the key's ordered values, then on while in range. */
+  private inRange(key: string, byValue: Map<string, DocList>, lower: Bound | undefined, upper: Bound | undefined): DocList[] {
     let ordered = this.ordered.get(key);
     if (!ordered) {
       ordered = [...byValue.keys()]
@@ -184,6 +213,11 @@ export class MetadataIndex {
       if (before) lo = mid + 1;
       else hi = mid;
     }
-    for (let i = lo; i < ordered.length && inRange(ordered[i]!.value, lower, upper); i++) byValue.get(ordered[i]!.key)?.forEach(visit);
+    const out: DocList[] = [];
+    for (let i = lo; i < ordered.length && inRange(ordered[i]!.value, lower, upper); i++) {
+      const docs = byValue.get(ordered[i]!.key);
+      if (docs) out.push(docs);
+    }
+    return out;
   }
 }

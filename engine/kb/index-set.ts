@@ -3,6 +3,8 @@
 // active set; while it is re-embedded for another configuration (a new model), a second set is
 // built beside it from the same content items and takes over in one step once complete.
 import { InvertedIndex, type InvertedIndexDump } from '../bm25/inverted-index';
+import { DocSet } from '../filter/doc-set';
+import type { EvaluateOptions } from '../filter/expression';
 import { MetadataIndex, type MetadataFilter } from '../filter/metadata';
 import type { ContentStatus, IndexedChunk, KnowledgeBaseConfig } from '../records';
 import type { Scored } from '../topk';
@@ -13,10 +15,8 @@ import { ItemVersion } from './version';
 
 export type StoredVector = Float32Array | Int8Array;
 
-export interface AllowedDocs {
-  mask: Uint8Array;
-  docs: number[];
-}
+/** The documents a filter allows: a sorted list when few, a bitset when many (engine/filter/doc-set.ts). */
+export type AllowedDocs = DocSet;
 
 /** The version of an item whose chunks answer in a set, with their document numbers. */
 export interface LiveChunks {
@@ -67,6 +67,8 @@ export class IndexSet {
   /** A set being built: where each item's indexing ended (the active set keeps this on the items). */
   readonly outcomes = new Map<string, BuildOutcome>();
   private liveChunks = 0;
+  /** A bit per document answering now (a chunk of an item's live version): what filters keep within. */
+  private liveWords = new Uint32Array(32);
   /**
    * While records replay before a dump of this set is loaded (beginRestore): the document space so
    * far; chunks then only mark their items live (and store their vectors and metadata), the chunk
@@ -132,6 +134,10 @@ export class IndexSet {
         `index dump does not match the records: ${n} documents and ${dump.bm25.counters[0]} live in the dump, ${this.restoringDocs} and ${this.liveChunks} replayed`,
       );
     this.chunks.load(dump.chunks, owners);
+    for (const live of this.live.values()) {
+      const { first, count } = live as ItemChunks;
+      for (let d = first; d < first + count; d++) this.setLive(d, true);
+    }
     this.bm25.load(dump.bm25);
     for (const live of this.live.values()) {
       const { first, count } = live as ItemChunks;
@@ -160,6 +166,7 @@ export class IndexSet {
       return;
     }
     for (const doc of live.docs) {
+      this.setLive(doc, false);
       const owner = this.chunks.owner(doc);
       if (!owner) continue;
       this.bm25.remove(doc);
@@ -193,6 +200,7 @@ export class IndexSet {
       this.bm25.add(doc, c);
       if (this.vectors && vectors) this.vectors.add(doc, vectors[live.count]!);
       this.metadataIndex.add(doc, version.metadata);
+      this.setLive(doc, true);
       live.count++;
       this.liveChunks++;
     }
@@ -261,27 +269,35 @@ export class IndexSet {
 
   // --- what searches read ----------------------------------------------------------------------
 
-  allowedSet(filter: MetadataFilter | undefined): AllowedDocs | undefined {
+  /**
+   * The live documents the filter allows (undefined without a filter), in time of about what it
+   * matches: postings, never a pass over every chunk (engine/filter/expression.ts evaluate).
+   */
+  allowedSet(filter: MetadataFilter | undefined, options?: EvaluateOptions): AllowedDocs | undefined {
     if (!filter || Object.keys(filter).length === 0) return undefined;
-    const mask = this.metadataIndex.matching(filter, this.chunks.length, () => this.liveMask());
-    const docs: number[] = [];
-    for (let d = 0; d < mask.length; d++) if (mask[d]) docs.push(d);
-    return { mask, docs };
+    const space = this.chunks.length;
+    const live = DocSet.ofBits(this.liveWords.subarray(0, (space + 31) >>> 5), space, this.restoring ? -1 : this.liveChunks);
+    return this.metadataIndex.matching(filter, { space, live, metadataOf: (doc) => this.chunks.owner(doc)?.version.metadata }, options);
   }
 
-  /** 1 for the chunks answering now (what a negated filter is taken against). */
-  private liveMask(): Uint8Array {
-    const mask = new Uint8Array(this.chunks.length);
-    for (let d = 0; d < this.chunks.length; d++) if (this.chunks.owner(d)) mask[d] = 1;
-    return mask;
+  private setLive(doc: number, on: boolean): void {
+    const w = doc >>> 5;
+    if (w >= this.liveWords.length) {
+      if (!on) return;
+      const grown = new Uint32Array(Math.max(w + 1, this.liveWords.length * 2));
+      grown.set(this.liveWords);
+      this.liveWords = grown;
+    }
+    if (on) this.liveWords[w]! |= 1 << (doc & 31);
+    else this.liveWords[w]! &= ~(1 << (doc & 31));
   }
 
   fullTextTop(terms: readonly string[], k: number, allowed?: AllowedDocs): Scored[] {
-    return this.bm25.search(terms, k, allowed?.mask);
+    return this.bm25.search(terms, k, allowed);
   }
 
   semanticTop(query: Float32Array, k: number, allowed?: AllowedDocs): Scored[] {
-    return this.vectors ? this.vectors.search(query, k, allowed?.mask, allowed?.docs) : [];
+    return this.vectors ? this.vectors.search(query, k, allowed) : [];
   }
 
   fullTextScores(terms: readonly string[], docs: readonly number[]): number[] {

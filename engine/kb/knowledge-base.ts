@@ -1,6 +1,7 @@
 // One knowledge base in memory: its content items and the indexes its searches read (the active
 // IndexSet). While it is re-embedded for another configuration, a second set is built beside the
 // active one from the same items; activation swaps it in at once (engine/kb/index-set.ts).
+import { DocSet } from '../filter/doc-set';
 import type { Metadata, MetadataFilter } from '../filter/metadata';
 import type { ContentSource, ContentStatus, IndexedChunk, KnowledgeBaseConfig, KnowledgeBaseRecord } from '../records';
 import type { Scored } from '../topk';
@@ -300,9 +301,12 @@ export class KnowledgeBase {
 
   // --- what searches read (engine/search/ plans them) ----------------------------------------------
 
-  /** Allowed documents of a filter: as a mask for scoring loops and as a list for exact vector search. */
-  allowedSet(filter: MetadataFilter | undefined): AllowedDocs | undefined {
-    return this.active.allowedSet(filter);
+  /**
+   * Allowed documents of a filter (a sorted list when few, a bitset when many), undefined without
+   * one; given the allowed documents already (one search request's, for each deeper pass), those.
+   */
+  allowedSet(filter: MetadataFilter | AllowedDocs | undefined): AllowedDocs | undefined {
+    return filter instanceof DocSet ? filter : this.active.allowedSet(filter);
   }
 
   /** The `k` best documents by BM25 among the allowed ones. */

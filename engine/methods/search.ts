@@ -19,7 +19,9 @@ export function fullText(core: EngineCore, orgId: string, kbId: string, req: Sea
   const kb = heldKbOf(core, orgId, kbId);
   const q = parseQuery(req.query);
   const query = kbQuery(kb, q, req.typoTolerance);
-  const ranked = rankRefined((depth) => searchFullText(kb, query, depth, req.filter), req.limit, withSyntax(req, q), kb.chunkCount);
+  // The filter's documents once for every depth the ranking is run to.
+  const allowed = kb.allowedSet(req.filter);
+  const ranked = rankRefined((depth) => searchFullText(kb, query, depth, allowed), req.limit, withSyntax(req, q), kb.chunkCount);
   return decorate(kb, ranked, matchedTerms(query), req);
 }
 
@@ -27,7 +29,8 @@ export function fullText(core: EngineCore, orgId: string, kbId: string, req: Sea
 export async function semantic(core: EngineCore, compute: Compute, orgId: string, kbId: string, req: SearchRequest): Promise<Highlighted<ChunkHit>[]> {
   const kb = heldKbOf(core, orgId, kbId);
   const vector = await queryVector(compute, kb, req.query);
-  const ranked = rankRefined((depth) => searchSemantic(kb, vector, depth, req.filter), req.limit, req, kb.chunkCount);
+  const allowed = kb.allowedSet(req.filter);
+  const ranked = rankRefined((depth) => searchSemantic(kb, vector, depth, allowed), req.limit, req, kb.chunkCount);
   return decorate(kb, ranked, analyze(req.query), req);
 }
 
@@ -43,6 +46,7 @@ export async function hybrid(
   const q = parseQuery(req.query);
   const vector = needsQueryVector(req) ? await queryVector(compute, kb, q.semanticText || req.query) : undefined;
   const query = kbQuery(kb, q, req.typoTolerance);
-  const ranked = rankRefined((depth) => searchHybrid(kb, query, vector, depth, req, req.filter), req.limit, withSyntax(req, q), kb.chunkCount);
+  const allowed = kb.allowedSet(req.filter);
+  const ranked = rankRefined((depth) => searchHybrid(kb, query, vector, depth, req, allowed), req.limit, withSyntax(req, q), kb.chunkCount);
   return decorate(kb, ranked, matchedTerms(query), req);
 }

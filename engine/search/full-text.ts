@@ -2,12 +2,13 @@
 // truncates the results), each candidate chunk weighed with its item (legs.ts).
 import type { Bm25Query } from '../bm25/inverted-index';
 import type { MetadataFilter } from '../filter/metadata';
-import type { ChunkHit, KnowledgeBase } from '../kb/knowledge-base';
+import type { AllowedDocs, ChunkHit, KnowledgeBase } from '../kb/knowledge-base';
 import { kbItems, syncItems } from './items';
 import { fullTextCandidates, fullTextDepth } from './legs';
 
-export function searchFullText(kb: KnowledgeBase, terms: Bm25Query, limit: number, filter?: MetadataFilter): ChunkHit[] {
+/** `filter`: a metadata filter, or the documents it allows (kb.allowedSet), computed once for a request's every depth. */
+export function searchFullText(kb: KnowledgeBase, terms: Bm25Query, limit: number, filter?: MetadataFilter | AllowedDocs): ChunkHit[] {
   syncItems(kb.bm25, kbItems(kb));
-  const ranked = fullTextCandidates(kb.bm25, terms, fullTextDepth(limit), kb.allowedSet(filter)?.mask);
+  const ranked = fullTextCandidates(kb.bm25, terms, fullTextDepth(limit), kb.allowedSet(filter));
   return kb.hits(ranked.slice(0, limit));
 }

@@ -7,7 +7,7 @@
 // best candidate in the blend scores with the item's best of each leg (fusion.ts weightedFusion).
 import { exactTerms, type Bm25Query } from '../bm25/inverted-index';
 import type { MetadataFilter } from '../filter/metadata';
-import type { ChunkHit, KnowledgeBase } from '../kb/knowledge-base';
+import type { AllowedDocs, ChunkHit, KnowledgeBase } from '../kb/knowledge-base';
 import type { Scored } from '../topk';
 import { candidatePool, reciprocalRankFusion, weightedFusion } from './fusion';
 import { kbItems, syncItems } from './items';
@@ -49,14 +49,17 @@ function knownOr(docs: readonly number[], known: readonly Scored[], compute: (do
   return docs.map((d) => have.get(d)!);
 }
 
-/** `queryVector` is undefined exactly when needsQueryVector is false (or there are no embeddings). */
+/**
+ * `queryVector` is undefined exactly when needsQueryVector is false (or there are no embeddings).
+ * `filter`: a metadata filter, or the documents it allows (kb.allowedSet), computed once for a request's every depth.
+ */
 export function searchHybrid(
   kb: KnowledgeBase,
   terms: Bm25Query,
   queryVector: Float32Array | undefined,
   limit: number,
   options: HybridOptions,
-  filter?: MetadataFilter,
+  filter?: MetadataFilter | AllowedDocs,
 ): HybridHit[] {
   const allowed = kb.allowedSet(filter);
   const w = options.semanticWeight;
@@ -65,7 +68,7 @@ export function searchHybrid(
   const vector = kb.hasVectors ? queryVector : undefined;
   const semScores = (docs: number[]) => (vector ? kb.semanticScores(vector, docs) : docs.map(() => 0));
   // The full-text leg's candidates are those full-text search ranks for this limit.
-  const leg = new FullTextLeg(index, terms, fullTextDepth(limit), allowed?.mask);
+  const leg = new FullTextLeg(index, terms, fullTextDepth(limit), allowed);
   const ftScores = (docs: number[]) => leg.scoresOf(docs);
   const ft = fullTextLegRuns(options) ? leg.candidates : [];
   const sem = vector && needsQueryVector(options) ? kb.semanticTop(vector, hybridDepth(limit), allowed) : [];

@@ -18,6 +18,7 @@
 // depth, the chunks matched only through expansions, their scores scaled below the last of the
 // first tier, so scores still fall as ranks do.
 import { exactTerms, isExpanded, type Bm25Query, type InvertedIndex } from '../bm25/inverted-index';
+import type { DocSet } from '../filter/doc-set';
 import type { Scored } from '../topk';
 
 /** Chunks the full-text leg re-scores for a search of `limit` hits (SciFact: deeper changes nothing). */
@@ -93,7 +94,7 @@ export class FullTextLeg {
     private readonly index: InvertedIndex,
     readonly query: Bm25Query,
     private readonly depth: number,
-    private readonly mask?: Uint8Array,
+    private readonly allowed?: DocSet,
   ) {
     this.tiered = isExpanded(query) && query.expansions.length > 0 && query.terms.some((t) => index.groupFreqOf(t) > 0);
   }
@@ -105,8 +106,8 @@ export class FullTextLeg {
 
   private ranked(): { candidates: Scored[]; tier2Scale?: number } {
     if (this.ranking) return this.ranking;
-    const { index, query, depth, mask } = this;
-    const first = legRanked(index, query, index.search(query, depth, mask));
+    const { index, query, depth, allowed } = this;
+    const first = legRanked(index, query, index.search(query, depth, allowed));
     if (!this.tiered || first.length >= depth || !isExpanded(query)) return (this.ranking = { candidates: first });
     // Every chunk holding a query word is ranked: fill up with those matched only by expansions.
     const seen = new Set(first.map((h) => h.doc));
@@ -114,7 +115,7 @@ export class FullTextLeg {
     const second = legRanked(
       index,
       query,
-      index.search(expansionsOnly, depth, mask).filter((h) => !seen.has(h.doc)),
+      index.search(expansionsOnly, depth, allowed).filter((h) => !seen.has(h.doc)),
     ).slice(0, depth - first.length);
     const lowest = first.length > 0 ? first[first.length - 1]!.score : Infinity;
     const best = second[0]?.score ?? 0;
@@ -153,6 +154,6 @@ export class FullTextLeg {
 }
 
 /** The full-text leg's candidates, best first: the `depth` best chunks by BM25, re-scored (tiered with expansions). */
-export function fullTextCandidates(index: InvertedIndex, terms: Bm25Query, depth: number, mask?: Uint8Array): Scored[] {
-  return new FullTextLeg(index, terms, depth, mask).candidates;
+export function fullTextCandidates(index: InvertedIndex, terms: Bm25Query, depth: number, allowed?: DocSet): Scored[] {
+  return new FullTextLeg(index, terms, depth, allowed).candidates;
 }

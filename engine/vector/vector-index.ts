@@ -18,6 +18,7 @@ import { chmodSync, copyFileSync, existsSync, linkSync, openSync, readSync, clos
 import { PRIVATE_FILE } from '../fsync';
 import { Index, MetricKind, ScalarKind } from 'usearch';
 import { TopK, type Scored } from '../topk';
+import { DocSet } from '../filter/doc-set';
 import { DuplicateGroups, i8Of, quantizedHash } from './duplicate-groups';
 import { FileRows, MemoryRows, type RowStore } from './row-store';
 
@@ -67,6 +68,14 @@ export function candidatesFor(k: number, live: number, expansionSearch: number):
   const beam = Math.min(live, Math.max(k, expansionSearch + grow));
   return { beam, rescore: Math.min(beam, Math.max(k, graphSearch.rescorePerK * k, graphSearch.rescoreMin)) };
 }
+
+/**
+ * A filtered search scores its allowed documents exactly when they are fewer than this many times
+ * the graph's beam. bench/engine-modes.ts (384-d f32, 2 cores): an exact cosine of a scattered row
+ * cost ~0.35 µs, the graph ~1.7–1.9 µs per beam entry (100k: beam 1,106, ~2.1 ms a search; 300k:
+ * beam 1,309, ~2.3 ms): exact is cheaper up to ~5 × the beam, and exact.
+ */
+const EXACT_PER_BEAM = 4;
 
 /** Rows read at once by exact scans (≤ 1 MiB). */
 const BLOCK_BYTES = 1 << 20;
@@ -552,19 +561,18 @@ export class VectorIndex {
     }
   }
 
-  /** Every live (and allowed) document's row, in blocks. */
-  private visitAll(allowed: Uint8Array | undefined, visit: (doc: number, values: Store, offset: number) => void): void {
+  /** Every live (and allowed: a bitset) document's row, in blocks. */
+  private visitAll(allowed: Uint32Array | undefined, visit: (doc: number, values: Store, offset: number) => void): void {
+    const ok = (d: number) => this.alive[d] === 1 && (allowed === undefined || (((allowed[d >>> 5] ?? 0) >>> (d & 31)) & 1) === 1);
     for (let first = 0; first < this.end; first += this.blockRows) {
       const count = Math.min(this.blockRows, this.end - first);
       let any = false;
-      for (let d = first; d < first + count && !any; d++) any = this.alive[d] === 1 && (allowed === undefined || allowed[d] === 1);
+      for (let d = first; d < first + count && !any; d++) any = ok(d);
       if (!any) continue;
       const block = readBlock();
       const values = this.quantization === 'i8' ? block.i8 : block.f32;
       this.rows.read(first, count, block.bytes);
-      for (let d = first; d < first + count; d++) {
-        if (this.alive[d] === 1 && (allowed === undefined || allowed[d] === 1)) visit(d, values, (d - first) * this.dimensions);
-      }
+      for (let d = first; d < first + count; d++) if (ok(d)) visit(d, values, (d - first) * this.dimensions);
     }
   }
 
@@ -596,26 +604,43 @@ export class VectorIndex {
   }
 
   /**
-   * The k most similar documents by cosine. `allowed` (mask) and `allowedDocs` (the same set as a
-   * sorted list) restrict the search before ranking.
+   * The k most similar documents by cosine. `allowed` (the documents a filter allows) restricts the
+   * search before ranking: a filter allowing few is scored exactly up front (filteredExactly), one
+   * allowing many searches the graph with it as a predicate (and is scored exactly should the graph
+   * yield too few). A mask (1 = allowed) says nothing of its size here: the graph is tried first.
    */
-  search(query: Float32Array, k: number, allowed?: Uint8Array, allowedDocs?: readonly number[]): Scored[] {
+  search(query: Float32Array, k: number, allowed?: DocSet | Uint8Array): Scored[] {
     if (k <= 0 || this.live === 0) return [];
-    const candidates = allowedDocs ? allowedDocs.length : this.live;
-    if (!this.hnsw || candidates < this.exactThreshold) return this.exact(query, k, allowed, allowedDocs);
-    return this.approximate(query, k, allowed) ?? this.exact(query, k, allowed, allowedDocs);
+    const filter = allowed instanceof Uint8Array ? DocSet.ofMask(allowed) : allowed;
+    if (!this.hnsw || this.live < this.exactThreshold) return this.exact(query, k, filter);
+    if (filter && !(allowed instanceof Uint8Array) && this.filteredExactly(k, filter.size)) return this.exact(query, k, filter);
+    return this.approximate(query, k, filter) ?? this.exact(query, k, filter);
+  }
+
+  /**
+   * Whether a search for k among `allowed` documents scores them exactly rather than trying the
+   * graph: they are fewer than the exact threshold, or fewer than k of the graph's first beam are
+   * expected among them (the graph would give up and score them exactly anyway), or scoring them
+   * costs less than the beam (EXACT_PER_BEAM).
+   */
+  filteredExactly(k: number, allowed: number): boolean {
+    if (allowed < this.exactThreshold) return true;
+    const { beam } = candidatesFor(k, this.live, this.options.expansionSearch);
+    return allowed * beam < k * this.live || allowed < EXACT_PER_BEAM * beam;
   }
 
   /** Exact search: every live (allowed) stored vector scored. */
-  exact(query: Float32Array, k: number, allowed?: Uint8Array, allowedDocs?: readonly number[]): Scored[] {
+  exact(query: Float32Array, k: number, allowed?: DocSet | Uint8Array): Scored[] {
+    const filter = allowed instanceof Uint8Array ? DocSet.ofMask(allowed) : allowed;
     const top = new TopK(Math.min(k, this.live));
     const push = (d: number, values: Store, o: number) => top.push(d, this.cosine(query, values, o));
-    if (allowedDocs)
+    // A few documents are read where they lie; many, block by block past the others.
+    if (filter && (filter.isList || filter.size * 4 < this.live))
       this.visitDocs(
-        allowedDocs.filter((d) => this.has(d)),
+        filter.list().filter((d) => this.has(d)),
         push,
       );
-    else this.visitAll(allowed, push);
+    else this.visitAll(filter?.bits(), push);
     return top.sorted();
   }
 
@@ -623,14 +648,16 @@ export class VectorIndex {
    * Graph candidates with the members of their duplicate groups (and the vectors not in the graph
    * yet, all of them), re-scored exactly; undefined when a filter leaves too few of them.
    */
-  private approximate(query: Float32Array, k: number, allowed?: Uint8Array): Scored[] | undefined {
+  private approximate(query: Float32Array, k: number, allowed?: DocSet): Scored[] | undefined {
     const inGraph = Number(this.hnsw!.size());
     let { beam, rescore } = candidatesFor(k, this.live, this.options.expansionSearch);
     beam = Math.min(inGraph, beam);
+    // Tested as a bitset (a list's made once, kept with it): groups visit many members.
+    const bits = allowed?.bits();
     for (;;) {
       const picked: number[] = [];
       const take = (d: number) => {
-        if (allowed === undefined || allowed[d] === 1) picked.push(d);
+        if (bits === undefined || (((bits[d >>> 5] ?? 0) >>> (d & 31)) & 1) === 1) picked.push(d);
       };
       const group = Math.max(k, GROUP_VISIT);
       if (beam > 0) {

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test';
+import { DocSet } from '../../engine/filter/doc-set';
 import { InvertedIndex } from '../../engine/bm25/inverted-index';
 import { idf, lengthNorm, termScore } from '../../engine/bm25/scorer';
 
@@ -123,7 +124,7 @@ describe('InvertedIndex', () => {
     expect(index.scoreDocs(['b'], [1])).toEqual([0]);
   });
 
-  test('MaxScore top-k equals exhaustive scoring (random corpus with duplicates, deletes, masks)', () => {
+  test('MaxScore top-k equals exhaustive scoring (random corpus with duplicates, deletes, filters of either form)', () => {
     let seed = 7;
     const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
     // Zipf-like vocabulary, so some lists are long (non-essential) and some short (essential).
@@ -140,23 +141,32 @@ describe('InvertedIndex', () => {
     for (let d = 0; d < N; d += 7) index.remove(d);
     const all = Array.from({ length: N }, (_, d) => d);
     const mask = new Uint8Array(N).map((_, d) => (d % 3 === 0 ? 0 : 1));
+    // The same filter as a bitset and as a sorted list (leapfrogged), and a selective one (1%, deleted ones too) as a list.
+    const maskDocs = Uint32Array.from(all.filter((d) => mask[d] === 1));
+    const sparseDocs = Uint32Array.from(all.filter((d) => d % 97 === 3 || d % 211 === 0));
+    const filters: { has: (d: number) => boolean; allowed: Uint8Array | DocSet }[] = [
+      { has: (d) => mask[d] === 1, allowed: mask },
+      { has: (d) => mask[d] === 1, allowed: DocSet.ofList(maskDocs, N) },
+      { has: (d) => mask[d] === 1, allowed: DocSet.ofBits(DocSet.ofList(maskDocs.slice(), N).bits(), N) },
+      { has: (d) => d % 97 === 3 || d % 211 === 0, allowed: DocSet.ofList(sparseDocs, N) },
+      { has: () => false, allowed: DocSet.empty(N) },
+    ];
     let compared = 0;
     for (let q = 0; q < 150; q++) {
       const query = Array.from({ length: 1 + Math.floor(random() * 8) }, word);
-      for (const k of [1, 10, 100, 1000]) {
-        for (const allowed of [undefined, mask]) {
-          const scores = index.scoreDocs(query, all);
-          const expected = all
-            .filter((d) => scores[d]! > 0 && (!allowed || allowed[d] === 1))
-            .sort((a, b) => scores[b]! - scores[a]! || a - b)
-            .slice(0, k)
-            .map((d) => ({ doc: d, score: scores[d]! }));
-          expect(index.search(query, k, allowed)).toEqual(expected);
+      const scores = index.scoreDocs(query, all);
+      for (const filter of [undefined, ...filters]) {
+        const ranked = all
+          .filter((d) => scores[d]! > 0 && (!filter || filter.has(d)))
+          .sort((a, b) => scores[b]! - scores[a]! || a - b)
+          .map((d) => ({ doc: d, score: scores[d]! }));
+        for (const k of [1, 10, 100, 1000]) {
+          expect(index.search(query, k, filter?.allowed)).toEqual(ranked.slice(0, k));
           compared++;
         }
       }
     }
-    expect(compared).toBe(1200);
+    expect(compared).toBe(150 * 4 * 6);
   });
 
   test('with items grouped (idf over items), MaxScore top-k still equals exhaustive scoring; group counts stay exact through deletes', () => {

@@ -1,12 +1,57 @@
 import { expect, test } from 'bun:test';
 import fc from 'fast-check';
-import { compileFilter, type FilterError } from '../../engine/filter/expression';
+import { DocSet } from '../../engine/filter/doc-set';
+import { compileFilter, type EvaluateOptions, type FilterError } from '../../engine/filter/expression';
 import { matchesFilter, MetadataIndex, type Metadata, type MetadataFilter } from '../../engine/filter/metadata';
 
-/** The index's answer as a list of documents, given which of `count` documents are live. */
-function matchingDocs(index: MetadataIndex, filter: MetadataFilter, count: number, live: (doc: number) => boolean): number[] {
-  const mask = index.matching(filter, count, () => Uint8Array.from({ length: count }, (_, d) => (live(d) ? 1 : 0)));
-  return [...mask.keys()].filter((d) => mask[d] === 1);
+/**
+ * The ways an evaluation may go: as it chooses (lists when small, bitsets when large, a few
+ * candidates checked one by one against a big condition), and forced to lists everywhere, to
+ * bitsets everywhere, to checking every condition after the first one by one, without the
+ * documents' metadata (nothing checked one by one), and to lists of at most 8 documents.
+ */
+const MODES: { name: string; options: EvaluateOptions; metadata: boolean }[] = [
+  { name: 'chosen', options: {}, metadata: true },
+  { name: 'lists', options: { listMax: Infinity, checkFactor: Infinity }, metadata: true },
+  { name: 'bitsets', options: { listMax: -1, checkFactor: Infinity }, metadata: true },
+  { name: 'checked', options: { listMax: Infinity, checkFactor: 0 }, metadata: true },
+  { name: 'checked, bitsets', options: { listMax: -1, checkFactor: 0 }, metadata: true },
+  { name: 'no metadata', options: {}, metadata: false },
+  // Lists up to 8 documents: a mix of both forms in one tree.
+  { name: 'mixed', options: { listMax: 8 }, metadata: true },
+  { name: 'mixed, no metadata', options: { listMax: 8 }, metadata: false },
+];
+
+/**
+ * The index's answer as a list of documents, given which of `count` documents are live (and their
+ * metadata), the same in every mode and in both of the answer's forms.
+ */
+function matchingDocs(
+  index: MetadataIndex,
+  filter: MetadataFilter,
+  count: number,
+  live: (doc: number) => boolean,
+  metadata?: (doc: number) => Metadata,
+): number[] {
+  const liveDocs = Uint32Array.from({ length: count }, (_, d) => d).filter(live);
+  const answers = MODES.map(({ name, options, metadata: withMetadata }) => {
+    // The live documents as a bitset (as the index set keeps them) or as a list.
+    const liveSet = name === 'lists' ? DocSet.ofList(liveDocs.slice(), count) : DocSet.ofBits(DocSet.ofList(liveDocs.slice(), count).bits(), count);
+    const metadataOf = withMetadata && metadata ? (d: number) => (live(d) ? metadata(d) : undefined) : undefined;
+    const set = index.matching(filter, { space: count, live: liveSet, metadataOf }, options);
+    const docs = [...set.list()];
+    // Both forms hold the same documents, and membership agrees with them.
+    const other = set.isList ? DocSet.ofBits(set.bits(), count) : DocSet.ofList(set.list(), count);
+    expect([...other.list()]).toEqual(docs);
+    expect(other.size).toBe(docs.length);
+    expect(set.size).toBe(docs.length);
+    const inside = new Set(docs);
+    const every = Array.from({ length: count }, (_, d) => d);
+    expect(every.filter((d) => set.has(d))).toEqual(every.filter((d) => inside.has(d)));
+    return { name, docs };
+  });
+  for (const a of answers.slice(1)) expect({ mode: a.name, docs: a.docs }).toEqual({ mode: a.name, docs: answers[0]!.docs });
+  return answers[0]!.docs;
 }
 
 test('filter rules', () => {
@@ -43,7 +88,15 @@ test('MetadataIndex agrees with matchesFilter', () => {
   ];
   for (const f of filters) {
     const expected = docs.map((_m, d) => d).filter((d) => d % 4 !== 0 && matchesFilter(docs[d]!, f));
-    expect(matchingDocs(index, f, docs.length, (d) => d % 4 !== 0)).toEqual(expected);
+    expect(
+      matchingDocs(
+        index,
+        f,
+        docs.length,
+        (d) => d % 4 !== 0,
+        (d) => docs[d]!,
+      ),
+    ).toEqual(expected);
   }
 });
 
@@ -89,7 +142,8 @@ test('filters that mean nothing are refused with the path of the problem', () =>
   expect(problem(deep)?.message).toContain('nest at most');
 });
 
-test('the index equals the rule for random filters of every kind (fast-check), with deletes', () => {
+/** Random metadata and random filter trees (fast-check): the index answers as the rule, in every mode (MODES). */
+function indexEqualsRule(docCount: { minLength: number; maxLength: number }, numRuns: number): void {
   const keys = ['team', 'tags', 'n', 'flag', 'date'];
   const metadata = fc.record(
     {
@@ -124,19 +178,30 @@ test('the index equals the rule for random filters of every kind (fast-check), w
     ),
   })).f as fc.Arbitrary<MetadataFilter>;
   fc.assert(
-    fc.property(
-      fc.array(metadata, { minLength: 1, maxLength: 60 }),
-      fc.array(filter, { minLength: 1, maxLength: 5 }),
-      fc.integer({ min: 2, max: 5 }),
-      (docs, filters, every) => {
-        const index = new MetadataIndex();
-        docs.forEach((m, d) => index.add(d, m as Metadata));
-        docs.forEach((m, d) => d % every === 0 && index.remove(d, m as Metadata));
-        const live = docs.map((_m, d) => d).filter((d) => d % every !== 0);
-        for (const f of filters)
-          expect(matchingDocs(index, f, docs.length, (d) => d % every !== 0)).toEqual(live.filter((d) => matchesFilter(docs[d] as Metadata, f)));
-      },
-    ),
-    { numRuns: 300 },
+    fc.property(fc.array(metadata, docCount), fc.array(filter, { minLength: 1, maxLength: 5 }), fc.integer({ min: 2, max: 5 }), (docs, filters, every) => {
+      const index = new MetadataIndex();
+      docs.forEach((m, d) => index.add(d, m as Metadata));
+      docs.forEach((m, d) => d % every === 0 && index.remove(d, m as Metadata));
+      const live = docs.map((_m, d) => d).filter((d) => d % every !== 0);
+      for (const f of filters)
+        expect(
+          matchingDocs(
+            index,
+            f,
+            docs.length,
+            (d) => d % every !== 0,
+            (d) => docs[d] as Metadata,
+          ),
+        ).toEqual(live.filter((d) => matchesFilter(docs[d] as Metadata, f)));
+    }),
+    { numRuns },
   );
+}
+
+test('the index equals the rule for random filters of every kind (fast-check), with deletes', () => {
+  indexEqualsRule({ minLength: 1, maxLength: 60 }, 300);
+});
+
+test('the same over hundreds of documents, where evaluation picks lists for some results and bitsets for others', () => {
+  indexEqualsRule({ minLength: 200, maxLength: 800 }, 40);
 });

@@ -9,6 +9,7 @@ import { Engine } from '../../engine';
 import { DocTerms } from '../../engine/bm25/doc-terms';
 import { InvertedIndex } from '../../engine/bm25/inverted-index';
 import { idf, lengthNorm, termScore } from '../../engine/bm25/scorer';
+import { DocSet } from '../../engine/filter/doc-set';
 import { matchesFilter, MetadataIndex, type Metadata, type MetadataFilter } from '../../engine/filter/metadata';
 import { ChunkTable } from '../../engine/kb/chunk-table';
 import { ItemVersion } from '../../engine/kb/version';
@@ -257,8 +258,8 @@ describe('MetadataIndex in typed arrays', () => {
         ];
         for (const f of filters) {
           const expected = [...live.keys()].filter((d) => matchesFilter(live.get(d)!, f)).sort((a, b) => a - b);
-          const mask = index.matching(f, next, () => Uint8Array.from({ length: next }, (_, d) => (live.has(d) ? 1 : 0)));
-          expect([...mask.keys()].filter((d) => mask[d] === 1)).toEqual(expected);
+          const liveSet = DocSet.ofList(Uint32Array.from([...live.keys()].sort((a, b) => a - b)), next);
+          expect([...index.matching(f, { space: next, live: liveSet }).list()]).toEqual(expected);
         }
       }
     }

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { normalize } from '../../engine/embedding/provider';
+import { DocSet } from '../../engine/filter/doc-set';
 import { VectorIndex } from '../../engine/vector/vector-index';
 
 let seed = 11;
@@ -53,7 +54,8 @@ describe('VectorIndex', () => {
     const mask = new Uint8Array(3000);
     for (const d of allowedDocs) mask[d] = 1;
     const q = randomUnit(16);
-    const hits = index.search(q, 3, mask, allowedDocs);
+    const hits = index.search(q, 3, DocSet.ofList(Uint32Array.from(allowedDocs), 3000));
+    for (const h of index.search(q, 3, mask)) expect(allowedDocs).toContain(h.doc);
     expect(hits.length).toBe(3);
     for (const h of hits) expect(allowedDocs).toContain(h.doc);
     // A broad mask (half the docs) goes through HNSW and still never returns a masked doc.
@@ -63,7 +65,8 @@ describe('VectorIndex', () => {
       half[d] = 1;
       halfDocs.push(d);
     }
-    for (const h of index.search(q, 10, half, halfDocs)) expect(h.doc % 2).toBe(0);
+    for (const h of index.search(q, 10, DocSet.ofList(Uint32Array.from(halfDocs), 3000))) expect(h.doc % 2).toBe(0);
+    for (const h of index.search(q, 10, DocSet.ofMask(half))) expect(h.doc % 2).toBe(0);
   });
 
   test('removed vectors are never returned', () => {

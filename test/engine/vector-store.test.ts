@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Engine, EngineOptions } from '../../engine';
 import { normalize } from '../../engine/embedding/provider';
+import { DocSet } from '../../engine/filter/doc-set';
 import { MAX_OPEN_VECTOR_FILES } from '../../engine/vector/row-store';
 import { VectorIndex } from '../../engine/vector/vector-index';
 import { openEngine } from '../../snapshots';
@@ -198,7 +199,7 @@ describe('stored vectors in a file', () => {
     for (const doc of allowedDocs) mask[doc] = 1;
     const q = randomUnit(d);
     const allowed = new Map(allowedDocs.map((doc) => [doc, stored.get(doc)!]));
-    expect(index.search(q, 5, mask, allowedDocs)).toEqual(bruteForce(q, allowed, 5));
+    expect(index.search(q, 5, DocSet.ofList(Uint32Array.from(allowedDocs), 3000))).toEqual(bruteForce(q, allowed, 5));
     expect(index.exact(q, 5, mask)).toEqual(bruteForce(q, allowed, 5));
     index.close();
   });
