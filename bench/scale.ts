@@ -17,10 +17,11 @@
 //
 //   bun bench/scale.ts [--sizes 10k,100k,1m] [--quick] [--json out.json] [--connections 16]
 //                      [--duration 5] [--queries 300] [--from earlier.json]
-//                      [--bulk jsonl] [--batch-lines 2000] [--load-only]
+//                      [--bulk jsonl] [--batch-lines 2000] [--load-only] [--keep]
 //   --quick: 10k chunks, short search runs (about a minute under light load).
 //   --bulk jsonl: load through POST …/contents/import, --batch-lines items a request (up to 4 at a
 //   time) instead of one item per POST; --load-only: stop after the load (rate, CPU per chunk).
+//   --keep: leave each size's data directory (its path is printed) for a closer look.
 //   --from: re-project and print the measured sizes of an earlier --json (starts no server).
 //
 // Embeddings cost nothing here: every knowledge base type is served by the server's OpenAI-
@@ -65,6 +66,7 @@ const { values: args } = parseArgs({
     'load-only': { type: 'boolean', default: false },
     bulk: { type: 'string' },
     'batch-lines': { type: 'string' },
+    keep: { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -520,7 +522,8 @@ async function measureSize(targetChunks: number) {
     };
   } finally {
     if (server) await (server as Server).stop(0).catch(() => {});
-    rmSync(dataDir, { recursive: true, force: true });
+    if (args.keep) console.log(`  data directory kept: ${dataDir}`);
+    else rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
