@@ -15,6 +15,7 @@ import * as search from './methods/search';
 import { openNode, type Node } from './node/open';
 import { assembleParts, type EngineParts } from './parts';
 import { commitRecord } from './node/commit';
+import { ItemSettler } from './search/items';
 import type { KnowledgeBaseConfig, KnowledgeBaseRecord, LogRecord } from './records';
 import type { HybridOptions } from './search/hybrid';
 import type { ShardSet } from './shards';
@@ -31,6 +32,8 @@ export class Engine {
   private readonly texts: TextStore;
   private readonly waiters = new ContentWaiters();
   private readonly pacer: GraphBuilder;
+  /** Groups newly indexed items in the background (search/items.ts). */
+  private readonly settler: ItemSettler;
   private readonly compute: Compute;
   private readonly ingestion: IngestionQueue;
   /** The knowledge bases whose content this node holds (all on a single node). */
@@ -48,6 +51,7 @@ export class Engine {
     quotas: EngineOptions['quotas'],
   ) {
     ({ say: this.say, shards: this.shards, state: this.state, pacer: this.pacer, compute: this.compute, ingestion: this.ingestion, texts: this.texts } = parts);
+    this.settler = new ItemSettler(this.state.kbs);
     this.core = {
       state: this.state,
       originals: parts.originals,
@@ -81,6 +85,7 @@ export class Engine {
       commit: (record, attachment) => engine?.commit(record, attachment) ?? Promise.reject(new EngineError('ENGINE_CLOSED', 'The engine is not open yet')),
       built: (kbId) => engine?.activateIfBuilt(kbId),
       vectorsAdded: () => engine?.pacer.schedule(),
+      indexed: (kbId) => engine?.settler.indexed(kbId),
     });
     const { state, shards, compute, ingestion, say } = parts;
     const started = performance.now();
@@ -133,6 +138,8 @@ export class Engine {
     // A build whose last result was logged just before a stop is complete: activate it now.
     for (const kb of state.kbs.values()) if (kb.building && shards.holds(kb.id)) engine.activateIfBuilt(kb.id);
     engine.pacer.schedule();
+    // Items a restart replayed (not loaded from a dump) are grouped in the background, not by the first search.
+    for (const kb of state.kbs.values()) if (shards.holds(kb.id)) engine.settler.indexed(kb.id);
     if (!options.holdIngestion) engine.startIngestion();
     return engine;
   }
@@ -298,6 +305,7 @@ export class Engine {
     this.closed = true;
     for (const close of this.closers) await close();
     await this.pacer.stop();
+    this.settler.stop();
     this.ingestion.close();
     await this.compute.close();
     await this.node.close();

@@ -31,6 +31,8 @@ export interface EngineHooks {
   built(kbId: string): void;
   /** Vectors were added: the background graph build may have work. */
   vectorsAdded(): void;
+  /** Chunks joined a knowledge base's active index: its items may be grouped in the background. */
+  indexed(kbId: string): void;
 }
 
 export function assembleParts(options: EngineOptions, hooks: EngineHooks): EngineParts {
@@ -43,6 +45,7 @@ export function assembleParts(options: EngineOptions, hooks: EngineHooks): Engin
     graphThreshold: options.graphThreshold,
     discard: (task) => task.catch((err) => say('warn', 'could not remove stored files', { error: String(err) })),
     onVectorsAdded: hooks.vectorsAdded,
+    onIndexed: hooks.indexed,
     holds: shards.holdsAll ? undefined : (kbId) => shards.holds(kbId),
     vectorDir: join(options.dataDir, 'vectors'),
     texts,

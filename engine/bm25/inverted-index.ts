@@ -386,16 +386,16 @@ export class InvertedIndex {
 
   // --- groups (content items) -----------------------------------------------------------------
 
-  /** Live documents added since the last settle(), ascending: each is a group of its own until grouped. */
-  unsettled(): number[] {
+  /** Live documents added since the last settle(), ascending (the first `limit`): each is a group of its own until grouped. */
+  unsettled(limit = Number.POSITIVE_INFINITY): number[] {
     const out: number[] = [];
-    for (let d = this.settledUpTo + 1; d <= this.maxDoc; d++) if (this.alive[d] === 1) out.push(d);
+    for (let d = this.settledUpTo + 1; d <= this.maxDoc && out.length < limit; d++) if (this.alive[d] === 1) out.push(d);
     return out;
   }
 
-  /** Every document added so far has its group: later ones start unsettled. */
-  settle(): void {
-    this.settledUpTo = this.maxDoc;
+  /** Every document added so far (or up to `upTo`) has its group: later ones start unsettled. */
+  settle(upTo = this.maxDoc): void {
+    this.settledUpTo = Math.max(this.settledUpTo, Math.min(upTo, this.maxDoc));
   }
 
   /**

@@ -31,6 +31,8 @@ export interface LiveStateOptions {
   discard: (task: Promise<void>) => void;
   /** Vectors were added: the background graph builder has work. */
   onVectorsAdded: () => void;
+  /** Chunks joined the knowledge base's active index (or a built one became active): items to group. */
+  onIndexed?: (kbId: string) => void;
   /** Cluster mode with shards: the knowledge bases whose content this node keeps (default all). */
   holds?: (kbId: string) => boolean;
   /**
@@ -171,6 +173,7 @@ export class LiveState implements StateTarget {
     kb.activateBuilding(record.at);
     if (old !== kb.indexSet(undefined)) old?.close();
     this.options.onVectorsAdded();
+    this.options.onIndexed?.(record.kbId);
   }
 
   createKnowledgeBase(record: RecordOf<'kb.create'>): void {
@@ -230,6 +233,7 @@ export class LiveState implements StateTarget {
     else if (status === 'ready') markReady(item);
     else markFailed(item, record.embeddingError!);
     if (vectors) this.options.onVectorsAdded();
+    if (set === kb.indexSet(undefined)) this.options.onIndexed?.(record.kbId);
   }
 
   failContent(record: RecordOf<'content.failed'>): void {

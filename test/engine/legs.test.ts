@@ -2,6 +2,7 @@
 // fusion use: items as BM25's collection (groups of chunk documents: idf over items, overlaps
 // counted once), the query's maximum BM25, an item scored as one document.
 import { describe, expect, test } from 'bun:test';
+import fc from 'fast-check';
 import { InvertedIndex } from '../../engine/bm25/inverted-index';
 import { idf, termWeight, weightedTermScore } from '../../engine/bm25/scorer';
 import { arrayItems, syncItems } from '../../engine/search/items';
@@ -226,5 +227,42 @@ describe('full-text leg', () => {
     expect(cands[at(1)]!.score).toBe(index.groupScores(q, [1])[0]!);
     expect(cands[at(1)]!.score).toBeGreaterThan(index.scoreDocs(q, [1])[0]!);
     expect(at(1)).toBeLessThan(at(0));
+  });
+});
+
+describe('grouping items in runs (ItemSettler)', () => {
+  test('settling in runs of any size scores exactly as settling at once, through later additions (300 random builds)', () => {
+    const words = ['solar', 'roof', 'heat', 'pump', 'bike', 'rack', 'kiwi'];
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 30 }),
+        fc.integer({ min: 1, max: 12 }),
+        fc.integer({ min: 0, max: 30 }),
+        (items, run, cut) => {
+          // The same items indexed twice; a second batch arrives after the first is settled.
+          const once = build(items.slice(0, cut), false);
+          const inRuns = build(items.slice(0, cut), false);
+          const all = build(items);
+          syncItems(once.index, all.view);
+          while (!syncItems(inRuns.index, all.view, run));
+          for (const [i, chunks] of items.slice(cut).entries()) {
+            for (const [j, w] of chunks.entries()) {
+              const d = all.docs[cut + i]![j]!;
+              once.index.add(d, doc(w));
+              inRuns.index.add(d, doc(w));
+            }
+          }
+          syncItems(once.index, all.view);
+          let turns = 0;
+          while (!syncItems(inRuns.index, all.view, run)) turns++;
+          expect(turns).toBeLessThanOrEqual(all.owner.length);
+          expect(inRuns.index.unsettled()).toEqual([]);
+          expect(inRuns.index.groupCount).toBe(once.index.groupCount);
+          const docs = all.owner.map((_, d) => d);
+          for (const w of words) expect(inRuns.index.scoreDocs([w], docs)).toEqual(once.index.scoreDocs([w], docs));
+        },
+      ),
+      { numRuns: 300, seed: 20261126 },
+    );
   });
 });
