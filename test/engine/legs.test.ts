@@ -235,7 +235,10 @@ describe('grouping items in runs (ItemSettler)', () => {
     const words = ['solar', 'roof', 'heat', 'pump', 'bike', 'rack', 'kiwi'];
     fc.assert(
       fc.property(
-        fc.array(fc.array(fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 30 }),
+        fc.array(fc.array(fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 4 }), {
+          minLength: 1,
+          maxLength: 30,
+        }),
         fc.integer({ min: 1, max: 12 }),
         fc.integer({ min: 0, max: 30 }),
         (items, run, cut) => {
