@@ -234,7 +234,7 @@ async function buildIncremental(
   files.push({ name: tail, ...writer.end() });
   lap('write log tail');
   const graphs: SnapshotManifest['graphs'] = [];
-  for (const g of req.mainGraphs ?? []) graphs.push(await placeMainGraph(req.outDir, g, files));
+  for (const g of req.mainGraphs ?? []) graphs.push(await placeMainGraph(req.outDir, g, files, prevGraphPath(req.prevDir, prev, g.kbId)));
   lap('graphs');
   const dumps = indexFiles(req);
   files.push(...dumps.files);
@@ -256,13 +256,14 @@ async function buildIncremental(
 
 /**
  * A graph the engine saved, moved into the snapshot as it is, with the list of its documents; its
- * manifest entry. A link to a file the engine serves (or an earlier snapshot holds) is copied: a
- * damaged file must not take every snapshot sharing it down, and none falls back to the one before.
+ * manifest entry. It may be a link to the file the engine serves (nobody writes that file again);
+ * when the previous snapshot's graph is that same file (nothing changed the graph since), it is
+ * copied instead: a damaged file must not take both snapshots down, leaving none to fall back to.
  */
-async function placeMainGraph(outDir: string, g: SavedGraph, files: SnapshotFile[]): Promise<SnapshotManifest['graphs'][number]> {
+async function placeMainGraph(outDir: string, g: SavedGraph, files: SnapshotFile[], prevGraph?: string): Promise<SnapshotManifest['graphs'][number]> {
   const file = graphFileName(g.kbId);
   const path = join(outDir, file);
-  if (statSync(g.path).nlink > 1) {
+  if (prevGraph && sameFile(prevGraph, g.path)) {
     files.push({ name: file, ...copyFilePaced(g.path, path) });
     rmSync(g.path);
   } else {
@@ -275,6 +276,19 @@ async function placeMainGraph(outDir: string, g: SavedGraph, files: SnapshotFile
   fsyncFile(join(outDir, docs));
   files.push(fileEntryCrc32(outDir, docs));
   return { kbId: g.kbId, file, vectors: g.docs.length, from: 'memory', docs };
+}
+
+/** Whether two paths name one file (hard links). */
+function sameFile(a: string, b: string): boolean {
+  const x = statSync(a, { throwIfNoEntry: false });
+  const y = statSync(b);
+  return x !== undefined && x.ino === y.ino && x.dev === y.dev;
+}
+
+/** Where the previous snapshot keeps the knowledge base's graph, if it has one. */
+function prevGraphPath(prevDir: string | undefined, prev: SnapshotManifest | undefined, kbId: string): string | undefined {
+  const g = prev?.graphs.find((x) => x.kbId === kbId);
+  return prevDir && g ? join(prevDir, g.file) : undefined;
 }
 
 /** The manifest, written last and made durable with its directory: the snapshot counts from here on. */
@@ -350,7 +364,7 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
       // The engine's graph of the configuration active here: no vectors to gather, nothing to build.
       const mainGraph = req.mainGraphs?.find((g) => g.kbId === kbId && g.configId === kb.config.id);
       if (mainGraph) {
-        graphs.push(await placeMainGraph(req.outDir, mainGraph, files));
+        graphs.push(await placeMainGraph(req.outDir, mainGraph, files, prevGraphPath(req.prevDir, prevManifest, kbId)));
         continue;
       }
       const { embedding, hnsw } = kb.config;
