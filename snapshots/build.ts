@@ -308,6 +308,10 @@ function linkOrCopy(from: string, to: string): void {
   }
 }
 
+/** An engine's graph lacking at most this many vectors, or this share of them, goes into a snapshot as it is. */
+const MAIN_GRAPH_LAG = 10_000;
+const MAIN_GRAPH_LAG_SHARE = 0.05;
+
 /** Document numbers with vectors per knowledge base, from kept records. */
 function vectorDocs(kept: KeptRecord[]): Map<string, number[]> {
   const out = new Map<string, number[]>();
@@ -361,9 +365,12 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
     for (const [kbId, docs] of vectorDocs(kept)) {
       const kb = kbRecords.get(kbId);
       if (!kb || docs.length < req.graphThreshold) continue;
-      // The engine's graph of the configuration active here: no vectors to gather, nothing to build.
+      // The engine's graph of the configuration active here, when it lacks few vectors: no vectors to
+      // gather, nothing to build (a restart builds what it lacks). One far behind (the builder lags a
+      // bulk load) is completed here instead, so that a restart from this snapshot does not start
+      // with most vectors outside the graph, each searched exactly.
       const mainGraph = req.mainGraphs?.find((g) => g.kbId === kbId && g.configId === kb.config.id);
-      if (mainGraph) {
+      if (mainGraph && mainGraph.pending <= Math.max(MAIN_GRAPH_LAG, docs.length * MAIN_GRAPH_LAG_SHARE)) {
         graphs.push(await placeMainGraph(req.outDir, mainGraph, files, prevGraphPath(req.prevDir, prevManifest, kbId)));
         continue;
       }
@@ -399,8 +406,10 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
     for (const [kbId, index] of graphIndexes) {
       const file = graphFileName(kbId);
       const prevGraph = prevManifest?.graphs.find((g) => g.kbId === kbId);
-      const from: SnapshotManifest['graphs'][number]['from'] = prevGraph && req.prevDir ? 'previous' : 'new';
-      if (prevGraph && req.prevDir) index.attachGraph(join(req.prevDir, prevGraph.file), prevGraphDocs.get(kbId) ?? []);
+      const mainGraph = req.mainGraphs?.find((g) => g.kbId === kbId && g.configId === kbRecords.get(kbId)?.config.id);
+      const from: SnapshotManifest['graphs'][number]['from'] = mainGraph ? 'memory' : prevGraph && req.prevDir ? 'previous' : 'new';
+      if (mainGraph) index.attachGraph(mainGraph.path, mainGraph.docs);
+      else if (prevGraph && req.prevDir) index.attachGraph(join(req.prevDir, prevGraph.file), prevGraphDocs.get(kbId) ?? []);
       else index.startGraph();
       // One core is left to the main thread, which keeps serving and committing meanwhile.
       lap('graph: attach');

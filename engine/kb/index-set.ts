@@ -257,10 +257,11 @@ export class IndexSet {
     return this.vectors?.graphPending ?? 0;
   }
 
-  saveGraph(path: string, viewsOnly = false): number[] | undefined {
+  /** Save the graph (see KnowledgeBase.saveGraph); the documents it holds and how many vectors it lacks. */
+  saveGraph(path: string, viewsOnly = false): { docs: number[]; pending: number } | undefined {
     if (!this.vectors?.hasGraph || (viewsOnly && !this.vectors.servesView)) return undefined;
     this.vectors.saveGraph(path);
-    return this.vectors.graphDocs();
+    return { docs: this.vectors.graphDocs(), pending: this.vectors.graphPending };
   }
 
   attachGraph(path: string, docs?: readonly number[]): void {

@@ -289,9 +289,9 @@ export class KnowledgeBase {
    * Save the active graph to `path` when there is one (`viewsOnly`: only a view of a file the
    * builder wrote, which is saved as a link); its configuration and the documents it holds.
    */
-  saveGraph(path: string, viewsOnly = false): { configId: string; docs: number[] } | undefined {
-    const docs = this.active.saveGraph(path, viewsOnly);
-    return docs && { configId: this.active.config.id, docs };
+  saveGraph(path: string, viewsOnly = false): { configId: string; docs: number[]; pending: number } | undefined {
+    const saved = this.active.saveGraph(path, viewsOnly);
+    return saved && { configId: this.active.config.id, ...saved };
   }
 
   /** Use a saved graph holding exactly the vectors stored now, or the documents `docs`. */

@@ -1,10 +1,11 @@
 // Snapshots through the engine library: compaction, graphs, restart from a snapshot plus the log
 // after it, fallback past a corrupt snapshot, log truncation.
 import { afterEach, describe, expect, test } from 'bun:test';
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine, EngineOptions } from '../../engine';
 import { openEngine, type Snapshotter } from '../../snapshots';
+import { buildSnapshot } from '../../snapshots/build';
 import { textKbConfig } from '../helpers/kb-config';
 import { TestServer } from '../helpers/server';
 
@@ -97,6 +98,33 @@ describe('engine snapshots', () => {
     expect(c.recovery.snapshot?.seq).toBe(second.seq);
     expect(c.recovery.records).toBe(0);
     expect(await searches(c, kb.id)).toBe(after);
+  }, 60_000);
+
+  test('a graph far behind its vectors is completed by the snapshot, one close to them goes in as it is', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const a = await open(dir);
+    const kb = await a.createKnowledgeBase(ORG, { name: 'lag', description: '', type: 'TEXT_HIGH_QUALITY', config: CONFIG });
+    for (let i = 0; i < 20; i++) await a.addContent(ORG, kb.id, { text: `Note ${i} about ${TOPICS[i % 5]}.` });
+    await settle(a);
+    const vectors = a.knowledgeBase(kb.id)!.vectors!;
+    while (!vectors.graphReady) await Bun.sleep(20);
+    const seq = await a.sealLog();
+    for (const lagging of [false, true]) {
+      const out = join(dir, `build-${lagging}`);
+      mkdirSync(out);
+      const saved = a.saveGraphs((kbId) => join(out, `main-graph-${kbId}.usearch`));
+      expect(saved.map((g) => g.pending)).toEqual([0]);
+      // As the engine would report a graph builder far behind a bulk load.
+      if (lagging) saved[0]!.pending = 1_000_000;
+      const manifest = await buildSnapshot({ log: a.logRange(0, seq), seq, outDir: out, graphThreshold: 8, mainGraphs: saved });
+      const [graph] = manifest.graphs;
+      expect(graph?.from).toBe('memory');
+      // Completed here: the graph holds every vector (no list of documents needed); as it is: its list.
+      if (lagging) expect(graph).toEqual({ kbId: kb.id, file: expect.any(String), vectors: vectors.size, from: 'memory' });
+      else expect(graph?.docs).toEqual(expect.any(String));
+      expect(readdirSync(out).sort()).toEqual([...manifest.files.map((f) => f.name), 'manifest.json'].sort());
+    }
   }, 60_000);
 
   test('snapshots take the graph the engine serves (with the documents it holds) instead of building one; restarts reconcile it', async () => {
