@@ -1,5 +1,5 @@
 // fsync a file or a directory by path (a directory's fsync makes its entries durable).
-import { closeSync, fdatasyncSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fdatasyncSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 
 /** Mode of the files the engine writes (log segments, snapshot files): its data is the tenants' own. */
@@ -71,6 +71,16 @@ export class PacedFileWriter {
     }
     return { bytes: this.bytes, crc32: this.crc };
   }
+}
+
+/**
+ * An empty owner-only file at `path` (an existing one is emptied), for a library that writes files
+ * with the default mode (USearch's save keeps the mode of a file that exists): private from the
+ * first byte, not after a chmod that a reader could race.
+ */
+export function createPrivateFile(path: string): void {
+  closeSync(openSync(path, 'w', PRIVATE_FILE));
+  chmodSync(path, PRIVATE_FILE);
 }
 
 /**

@@ -2,10 +2,10 @@
 // building, inserts the vectors of each job into it, and saves it to a file when asked; the main
 // thread then serves a view of that file. One message at a time, in order, so a save holds every
 // job sent before it. Runs below the request thread's priority, like the document lane.
-import { chmodSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Index, MetricKind, ScalarKind } from 'usearch';
-import { PRIVATE_FILE } from '../fsync';
+import { createPrivateFile } from '../fsync';
 import { BACKGROUND_NICENESS, lowerThreadPriority } from '../workers/priority';
 import type { GraphJob } from './vector-index';
 
@@ -47,6 +47,7 @@ function release(held: { index: Index; shape: GraphShape; dir?: string }): void 
   if (!held.dir) return;
   const empty = join(held.dir, `graph-empty-${process.pid}-${performance.now()}`);
   try {
+    createPrivateFile(empty);
     newGraph(held.shape).save(empty);
     held.index.view(empty);
   } finally {
@@ -124,10 +125,10 @@ self.onmessage = (event: MessageEvent<GraphRequest>) => {
     } else {
       const held = graphs.get(req.id);
       if (!held || held.gen !== req.gen) throw new Error(`graph ${req.id} generation ${req.gen} is not held`);
+      // Owner-only like the stored vectors (the graph holds an i8 copy of each).
+      createPrivateFile(req.path);
       held.index.save(req.path);
       held.dir = dirname(req.path);
-      // Owner-only like the stored vectors (the graph holds an i8 copy of each).
-      chmodSync(req.path, PRIVATE_FILE);
       if (stopping()) {
         rmSync(req.path, { force: true });
         return;

@@ -14,8 +14,8 @@
 // a job is adopted its vectors stay pending, so they are searched exactly meanwhile; removals while
 // the worker holds the graph are forwarded to it with the next job (a view cannot remove, and
 // searches skip documents that are not alive anyway).
-import { chmodSync, copyFileSync, existsSync, linkSync, openSync, readSync, closeSync, rmSync } from 'node:fs';
-import { PRIVATE_FILE } from '../fsync';
+import { copyFileSync, existsSync, linkSync, openSync, readSync, closeSync, rmSync } from 'node:fs';
+import { createPrivateFile } from '../fsync';
 import { Index, MetricKind, ScalarKind } from 'usearch';
 import { TopK, type Scored } from '../topk';
 import { DocSet } from '../filter/doc-set';
@@ -358,6 +358,7 @@ export class VectorIndex {
       }
       return;
     }
+    createPrivateFile(path);
     this.hnsw.save(path);
   }
 
@@ -461,8 +462,8 @@ export class VectorIndex {
       // A graph built here (or loaded from a snapshot) is where the builder starts.
       if (Number(this.hnsw!.size()) > 0) {
         this.basePath = this.graphFile();
+        createPrivateFile(this.basePath);
         this.hnsw!.save(this.basePath);
-        chmodSync(this.basePath, PRIVATE_FILE);
       }
     }
     const entries = Math.min(max, this.unsent);
@@ -532,7 +533,10 @@ export class VectorIndex {
   private releaseGraph(old: Index | undefined): void {
     if (old) {
       const empty = `${this.rowsPath}.graph-empty`;
-      if (!existsSync(empty)) this.newGraph().save(empty);
+      if (!existsSync(empty)) {
+        createPrivateFile(empty);
+        this.newGraph().save(empty);
+      }
       old.view(empty);
       rmSync(empty, { force: true });
     }
