@@ -358,6 +358,8 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
   // (this worker shares the server's memory) while the records are written.
   const kbRecords = new Map<string, KnowledgeBaseRecord>();
   for (const k of kept) if (k.record.t === 'kb.create') kbRecords.set(k.record.kb.id, k.record.kb);
+  /** The engine's graph of the configuration active at `seq` (a re-embedding activated since must not lend its own). */
+  const mainGraphOf = (kbId: string) => req.mainGraphs?.find((g) => g.kbId === kbId && g.configId === kbRecords.get(kbId)?.config.id);
   const graphIndexes = new Map<string, VectorIndex>();
   const graphs: SnapshotManifest['graphs'] = [];
   const files: SnapshotManifest['files'] = [];
@@ -369,7 +371,7 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
       // gather, nothing to build (a restart builds what it lacks). One far behind (the builder lags a
       // bulk load) is completed here instead, so that a restart from this snapshot does not start
       // with most vectors outside the graph, each searched exactly.
-      const mainGraph = req.mainGraphs?.find((g) => g.kbId === kbId && g.configId === kb.config.id);
+      const mainGraph = mainGraphOf(kbId);
       if (mainGraph && mainGraph.pending <= Math.max(MAIN_GRAPH_LAG, docs.length * MAIN_GRAPH_LAG_SHARE)) {
         graphs.push(await placeMainGraph(req.outDir, mainGraph, files, prevGraphPath(req.prevDir, prevManifest, kbId)));
         continue;
@@ -406,7 +408,7 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
     for (const [kbId, index] of graphIndexes) {
       const file = graphFileName(kbId);
       const prevGraph = prevManifest?.graphs.find((g) => g.kbId === kbId);
-      const mainGraph = req.mainGraphs?.find((g) => g.kbId === kbId && g.configId === kbRecords.get(kbId)?.config.id);
+      const mainGraph = mainGraphOf(kbId);
       const from: SnapshotManifest['graphs'][number]['from'] = mainGraph ? 'memory' : prevGraph && req.prevDir ? 'previous' : 'new';
       if (mainGraph) index.attachGraph(mainGraph.path, mainGraph.docs);
       else if (prevGraph && req.prevDir) index.attachGraph(join(req.prevDir, prevGraph.file), prevGraphDocs.get(kbId) ?? []);
