@@ -80,7 +80,13 @@ export class ItemSettler {
     this.timer = undefined;
     for (const kbId of this.waiting) {
       const kb = this.knowledgeBases.get(kbId);
-      if (!kb || syncItems(kb.bm25, kbItems(kb), SETTLE_RUN)) this.waiting.delete(kbId);
+      try {
+        if (!kb || syncItems(kb.bm25, kbItems(kb), SETTLE_RUN)) this.waiting.delete(kbId);
+      } catch {
+        // Nothing to crash the process for from a timer: the next search groups what is left, and a
+        // failure there is answered to its caller.
+        this.waiting.delete(kbId);
+      }
     }
     if (this.waiting.size > 0) this.schedule(0);
   }
