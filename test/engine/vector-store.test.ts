@@ -301,10 +301,38 @@ async function open(dataDir: string, options: Partial<EngineOptions> = {}) {
   return { engine, snapshots };
 }
 
+/** A step that must end within 30 s: a hang names itself instead of running into the test's time limit. */
+async function within<T>(step: string, promise: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${step} did not end within 30 s`)), 30_000)));
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Waits for indexing and the graph; after 30 s it fails saying what it still waits for. */
 async function settle(e: Engine, kbId: string) {
-  for (let i = 0; i < 3000 && (e.stats().queueDepth > 0 || e.reembedProgress(ORG, kbId)); i++) await Bun.sleep(10);
-  const vectors = e.knowledgeBase(kbId)!.vectors!;
-  while (!vectors.graphReady) await Bun.sleep(10);
+  const deadline = performance.now() + 30_000;
+  const state = () => {
+    const v = e.knowledgeBase(kbId)!.vectors!;
+    return {
+      queueDepth: e.stats().queueDepth,
+      reembed: e.reembedProgress(ORG, kbId),
+      hasGraph: v.hasGraph,
+      pending: v.graphPending,
+      unsent: v.unsent,
+      removals: v.removalsWaiting,
+      size: v.size,
+    };
+  };
+  for (;;) {
+    const s = state();
+    if (s.queueDepth === 0 && !s.reembed && e.knowledgeBase(kbId)!.vectors!.graphReady) return;
+    if (performance.now() > deadline) throw new Error(`not settled after 30 s: ${JSON.stringify(s)}`);
+    await Bun.sleep(10);
+  }
 }
 
 const TOPICS = ['volcano lava eruption', 'glacier ice arctic', 'desert dunes camel', 'coral reef ocean', 'rainforest canopy birds', 'city traffic trains'];
@@ -339,7 +367,7 @@ describe('vector files of an engine', () => {
     expect(vectorFiles(dir)).toEqual([`${kb.id}.${active}.vectors`, `${other.id}.${a.knowledgeBase(other.id)!.record.config.id}.vectors`].sort());
     for (const name of dirFiles(dir)) expect(statSync(join(dir, 'vectors', name)).mode & 0o777).toBe(0o600);
     expect(statSync(join(dir, 'vectors')).mode & 0o777).toBe(0o700);
-    await snapshots.snapshot();
+    await within('the snapshot', snapshots.snapshot());
     // After the snapshot: updates and deletes that live only in the log.
     for (let i = 0; i < 20; i++)
       await a.updateContent(ORG, kb.id, items[i]!.id, { text: `Rewritten ${i}: ${TOPICS[(i + 3) % 6]}`, metadata: { topic: (i + 3) % 6 } });
@@ -358,12 +386,12 @@ describe('vector files of an engine', () => {
     await a.deleteKnowledgeBase(ORG, other.id);
     expect(vectorFiles(dir)).toEqual([`${kb.id}.${active}.vectors`]);
     expect(dirFiles(dir).filter((name) => !name.startsWith(kb.id))).toEqual([]);
-    await a.close();
+    await within('closing', a.close());
     engines.splice(0);
     // Closed: the files are gone (they are rewritten from the snapshot and log at the next start).
     expect(dirFiles(dir)).toEqual([]);
 
-    const { engine: b } = await open(dir);
+    const { engine: b } = await within('opening again', open(dir));
     await settle(b, kb.id);
     expect(await answers(b, kb.id)).toBe(before);
     expect(vectorFiles(dir)).toEqual([`${kb.id}.${active}.vectors`]);
