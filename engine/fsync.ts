@@ -1,5 +1,5 @@
 // fsync a file or a directory by path (a directory's fsync makes its entries durable).
-import { chmodSync, closeSync, fdatasyncSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, fdatasyncSync, fsyncSync, linkSync, openSync, readSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 
 /** Mode of the files the engine writes (log segments, snapshot files): its data is the tenants' own. */
@@ -101,6 +101,15 @@ export function copyFilePaced(from: string, to: string): { bytes: number; crc32:
     closeSync(src);
   }
   return writer.end();
+}
+
+/** A hard link at `to` (the same file system: snapshots and the data they feed sit side by side), else `copy`. */
+export function linkOrCopy(from: string, to: string, copy: (from: string, to: string) => void = copyFileSync): void {
+  try {
+    linkSync(from, to);
+  } catch {
+    copy(from, to);
+  }
 }
 
 /** fsync by path on the thread pool (the event loop keeps running; under heavy IO it can take long). */

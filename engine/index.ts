@@ -3,7 +3,7 @@
 
 // The engine and what it is opened with and reports.
 export { Engine } from './engine';
-export type { EngineLog, EngineOptions, NewContent, RecoveryReport, ReplicationStatus, SearchRequest, StartingPoint } from './options';
+export type { EngineLog, EngineOptions, NewContent, RecoveryReport, ReplicationStatus, RestoredIndex, SearchRequest, StartingPoint } from './options';
 export { EngineError, isEngineError, type EngineErrorCode, type EngineErrorDetails } from './errors';
 export { QuotaExceededError, type Quotas } from './state/quotas';
 export type { EngineMetrics } from './state/metrics';
@@ -54,7 +54,7 @@ export type { DocTermsDump } from './bm25/doc-terms';
 export type { ChunkTableDump } from './kb/chunk-table';
 export { WorkerPool } from './workers/pool';
 export { workerUrl, WORKER_ENTRY_POINTS, type WorkerKind } from './workers/entry-points';
-export { copyFilePaced, fsyncPath, fsyncPathAsync, PacedFileWriter, PRIVATE_DIR, PRIVATE_FILE } from './fsync';
+export { copyFilePaced, fsyncPath, fsyncPathAsync, linkOrCopy, PacedFileWriter, PRIVATE_DIR, PRIVATE_FILE } from './fsync';
 export { sha256File } from './files/hash';
 
 // Search planning, for benchmarks that time one knowledge base's search without the façade.

@@ -32,7 +32,19 @@ export interface StartingPoint {
    * work while records replay and load these after. An indexed record of such a set may come
    * without its chunks' terms.
    */
-  indexes?: { kbId: string; configId: string; dump: IndexSetDump }[];
+  indexes?: RestoredIndex[];
+}
+
+/**
+ * An index set as it was after the last record. `vectors`: a file holding its stored vectors
+ * (`bytes` of rows by document number; whatever follows is not the set's) that the set takes
+ * over, hard-linked, instead of storing every vector of the records again.
+ */
+export interface RestoredIndex {
+  kbId: string;
+  configId: string;
+  dump: IndexSetDump;
+  vectors?: { path: string; bytes: number };
 }
 
 /** Cluster mode: the log is a replicated JetStream stream every node follows (see engine/log/jetstream-log.ts). */

@@ -3,10 +3,11 @@
 // previous snapshot's graph (only vectors added since are inserted); a manifest written last.
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
-import { linkSync, renameSync, rmSync, statSync } from 'node:fs';
+import { renameSync, rmSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import {
   copyFilePaced,
+  linkOrCopy,
   decodePayload,
   isBinaryPayload,
   PayloadDecoder,
@@ -27,6 +28,7 @@ import {
 } from '../engine';
 import { Compactor, type KeptRecord } from './compactor';
 import {
+  crc32File,
   fileEntryCrc32,
   graphDocsFileName,
   graphFileName,
@@ -68,9 +70,10 @@ export interface BuildRequest {
   incremental?: { stats: Omit<SnapshotManifest['stats'], 'records'> };
   /**
    * Index dumps the engine wrote into `outDir` at `seq` (Snapshotter), with their manifest
-   * entries: made durable and listed here.
+   * entries: made durable and listed here. `vectors`: the set's vector file linked there, whose
+   * first `bytes` are the set's (made durable and checksummed here, off the main thread).
    */
-  indexes?: { kbId: string; configId: string; file: SnapshotFile }[];
+  indexes?: { kbId: string; configId: string; file: SnapshotFile; vectors?: { name: string; bytes: number } }[];
 }
 
 /** The index dumps of a request made durable; their manifest entries. */
@@ -80,7 +83,12 @@ function indexFiles(req: BuildRequest): { files: SnapshotFile[]; indexes: NonNul
   for (const d of req.indexes ?? []) {
     fsyncFile(join(req.outDir, d.file.name));
     files.push(d.file);
-    indexes.push({ kbId: d.kbId, configId: d.configId, file: d.file.name });
+    if (d.vectors) {
+      const path = join(req.outDir, d.vectors.name);
+      fsyncFile(path);
+      files.push({ name: d.vectors.name, bytes: d.vectors.bytes, crc32: crc32File(path, d.vectors.bytes) });
+    }
+    indexes.push({ kbId: d.kbId, configId: d.configId, file: d.file.name, ...(d.vectors ? { vectors: d.vectors.name } : {}) });
   }
   return { files, indexes };
 }
@@ -220,7 +228,7 @@ async function buildIncremental(
   for (const name of recordFiles(prev)) {
     const entry = prev.files.find((f) => f.name === name);
     if (!entry) throw new Error(`previous snapshot lacks ${name}`);
-    linkOrCopy(join(req.prevDir, name), join(req.outDir, name));
+    linkOrCopy(join(req.prevDir, name), join(req.outDir, name), copyFilePaced);
     files.push(entry);
   }
   lap('link previous records');
@@ -297,15 +305,6 @@ async function writeManifest(outDir: string, manifest: SnapshotManifest): Promis
   await writeFile(manifestPath, JSON.stringify(manifest, null, 2), { mode: PRIVATE_FILE });
   fsyncFile(manifestPath);
   fsyncFile(outDir);
-}
-
-/** A hard link (the same file system: snapshots sit side by side), else a copy. */
-function linkOrCopy(from: string, to: string): void {
-  try {
-    linkSync(from, to);
-  } catch {
-    copyFilePaced(from, to);
-  }
 }
 
 /** An engine's graph lacking at most this many vectors, or this share of them, goes into a snapshot as it is. */

@@ -5,6 +5,9 @@
 //   index-<kbId>-<configId>.dump  optional: an index set's chunk table and BM25 index as the engine
 //                        had them at `seq` (snapshots/index-dump.ts); restart loads it instead of
 //                        re-adding every chunk, and replays the records in full without it
+//   vectors-<kbId>-<configId>.rows  optional, beside a dump: the set's stored vectors, a hard link
+//                        to the engine's vector file (its first `bytes`); restart links it back
+//                        instead of writing every vector of the records again
 //   manifest.json        format version, seq, and the size and SHA-256 of every file (written last)
 // A snapshot is valid only when its manifest parses and every file matches its checksum. Index
 // dumps are derived data checked when they are read (a CRC32 per section): one that fails is not
@@ -15,11 +18,13 @@ import { join } from 'node:path';
 import { sha256File, type ShardSet } from '../engine';
 
 /**
- * Written: 2, records.log with indexed records in the binary encoding after a term dictionary
- * (engine/log/codec.ts). Read: 1 too, all records JSON as in the write-ahead log.
+ * Written: 3, as 2 with vector files beside index dumps (an older server must not take a snapshot
+ * it would read without them: it would find the files listed but not their length). 2: records.log
+ * with indexed records in the binary encoding after a term dictionary (engine/log/codec.ts).
+ * Read: 1 too, all records JSON as in the write-ahead log.
  */
-export const SNAPSHOT_FORMAT = 2;
-const FORMATS_READ = [1, 2];
+export const SNAPSHOT_FORMAT = 3;
+const FORMATS_READ = [1, 2, 3];
 export const MANIFEST_FILE = 'manifest.json';
 export const RECORDS_FILE = 'records.log';
 
@@ -31,17 +36,19 @@ export interface SnapshotFile {
   crc32?: number;
 }
 
-/** CRC32 of a whole file, read in pieces. */
-export function crc32File(path: string): number {
+/** CRC32 of a file (of its first `bytes`), read in pieces. */
+export function crc32File(path: string, bytes = Number.POSITIVE_INFINITY): number {
   const fd = openSync(path, 'r');
   try {
     const buf = new Uint8Array(8 << 20);
     let crc = 0;
-    for (;;) {
-      const n = readSync(fd, buf, 0, buf.length, null);
+    for (let done = 0; done < bytes; ) {
+      const n = readSync(fd, buf, 0, Math.min(buf.length, bytes - done), null);
       if (n === 0) return crc;
       crc = Bun.hash.crc32(buf.subarray(0, n), crc);
+      done += n;
     }
+    return crc;
   } finally {
     closeSync(fd);
   }
@@ -82,7 +89,17 @@ export interface SnapshotManifest {
    * Index dumps of the state at `seq` (absent: none, as in snapshots written before them). Written
    * only when the engine's state was exactly the snapshot's when it was taken (a single node).
    */
-  indexes?: { kbId: string; configId: string; file: string }[];
+  indexes?: {
+    kbId: string;
+    configId: string;
+    file: string;
+    /**
+     * The set's vector file, hard-linked from the engine's (format 3 on): its first `bytes` (the
+     * files entry's) are the set's stored vectors by document number; the engine may have written
+     * more after them, which are not the snapshot's. Derived like the dump: checked when read.
+     */
+    vectors?: string;
+  }[];
   stats: { knowledgeBases: number; contents: number; chunks: number; records: number };
   /** Cluster mode with shards: the only shards whose content the snapshot holds (absent: all). */
   shards?: { count: number; held: number[] };
@@ -104,6 +121,7 @@ const DIR = /^snap-(\d{20})$/;
 const TMP_DIR = /^tmp-/;
 export const snapshotDirName = (seq: number) => `snap-${String(seq).padStart(20, '0')}`;
 export const graphFileName = (kbId: string) => `graph-${kbId}.usearch`;
+export const vectorFileName = (kbId: string, configId: string) => `vectors-${kbId}-${configId}.rows`;
 
 /** Snapshot directories under `root`, newest first. */
 export async function listSnapshotDirs(root: string): Promise<{ seq: number; dir: string; name: string }[]> {
@@ -155,7 +173,7 @@ export async function verifySnapshot(
   }
   if (!FORMATS_READ.includes(manifest.format)) return { ok: false, reason: `unknown snapshot format ${manifest.format}` };
   const framed = options.framed ? recordFiles(manifest) : [];
-  const dumps = new Set((manifest.indexes ?? []).map((d) => d.file));
+  const dumps = new Set((manifest.indexes ?? []).flatMap((d) => (d.vectors ? [d.file, d.vectors] : [d.file])));
   for (const f of manifest.files) {
     // Checked section by section when read (readIndexDump); not needed for the snapshot to be usable.
     if (dumps.has(f.name)) continue;

@@ -2,6 +2,7 @@
 //   <prefix>/snap-<seq>/<file>   every file of the snapshot, then manifest.json last
 // Objects up to `partSize` go up in one PUT (read into memory first); larger ones as multipart.
 import { Client } from 'minio';
+import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import { ShardSet } from '../engine';
 import { MANIFEST_FILE, snapshotDirName, type SnapshotManifest } from './format';
@@ -58,10 +59,14 @@ export class S3SnapshotStore implements SnapshotStore {
 
   async upload(dir: string, manifest: SnapshotManifest): Promise<void> {
     for (const f of manifest.files) {
-      await this.client.fPutObject(
+      // The manifest's length of each file, not the file's: a vector file is the engine's own,
+      // linked, and may grow past the snapshot's rows while it uploads.
+      const body = f.bytes > 0 ? createReadStream(join(dir, f.name), { start: 0, end: f.bytes - 1 }) : Buffer.alloc(0);
+      await this.client.putObject(
         this.options.bucket,
         this.key(manifest.seq, f.name),
-        join(dir, f.name),
+        body,
+        f.bytes,
         f.sha256 ? { 'x-amz-meta-sha256': f.sha256 } : { 'x-amz-meta-crc32': String(f.crc32) },
       );
     }

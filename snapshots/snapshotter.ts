@@ -2,6 +2,7 @@
 // log after it (openEngine), and the Snapshotter writes new ones while writes go on. The engine
 // knows nothing of this folder: it starts from a StartingPoint, and offers what a snapshot needs
 // (seal the log, read a range of it in a worker, save its graphs, truncate the log).
+import { linkSync, statSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
@@ -13,19 +14,21 @@ import {
   WorkerPool,
   workerUrl,
   type EngineOptions,
-  type IndexSetDump,
   type LogRecord,
+  type RestoredIndex,
   type StartingPoint,
 } from '../engine';
 import type { BuildRequest } from './build';
 import { indexDumpFileName, readIndexDump, writeIndexDump } from './index-dump';
 import {
   coversShards,
+  crc32File,
   listSnapshotDirs,
   readDocs,
   recordFiles,
   removeUnfinishedSnapshots,
   snapshotDirName,
+  vectorFileName,
   verifySnapshot,
   type SnapshotManifest,
 } from './format';
@@ -116,13 +119,13 @@ export async function newestSnapshot(
  * The snapshot's index dumps that read back whole and intact. One that does not is reported and
  * left out: its knowledge base is rebuilt from the records instead.
  */
-function readIndexDumps(dir: string, manifest: SnapshotManifest, snapshot: string, warn: Warn): { kbId: string; configId: string; dump: IndexSetDump }[] {
-  const out: { kbId: string; configId: string; dump: IndexSetDump }[] = [];
-  for (const { kbId, configId, file } of manifest.indexes ?? []) {
+function readIndexDumps(dir: string, manifest: SnapshotManifest, snapshot: string, warn: Warn): RestoredIndex[] {
+  const out: RestoredIndex[] = [];
+  for (const { kbId, configId, file, vectors } of manifest.indexes ?? []) {
     try {
       const entry = manifest.files.find((f) => f.name === file);
       if (!entry) throw new Error('not among the snapshot files');
-      out.push({ kbId, configId, dump: readIndexDump(join(dir, file), kbId, configId, entry) });
+      out.push({ kbId, configId, dump: readIndexDump(join(dir, file), kbId, configId, entry), ...vectorFile(dir, manifest, vectors, snapshot, warn) });
     } catch (err) {
       warn('index dump unusable; its knowledge base is rebuilt from the snapshot records', {
         snapshot,
@@ -132,6 +135,30 @@ function readIndexDumps(dir: string, manifest: SnapshotManifest, snapshot: strin
     }
   }
   return out;
+}
+
+/**
+ * A dump's vector file when its first `bytes` are intact (CRC32): the set takes it over. One that is
+ * not is reported and left out: the set stores the vectors of its records instead.
+ */
+function vectorFile(dir: string, manifest: SnapshotManifest, name: string | undefined, snapshot: string, warn: Warn): Partial<Pick<RestoredIndex, 'vectors'>> {
+  if (!name) return {};
+  const path = join(dir, name);
+  const entry = manifest.files.find((f) => f.name === name);
+  const size = statSync(path, { throwIfNoEntry: false })?.size;
+  const reason =
+    !entry || entry.crc32 === undefined
+      ? 'not among the snapshot files'
+      : size === undefined
+        ? 'missing'
+        : size < entry.bytes
+          ? `${size} bytes, expected at least ${entry.bytes}`
+          : crc32File(path, entry.bytes) !== entry.crc32
+            ? 'fails its checksum'
+            : undefined;
+  if (reason === undefined) return { vectors: { path, bytes: entry!.bytes } };
+  warn('vector file unusable; its vectors are stored again from the snapshot records', { snapshot, file: name, reason });
+  return {};
 }
 
 /** How record files are read: bytes at a time (a larger frame is read whole); `poison`, see readFramesSync. */
@@ -167,11 +194,23 @@ export async function openEngine(options: EngineOptions): Promise<{ engine: Engi
   return { engine, snapshots: new Snapshotter(engine, root, latest) };
 }
 
-/** Write every index set's dump into a snapshot being built; their manifest entries (made durable by the build). */
-function writeIndexDumps(dir: string, dumps: ReturnType<Engine['dumpIndexes']>): NonNullable<BuildRequest['indexes']> {
-  return dumps.map(({ kbId, configId, dump }) => {
+/**
+ * Write every index set's dump into a snapshot being built, and link its vector file there; their
+ * manifest entries (made durable, and the vector files checksummed, by the build).
+ */
+export function writeIndexDumps(dir: string, dumps: ReturnType<Engine['dumpIndexes']>): NonNullable<BuildRequest['indexes']> {
+  return dumps.map(({ kbId, configId, dump, vectors }) => {
     const name = indexDumpFileName(kbId, configId);
-    return { kbId, configId, file: { name, ...writeIndexDump(join(dir, name), kbId, configId, dump) } };
+    const file = { name, ...writeIndexDump(join(dir, name), kbId, configId, dump) };
+    if (!vectors) return { kbId, configId, file };
+    const rows = vectorFileName(kbId, configId);
+    try {
+      // A link only: copying would hold this thread (a restart then stores the records' vectors).
+      linkSync(vectors.path, join(dir, rows));
+    } catch {
+      return { kbId, configId, file };
+    }
+    return { kbId, configId, file, vectors: { name: rows, bytes: vectors.bytes } };
   });
 }
 

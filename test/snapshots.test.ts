@@ -118,10 +118,12 @@ describe('index dumps', () => {
     const dir = join(a.dataDir, 'snapshots', newest!);
     const dumps = readdirSync(dir).filter((n) => n.endsWith('.dump'));
     expect(dumps.length).toBe(1);
+    // The vector file beside it: the server's own, linked.
+    expect(readdirSync(dir).filter((n) => n.endsWith('.rows')).length).toBe(1);
 
     const b = await start({ dataDir: a.dataDir });
     expect(await allSearches(b, kb)).toEqual(before);
-    expect(b.output.some((l) => l.includes('index dump unusable'))).toBe(false);
+    expect(b.output.some((l) => l.includes('index dump unusable') || l.includes('vector file unusable'))).toBe(false);
     await b.kill9();
 
     const path = join(dir, dumps[0]!);
@@ -150,6 +152,7 @@ describe('S3 snapshot store (s3rver)', () => {
     const b = await start({ env: s3Env(s3.port) });
     expect(await b.waitForOutput('restored snapshot from the store')).toBe(true);
     expect(await allSearches(b, kb)).toEqual(before);
+    expect(b.output.some((l) => l.includes('vector file unusable'))).toBe(false);
     expect((await b.api('GET', `/api/v1/knowledge-bases/${kb}`)).body.data.name).toBe('Snapshots');
   }, 60_000);
 

@@ -6,8 +6,8 @@
 // The snapshot is then kept and the engine opened on it again (restart after that shutdown).
 //   bun bench/restart/shutdown.ts [--dir .bench-out/restart/base-100000] [--tail 2000] [--full]
 // `--full`: the snapshot written whole, as before incremental snapshots (the code after them).
-// The index dumps are written on the main thread as the Snapshotter writes them ('index dumps (main
-// thread)'), made durable by the build ('index dumps').
+// The index dumps are written (and vector files linked) on the main thread as the Snapshotter writes
+// them ('index dumps (main thread)'), made durable (vector files checksummed) by the build ('index dumps').
 import { cpSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -59,13 +59,18 @@ const mainGraphs = engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.use
 phases['save graphs (main thread)'] = Math.round(performance.now() - t);
 // The index dumps, as Snapshotter.take() writes them (code that knows them).
 t = performance.now();
-const indexes =
-  'dumpIndexes' in engine
-    ? engine.dumpIndexes().map(({ kbId, configId, dump }) => {
-        const name = indexDumpFileName(kbId, configId);
-        return { kbId, configId, file: { name, ...writeIndexDump(join(tmp, name), kbId, configId, dump) } };
-      })
-    : [];
+// Code that links vector files beside the dumps does it as the Snapshotter does (writeIndexDumps).
+const snapshotter = (await import('../../snapshots/snapshotter')) as { writeIndexDumps?: (dir: string, dumps: unknown) => unknown };
+const indexes = (
+  !('dumpIndexes' in engine)
+    ? []
+    : snapshotter.writeIndexDumps
+      ? snapshotter.writeIndexDumps(tmp, engine.dumpIndexes())
+      : engine.dumpIndexes().map(({ kbId, configId, dump }) => {
+          const name = indexDumpFileName(kbId, configId);
+          return { kbId, configId, file: { name, ...writeIndexDump(join(tmp, name), kbId, configId, dump) } };
+        })
+) as Parameters<typeof buildSnapshot>[0]['indexes'];
 phases['index dumps (main thread)'] = Math.round(performance.now() - t);
 t = performance.now();
 const manifest = await buildSnapshot(

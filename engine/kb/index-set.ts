@@ -229,9 +229,33 @@ export class IndexSet {
     return this.vectors?.size ?? 0;
   }
 
-  /** Keep this set's stored vectors in a file at `path` (before any is added; see engine/vector/row-store.ts). */
-  useVectorFile(path: string): void {
-    this.vectors?.useFile(path);
+  /**
+   * Keep this set's stored vectors in a file at `path` (before any is added; see
+   * engine/vector/row-store.ts); `existingRows`: it holds them already (VectorIndex.useFile).
+   */
+  useVectorFile(path: string, existingRows?: number): void {
+    this.vectors?.useFile(path, existingRows);
+  }
+
+  /** Whether replayed vectors are taken from the set's file rather than from their records. */
+  get adoptingVectors(): boolean {
+    return this.vectors?.adopting === true;
+  }
+
+  /** The vectors of documents [first, first + count), `bytes` long in their record, are in the file. */
+  adoptVectors(first: number, count: number, bytes: number): void {
+    if (bytes !== count * this.vectors!.rowBytes) throw new Error(`indexed record at document ${first} carries ${bytes} bytes of vectors for ${count} chunks`);
+    this.vectors!.adoptStored(first, count);
+  }
+
+  /** Replay is over: adopted vectors join their duplicate groups (see VectorIndex.finishAdopting). */
+  finishAdoptingVectors(): void {
+    this.vectors?.finishAdopting();
+  }
+
+  /** The set's vector file, every row written: what a snapshot links (VectorIndex.writtenFile). */
+  writtenVectorFile(): { path: string; bytes: number } | undefined {
+    return this.vectors?.writtenFile();
   }
 
   /** The set is dropped (knowledge base deleted, build cancelled or replaced): its vector file goes. */

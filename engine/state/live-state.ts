@@ -5,9 +5,10 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { OriginalsStore } from '../files/originals';
-import { PRIVATE_DIR } from '../fsync';
+import { linkOrCopy, PRIVATE_DIR } from '../fsync';
 import { observeId } from '../ids';
-import type { IndexSet, IndexSetDump } from '../kb/index-set';
+import type { IndexSet } from '../kb/index-set';
+import type { RestoredIndex } from '../options';
 import { KnowledgeBase } from '../kb/knowledge-base';
 import type { LogRecord } from '../records';
 import type { TextStore } from '../text/text-store';
@@ -52,7 +53,7 @@ export class LiveState implements StateTarget {
   readonly kbs = new Map<string, KnowledgeBase>();
   readonly graphThreshold: number;
   /** Index dumps to load after the starting point's records, by `kbId configId` (restoreIndexes). */
-  private readonly dumps = new Map<string, IndexSetDump>();
+  private readonly dumps = new Map<string, RestoredIndex>();
 
   constructor(private readonly options: LiveStateOptions) {
     this.graphThreshold = options.graphThreshold ?? DEFAULT_EXACT_THRESHOLD;
@@ -66,18 +67,18 @@ export class LiveState implements StateTarget {
    * Index sets with a dump here skip their index work while records replay; finishRestore loads
    * the dumps into them. Before any record is applied.
    */
-  restoreIndexes(dumps: readonly { kbId: string; configId: string; dump: IndexSetDump }[]): void {
-    for (const d of dumps) this.dumps.set(`${d.kbId} ${d.configId}`, d.dump);
+  restoreIndexes(dumps: readonly RestoredIndex[]): void {
+    for (const d of dumps) this.dumps.set(`${d.kbId} ${d.configId}`, d);
   }
 
   /** Load every dump given to restoreIndexes into its set; throws when one has no set waiting for it or disagrees with it. */
   finishRestore(): void {
-    for (const [key, dump] of this.dumps) {
-      const [kbId, configId] = key.split(' ') as [string, string];
+    for (const { kbId, configId, dump } of this.dumps.values()) {
       const set = this.kbs.get(kbId)?.indexSet(configId);
       if (!set?.restoring || set.config.id !== configId) throw new Error(`index dump of ${kbId} (configuration ${configId}) has no index set to load into`);
       try {
         set.loadDump(dump);
+        set.finishAdoptingVectors();
       } catch (err) {
         throw new Error(`index dump of ${kbId} (configuration ${configId}): ${err instanceof Error ? err.message : String(err)}`);
       }
@@ -85,23 +86,36 @@ export class LiveState implements StateTarget {
     this.dumps.clear();
   }
 
-  /** Every index set as flat arrays, with its knowledge base and configuration (views: write them out at once). */
-  dumpIndexes(): { kbId: string; configId: string; dump: IndexSetDump }[] {
-    const out: { kbId: string; configId: string; dump: IndexSetDump }[] = [];
+  /**
+   * Every index set as flat arrays, with its knowledge base and configuration (views: write them out
+   * at once), and its vector file with every row written (rows below its length never change).
+   */
+  dumpIndexes(): RestoredIndex[] {
+    const out: RestoredIndex[] = [];
     for (const [kbId, kb] of this.kbs)
-      for (const set of new Set([kb.indexSet(undefined), kb.building && kb.indexSet(kb.building.id)]))
-        if (set) out.push({ kbId, configId: set.config.id, dump: set.dump() });
+      for (const set of new Set([kb.indexSet(undefined), kb.building && kb.indexSet(kb.building.id)])) {
+        if (!set) continue;
+        const vectors = set.writtenVectorFile();
+        out.push({ kbId, configId: set.config.id, dump: set.dump(), ...(vectors && vectors.bytes > 0 ? { vectors } : {}) });
+      }
     return out;
   }
 
   /** A new index set: it waits for its dump when there is one (restoreIndexes), and keeps its vectors in the vector directory. */
   private placeVectors(kbId: string, set: IndexSet | undefined): void {
-    if (set && this.dumps.has(`${kbId} ${set.config.id}`)) set.beginRestore();
+    const restored = set && this.dumps.get(`${kbId} ${set.config.id}`);
+    if (restored) set.beginRestore();
     const dir = this.options.vectorDir;
     if (!dir || !set?.vectors) return;
     const configId = set.config.id;
     if (!SAFE_NAME.test(kbId) || !SAFE_NAME.test(configId)) throw new Error(`unsafe vector file name: ${kbId}.${configId}`);
-    set.useVectorFile(join(dir, `${kbId}.${configId}.vectors`));
+    const path = join(dir, `${kbId}.${configId}.vectors`);
+    const given = restored?.vectors;
+    if (given && given.bytes % set.vectors.rowBytes === 0) {
+      // The snapshot's file, linked (a copy on another file system): its rows are the set's.
+      linkOrCopy(given.path, path);
+      set.useVectorFile(path, given.bytes / set.vectors.rowBytes);
+    } else set.useVectorFile(path);
   }
 
   /** Close every index set (their vector files are removed): the engine is closing. */
@@ -227,8 +241,12 @@ export class LiveState implements StateTarget {
     const item = kb.contents.get(record.id)!;
     const set = kb.indexSet(record.configId)!;
     for (const c of record.chunks) observeId(c.id);
-    const vectors = attachment && attachment.length > 0 ? set.vectorsFromBytes(attachment, record.chunks.length) : undefined;
+    const carried = attachment !== undefined && attachment.length > 0;
+    // A set restored with its vector file has these rows stored already: not decoded, not written.
+    const inFile = carried && set.adoptingVectors;
+    const vectors = carried && !inFile ? set.vectorsFromBytes(attachment, record.chunks.length) : undefined;
     kb.applyIndexed(item, record.chunks, vectors, record.firstDoc, set);
+    if (inFile) set.adoptVectors(record.firstDoc, record.chunks.length, attachment.length);
     const status = statusAfterIndexed(record);
     if (set !== kb.indexSet(undefined))
       kb.recordOutcome(set, item.id, { version: record.version, status, ...(record.embeddingError ? { error: record.embeddingError } : {}) });

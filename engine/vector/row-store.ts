@@ -2,7 +2,11 @@
 // the engine's data directory (0600, derived data: the write-ahead log and snapshots carry every
 // vector, so the file is rewritten from them at start-up), read back with positioned reads for exact
 // scoring; or, for an index without a directory (tests, tools), in memory.
-import { closeSync, fchmodSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+// A row is written once: documents are numbered anew for every version, so rows only ever go after
+// the highest one written. That lets a snapshot keep a hard link to the file with the length it
+// had (its rows are what later writes never touch, snapshots/vector-files.ts), and a restart start
+// from that link instead of writing every vector again.
+import { closeSync, fchmodSync, ftruncateSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { PRIVATE_DIR, PRIVATE_FILE } from '../fsync';
 
@@ -81,11 +85,27 @@ export class FileRows implements RowStore {
   private pending: Uint8Array[] = [];
   private pendingFirst = 0;
 
+  /**
+   * `existingRows`: `path` already holds this many rows (a snapshot's vector file linked there);
+   * anything after them is cut off. Absent: the file is created empty.
+   */
   constructor(
     readonly path: string,
     readonly rowBytes: number,
+    existingRows?: number,
   ) {
     mkdirSync(dirname(path), { recursive: true, mode: PRIVATE_DIR });
+    if (existingRows !== undefined) {
+      this.created = true;
+      this.end = existingRows * rowBytes;
+      ftruncateSync(this.open, this.end);
+    }
+  }
+
+  /** Write every gathered row; the bytes the file holds (nothing below them is written again). Not made durable. */
+  written(): number {
+    this.flush();
+    return this.end;
   }
 
   /** The file descriptor, opening (at first: creating) the file when it is not open. */

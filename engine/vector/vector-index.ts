@@ -132,7 +132,8 @@ export class VectorIndex {
   readonly dimensions: number;
   readonly quantization: Quantization;
   private rows: RowStore;
-  private readonly rowBytes: number;
+  /** Bytes of a stored vector. */
+  readonly rowBytes: number;
   private alive: Uint8Array;
   private live = 0;
   /** One past the highest document ever stored. */
@@ -177,12 +178,60 @@ export class VectorIndex {
     if (this.rowBytes > BLOCK_BYTES) throw new Error(`${this.dimensions} dimensions: a row does not fit a read block`);
   }
 
-  /** Keep the stored vectors in `path` from now on (only before any vector was added). */
-  useFile(path: string): void {
+  /**
+   * Keep the stored vectors in `path` from now on (only before any vector was added).
+   * `existingRows`: the file already holds that many rows (a snapshot's vector file linked there):
+   * the documents replayed from then on are taken as stored (`adoptStored`) until `finishAdopting`.
+   */
+  useFile(path: string, existingRows?: number): void {
     if (this.end > 0) throw new Error('the vector store can only move to a file while empty');
     this.rows.close();
-    this.rows = new FileRows(path, this.rowBytes);
+    this.rows = new FileRows(path, this.rowBytes, existingRows);
     this.rowsPath = path;
+    this.adoptable = existingRows ?? -1;
+  }
+
+  /**
+   * The stored vectors' file with every row written, and its length: what a snapshot links (rows
+   * below the length are never written again). Undefined for vectors kept in memory.
+   */
+  writtenFile(): { path: string; bytes: number } | undefined {
+    if (!(this.rows instanceof FileRows) || this.rowsPath === undefined) return undefined;
+    return { path: this.rowsPath, bytes: this.rows.written() };
+  }
+
+  /** Rows the file held when it was taken over (-1: none, or adopting is over). */
+  private adoptable = -1;
+
+  /** Whether documents are being taken from a file that already holds their rows. */
+  get adopting(): boolean {
+    return this.adoptable >= 0;
+  }
+
+  /**
+   * Documents [first, first + count) have their rows in the file already: alive, without reading
+   * them. Their duplicate groups (and any graph) come at `finishAdopting`.
+   */
+  adoptStored(first: number, count: number): void {
+    if (first + count > this.adoptable) throw new Error(`documents up to ${first + count} lie past the ${this.adoptable} rows of the vector file`);
+    this.ensureCapacity(first + count - 1);
+    for (let doc = first; doc < first + count; doc++) {
+      if (this.alive[doc]) throw new Error(`document ${doc} is stored twice`);
+      this.alive[doc] = 1;
+    }
+    this.live += count;
+    this.end = Math.max(this.end, first + count);
+  }
+
+  /** The adopted documents still alive join their duplicate groups, in order, reading their rows in blocks; a large index starts its graph. */
+  finishAdopting(): void {
+    if (!this.adopting) return;
+    this.adoptable = -1;
+    this.visitAll(undefined, (doc, values, o) => {
+      const stored = values.subarray(o, o + this.dimensions) as Store;
+      this.groups.join(doc, this.hashOf(stored), (other) => this.alive[other] === 1 && this.sameInGraph(stored, other));
+    });
+    if (!this.hnsw && this.live >= this.exactThreshold && this.options.autoGraph !== false) this.startGraph();
   }
 
   /** Drop everything: the graph, and the stored vectors (their file is removed). */
@@ -232,6 +281,7 @@ export class VectorIndex {
 
   /** Add a stored-form vector (from `quantize`, or read back from the log); the index keeps a reference until it is written. */
   add(doc: number, stored: Store): void {
+    if (this.adopting) throw new Error('vectors are being taken from a file: they are adopted, not added');
     if (stored.length !== this.dimensions) throw new Error(`vector has ${stored.length} dimensions, expected ${this.dimensions}`);
     if ((this.quantization === 'i8') !== stored instanceof Int8Array) throw new Error(`expected a ${this.quantization} vector`);
     this.ensureCapacity(doc);
@@ -250,6 +300,8 @@ export class VectorIndex {
     if (!this.has(doc)) return false;
     this.alive[doc] = 0;
     this.live--;
+    // Not in a group yet (finishAdopting joins those still alive).
+    if (this.adopting) return true;
     // A member of its group takes its place as the graph's key.
     const promoted = this.groups.leave(doc);
     if (promoted !== undefined && this.hnsw) this.pending.push(promoted);

@@ -91,7 +91,7 @@ describe('snapshot format 2', () => {
     const a = await open(dir);
     const { kbId, ids } = await fill(a, 24);
     const first = await snaps(a).snapshot();
-    expect(first.manifest.format).toBe(2);
+    expect(first.manifest.format).toBe(3);
     // The log after the snapshot, as written by any version (JSON).
     await a.addContent(ORG, kbId, { text: 'A late note about camels in the desert.' });
     await a.deleteContent(ORG, kbId, ids[2]!);
@@ -111,7 +111,7 @@ describe('snapshot format 2', () => {
     const vectors = b.knowledgeBase(kbId)!.vectors!;
     while (!vectors.graphReady) await Bun.sleep(20);
     const upgraded = await snaps(b).snapshot({ reuseGraphs: true });
-    expect(upgraded.manifest.format).toBe(2);
+    expect(upgraded.manifest.format).toBe(3);
     expect(upgraded.manifest.tails).toBeUndefined();
     expect(upgraded.manifest.graphs).toEqual([{ kbId, file: expect.any(String), vectors: vectors.size, from: 'memory', docs: expect.any(String) }]);
     expect(upgraded.manifest.indexes?.map((d) => d.kbId)).toEqual([kbId]);
@@ -211,6 +211,61 @@ describe('index dumps', () => {
     return { e, warnings };
   };
   const dumpFiles = (snap: { dir: string }) => readdirSync(snap.dir).filter((n) => n.endsWith('.dump'));
+  const engineVectorFile = (dir: string, kbId: string, configId: string) => join(dir, 'vectors', `${kbId}.${configId}.vectors`);
+  const sameFile = (x: string, y: string) => statSync(x).ino === statSync(y).ino;
+
+  test('a vector file the engine wrote past (no snapshot since) is cut back to the snapshot; a damaged one is reported and not used', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const a = await open(dir);
+    const { kbId, ids } = await fill(a, 30);
+    const configId = a.getKnowledgeBase(ORG, kbId).config.id;
+    const snap = await snaps(a).snapshot({ reuseGraphs: true });
+    const rows = join(snap.dir, snap.manifest.indexes![0]!.vectors!);
+    const { bytes } = snap.manifest.files.find((f) => f.name === snap.manifest.indexes![0]!.vectors)!;
+    await close(a);
+
+    // The next run writes past the snapshot's rows into the same file, then stops without a snapshot.
+    const b = await open(dir);
+    expect(sameFile(rows, engineVectorFile(dir, kbId, configId))).toBe(true);
+    for (let i = 0; i < 6; i++)
+      await b.addContent(ORG, kbId, { text: `A note written after the snapshot, number ${i}, about penguins and ice.`, metadata: { i } });
+    await b.updateContent(ORG, kbId, ids[3]!, { text: 'Note three, rewritten: a volcano and its lava.' });
+    await b.deleteContent(ORG, kbId, ids[8]!);
+    await settle(b);
+    const before = await allAnswers(b, kbId);
+    b.knowledgeBase(kbId)!.vectors!.writtenFile();
+    expect(statSync(rows).size).toBeGreaterThan(bytes);
+    await close(b);
+
+    // The snapshot and the log after it: the rows past the snapshot's are cut off and written again from the log.
+    const { e: c, warnings } = await openLogged(dir);
+    expect(warnings).toEqual([]);
+    expect(c.recovery.snapshot?.seq).toBe(snap.seq);
+    expect(c.recovery.records).toBeGreaterThan(0);
+    expect(await allAnswers(c, kbId)).toBe(before);
+    await close(c);
+
+    // One byte of a vector changed: the file fails its checksum; the records' vectors are stored instead.
+    const damaged = readFileSync(rows);
+    damaged[Math.floor(bytes / 2)]! ^= 0x40;
+    writeFileSync(rows, damaged);
+    const { e: d, warnings: dWarnings } = await openLogged(dir);
+    expect(dWarnings.map((w) => w.message)).toEqual(['vector file unusable; its vectors are stored again from the snapshot records']);
+    expect(String(dWarnings[0]!.details?.reason)).toMatch(/checksum/);
+    expect(d.recovery.snapshot?.seq).toBe(snap.seq);
+    expect(sameFile(rows, engineVectorFile(dir, kbId, configId))).toBe(false);
+    expect(await allAnswers(d, kbId)).toBe(before);
+    await close(d);
+
+    // Gone: the same.
+    rmSync(rows);
+    const { e: f, warnings: fWarnings } = await openLogged(dir);
+    expect(fWarnings.map((w) => [w.message, w.details?.reason])).toEqual([
+      ['vector file unusable; its vectors are stored again from the snapshot records', 'missing'],
+    ]);
+    expect(await allAnswers(f, kbId)).toBe(before);
+  }, 120_000);
 
   test('a restart loads the index dumps: identical answers in every mode, after deletes, updates and more writes', async () => {
     const dir = TestServer.tempDir();
@@ -221,8 +276,14 @@ describe('index dumps', () => {
     while (!vectors.graphReady) await Bun.sleep(20);
     const first = await snaps(a).snapshot({ reuseGraphs: true });
     const configId = a.getKnowledgeBase(ORG, kbId).config.id;
-    expect(first.manifest.indexes).toEqual([{ kbId, configId, file: expect.stringMatching(/^index-.*\.dump$/) }]);
+    expect(first.manifest.indexes).toEqual([
+      { kbId, configId, file: expect.stringMatching(/^index-.*\.dump$/), vectors: expect.stringMatching(/^vectors-.*\.rows$/) },
+    ]);
     expect(dumpFiles(first)).toEqual([first.manifest.indexes![0]!.file]);
+    // The vector file is the engine's own, linked: its rows of the snapshot's documents, checksummed.
+    const rowsEntry = first.manifest.files.find((f) => f.name === first.manifest.indexes![0]!.vectors)!;
+    expect(rowsEntry.bytes).toBe(a.knowledgeBase(kbId)!.docSpace * 512 * 4);
+    expect(sameFile(join(first.dir, rowsEntry.name), engineVectorFile(dir, kbId, configId))).toBe(true);
     const before = await allAnswers(a, kbId);
     await close(a);
 
@@ -231,6 +292,8 @@ describe('index dumps', () => {
     expect(b.recovery.snapshot?.seq).toBe(first.seq);
     expect(b.recovery.records).toBe(0);
     expect(b.recovery.chunks).toBe(first.manifest.stats.chunks);
+    // Taken over, not written again.
+    expect(sameFile(join(first.dir, rowsEntry.name), engineVectorFile(dir, kbId, configId))).toBe(true);
     expect(await allAnswers(b, kbId)).toBe(before);
 
     // Writes on the loaded indexes; the last item indexed is deleted before a periodic (compacted)
