@@ -93,7 +93,7 @@ export class Engine {
     // Index sets the snapshot dumped are loaded as they were, not rebuilt record by record.
     // Not for knowledge bases whose content this node skips (shards held elsewhere): nothing to load into.
     if (start?.indexes) state.restoreIndexes(start.indexes.filter((d) => shards.holds(d.kbId)));
-    start?.replay((record, attachment) => state.apply(record, attachment));
+    start?.replay((record, attachment, text) => state.apply(record, attachment, text));
     state.finishRestore();
     // A snapshot holding more shards than this node (its content was skipped above): their graphs too.
     for (const g of start?.graphs ?? []) if (shards.holds(g.kbId)) state.kbs.get(g.kbId)?.attachGraph(g.path, g.docs);

@@ -45,7 +45,7 @@ export { MemoryLog, type MemoryLogOptions } from './log/memory-log';
 export { readLogRange } from './log/range';
 export { JetStreamLog, LogGapError, RecordTooLargeError } from './log/jetstream-log';
 export type { NatsAuth } from './log/nats';
-export { decodePayload, encodePayload, isBinaryPayload, PayloadDecoder, TermDictionary, withRecordFields } from './log/codec';
+export { decodePayload, encodePayload, encodeTextRecord, isBinaryPayload, PayloadDecoder, TermDictionary, withRecordFields } from './log/codec';
 export { encodeFrame, readFramesSync, scanFrames, FRAME_HEADER } from './log/frame';
 export { VectorIndex } from './vector/vector-index';
 export type { IndexSetDump } from './kb/index-set';

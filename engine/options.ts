@@ -9,6 +9,7 @@ import type { NatsAuth } from './log/nats';
 import type { RecordLog } from './log/log';
 import type { Refinements } from './search/refine';
 import type { IndexSetDump } from './kb/index-set';
+import type { EncodedText } from './text/encoded-text';
 
 /** Where an engine's state begins before its log is replayed: a snapshot (see snapshots/). */
 export interface StartingPoint {
@@ -19,9 +20,10 @@ export interface StartingPoint {
   /** Hands every record of the starting state to `apply`, in order. */
   /**
    * Hand every record to `apply`, in order. The attachment may be a view of a buffer reused for the
-   * next record (snapshots are streamed): what the state keeps of it must be copied.
+   * next record (snapshots are streamed): what the state keeps of it must be copied. `text`: a
+   * content record's text as the snapshot stores it (a view too), the record's own `text` empty.
    */
-  replay(apply: (record: LogRecord, attachment: Uint8Array) => void): void;
+  replay(apply: (record: LogRecord, attachment: Uint8Array, text?: EncodedText) => void): void;
   /**
    * Saved HNSW graphs, each holding exactly the vectors of its knowledge base after replay, or the
    * documents in `docs` (then keys not alive are removed and vectors missing from it queued).

@@ -9,6 +9,7 @@ import {
   copyFilePaced,
   linkOrCopy,
   decodePayload,
+  encodeTextRecord,
   isBinaryPayload,
   PayloadDecoder,
   PRIVATE_FILE,
@@ -106,8 +107,8 @@ function slim(record: LogRecord): LogRecord {
 
 /** What compaction reads of a record of the log (JSON, codec.ts) or of a snapshot read by `decoder`; undefined for a dictionary payload. */
 function keptOf(seq: number, payload: Uint8Array, decoder?: PayloadDecoder): KeptRecord | undefined {
-  // Only the header of a binary indexed record: compaction needs no terms.
-  const decoded = decoder ? decoder.decodeHead<LogRecord>(payload) : decodePayload<LogRecord>(payload);
+  // Only the header of a binary record: compaction needs no terms, and no text.
+  const decoded = decoder ? decoder.decodeForReplay<LogRecord>(payload) : decodePayload<LogRecord>(payload);
   return decoded && { seq, record: slim(decoded.record), attachmentBytes: decoded.attachment.length };
 }
 
@@ -136,9 +137,10 @@ function forEachSnapshotFrame(dir: string, manifest: SnapshotManifest, visit: (s
 /**
  * Writes the kept records (in log order) as the snapshot's records.log while the build's input is
  * read a second time: a kept record's payload is taken from its input frame (or is one compaction
- * made), with settled fields applied; indexed records still in JSON (from the log, or a snapshot
- * of format 1) go to the binary encoding, their new terms in a dictionary frame just before them
- * (PayloadDecoder reads dictionary frames anywhere, in order). Only one record is held at a time.
+ * made), with settled fields applied; indexed and content records still in JSON (from the log, or
+ * an older snapshot) go to the binary encoding, the new terms of indexed ones in a dictionary frame
+ * just before them (PayloadDecoder reads dictionary frames anywhere, in order). Only one record is
+ * held at a time.
  */
 class RecordsWriter {
   private readonly writer: PacedFileWriter;
@@ -199,6 +201,9 @@ class RecordsWriter {
         this.writer.write(encodeFrame(0, this.dict.encode(this.dictWritten)));
         this.dictWritten = this.dict.size;
       }
+    } else if (k.record.t === 'content.put' && !isBinaryPayload(payload)) {
+      const { record, attachment } = decodePayload<LogRecord>(payload);
+      payload = encodeTextRecord(record, attachment) ?? payload;
     }
     this.writer.write(encodeFrame(k.seq, payload));
     this.onWritten(k, payload.subarray(payload.length - k.attachmentBytes));

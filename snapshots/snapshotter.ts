@@ -89,12 +89,12 @@ export async function newestSnapshot(
           const read = readFramesSync(
             path,
             (_, payload) => {
-              let decoded = decoder.decodeHead<LogRecord>(payload);
+              let decoded = decoder.decodeForReplay<LogRecord>(payload);
               const r = decoded?.record;
               if (r?.t === 'content.indexed' && !(r.configId !== undefined && dumped.has(`${r.kbId} ${r.configId}`)))
                 decoded = decoder.decode<LogRecord>(payload);
-              // The attachment is a view of the reader's buffer, valid during apply (StartingPoint.replay).
-              if (decoded) apply(decoded.record, decoded.attachment);
+              // The attachment and text are views of the reader's buffer, valid during apply (StartingPoint.replay).
+              if (decoded) apply(decoded.record, decoded.attachment, decoded.text);
             },
             reading.pieceBytes,
             reading.poison,

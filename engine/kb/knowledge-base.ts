@@ -5,6 +5,7 @@ import { DocSet } from '../filter/doc-set';
 import type { Metadata, MetadataFilter } from '../filter/metadata';
 import type { ContentSource, ContentStatus, IndexedChunk, KnowledgeBaseConfig, KnowledgeBaseRecord } from '../records';
 import type { Scored } from '../topk';
+import type { EncodedText } from '../text/encoded-text';
 import type { TextStore } from '../text/text-store';
 import type { VectorIndex } from '../vector/vector-index';
 import { IndexSet, type AllowedDocs, type BuildOutcome, type LiveChunks, type StoredVector } from './index-set';
@@ -157,10 +158,14 @@ export class KnowledgeBase {
 
   // --- contents -------------------------------------------------------------------------------
 
-  /** `createdAt` is given for updates (so a compacted log keeps an item's creation time). */
-  putContent(id: string, given: ContentVersion, at: string, createdAt = at): ContentItem {
+  /**
+   * `createdAt` is given for updates (so a compacted log keeps an item's creation time); `encoded`:
+   * the text as a snapshot stored it (`given.text` is then empty), placed in the store at once.
+   */
+  putContent(id: string, given: ContentVersion, at: string, createdAt = at, encoded?: EncodedText): ContentItem {
     // Held on the heap until indexed (ingestion reads it soon); applyIndexed moves it to the store.
     const version = given instanceof ItemVersion ? given : new ItemVersion(given);
+    if (encoded) version.takeEncoded(encoded, this.texts);
     const existing = this.contents.get(id);
     if (existing) {
       existing.current = version;

@@ -4,6 +4,7 @@
 // the characters asked for (a hit's chunk).
 import type { Metadata } from '../filter/metadata';
 import type { ContentSource } from '../records';
+import type { EncodedText } from '../text/encoded-text';
 import type { TextRef, TextStore } from '../text/text-store';
 import type { ContentVersion } from './knowledge-base';
 
@@ -69,7 +70,16 @@ export class ItemVersion implements ContentVersion {
   /** Move the text to `store` (once: a stored text stays where it is). */
   moveTo(store: TextStore): void {
     if (this.held === undefined) return;
-    const ref = store.put(this.held);
+    this.place(store, store.put(this.held));
+  }
+
+  /** The text is `encoded` (a restart's, its version's text being empty): into `store` as it is, or onto the heap without one. */
+  takeEncoded(encoded: EncodedText, store: TextStore | undefined): void {
+    if (store) this.place(store, store.putEncoded(encoded));
+    else this.held = encoded.toString();
+  }
+
+  private place(store: TextStore, ref: TextRef): void {
     this.at = ref.at;
     this.chars = ref.length;
     this.wide = ref.wide;

@@ -11,9 +11,16 @@
 //                   `content.indexed` record whose chunks' `terms` and `tfs` are in the body as
 //                   LEB128 varints — per chunk its term count, then (term id, frequency) pairs —
 //                   and everything else in the header (the record with chunks lacking both fields).
+//     3 text        [u32 header length][header JSON][u8 width][u32 text bytes][text][attachment]: a
+//                   `content.put` record whose text is in the body as Latin-1 (width 1, when every
+//                   character fits) or UTF-16LE (width 2), as the text store keeps it, and everything
+//                   else in the header. A text decodes by copying its bytes: no UTF-8 decoding, no
+//                   JSON string parsing (those were a quarter of a restart at 300k chunks).
 // Decoding the binary kinds needs the dictionary read so far: PayloadDecoder, fed every payload of
 // the file in order. The heavy part of a restart is the terms: as JSON each is a new string; here
 // each chunk's terms are the dictionary's strings, shared by every chunk that has them.
+
+import { EncodedText, isLatin1 } from '../text/encoded-text';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -22,6 +29,7 @@ const decoder = new TextDecoder();
 const BINARY = 0xffffffff;
 const KIND_DICTIONARY = 1;
 const KIND_INDEXED = 2;
+const KIND_TEXT = 3;
 
 export function encodePayload(record: unknown, attachment?: Uint8Array): Uint8Array {
   const json = encoder.encode(JSON.stringify(record));
@@ -129,6 +137,31 @@ export class TermDictionary {
   }
 }
 
+/**
+ * A `content.put` record in the binary encoding (its text as Latin-1 or UTF-16LE bytes); undefined
+ * for any other record (left as it is).
+ */
+export function encodeTextRecord(record: { t: string; text?: unknown }, attachment: Uint8Array): Uint8Array | undefined {
+  if (record.t !== 'content.put' || typeof record.text !== 'string') return undefined;
+  const { text, ...rest } = record;
+  const head = encoder.encode(JSON.stringify(rest));
+  const wide = !isLatin1(text);
+  const textBytes = Buffer.from(text, wide ? 'utf16le' : 'latin1');
+  const out = new Uint8Array(9 + head.length + 5 + textBytes.length + attachment.length);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, BINARY, true);
+  out[4] = KIND_TEXT;
+  view.setUint32(5, head.length, true);
+  out.set(head, 9);
+  let pos = 9 + head.length;
+  out[pos] = wide ? 2 : 1;
+  view.setUint32(pos + 1, textBytes.length, true);
+  pos += 5;
+  out.set(textBytes, pos);
+  out.set(attachment, pos + textBytes.length);
+  return out;
+}
+
 class VarintWriter {
   private buf = new Uint8Array(1024);
   private pos = 0;
@@ -171,6 +204,16 @@ export class PayloadDecoder {
     return this.read<T>(payload, false);
   }
 
+  /**
+   * As decodeHead(), but the text of a binary content record comes as its bytes (`text`, a view of
+   * the payload) and the record's own `text` is empty: a restart hands them to the text store as
+   * they are, never making a string of them.
+   */
+  decodeForReplay<T>(payload: Uint8Array): { record: T; attachment: Uint8Array; text?: EncodedText } | undefined {
+    if (isBinaryPayload(payload) && payload[4] === KIND_TEXT) return readText<T>(payload, viewOf(payload), false);
+    return this.read<T>(payload, false);
+  }
+
   private read<T>(payload: Uint8Array, withTerms: boolean): { record: T; attachment: Uint8Array } | undefined {
     if (!isBinaryPayload(payload)) return decodePayload<T>(payload);
     const view = viewOf(payload);
@@ -181,6 +224,7 @@ export class PayloadDecoder {
       for (const t of JSON.parse(decoder.decode(payload.subarray(9))) as string[]) this.terms.push(t);
       return undefined;
     }
+    if (kind === KIND_TEXT) return readText<T>(payload, view, true);
     if (kind !== KIND_INDEXED) throw new Error(`unknown binary payload kind ${kind}`);
     const headLen = view.getUint32(5, true);
     const record = JSON.parse(decoder.decode(payload.subarray(9, 9 + headLen))) as { chunks: TermChunk[] };
@@ -217,6 +261,23 @@ export class PayloadDecoder {
   }
 }
 
+/** A binary `content.put` record: its header with the text put back (`asString`), or with the text's bytes beside it. */
+function readText<T>(payload: Uint8Array, view: DataView, asString: boolean): { record: T; attachment: Uint8Array; text?: EncodedText } {
+  const headLen = view.getUint32(5, true);
+  const record = JSON.parse(decoder.decode(payload.subarray(9, 9 + headLen))) as { text: string };
+  const at = 9 + headLen;
+  const width = payload[at];
+  if (width !== 1 && width !== 2) throw new Error(`text record: unknown width ${width}`);
+  const textStart = at + 5;
+  const textEnd = textStart + view.getUint32(at + 1, true);
+  if (textEnd > payload.length) throw new Error('text record: the text runs past the payload');
+  const bytes = payload.subarray(textStart, textEnd);
+  if (width === 2 && bytes.length % 2 !== 0) throw new Error('text record: a UTF-16 text of an odd length');
+  const text = new EncodedText(bytes, width === 2);
+  record.text = asString ? text.toString() : '';
+  return { record: record as T, attachment: payload.subarray(textEnd), ...(asString ? {} : { text }) };
+}
+
 /** The LEB128 number at `pos`, and the position after it. */
 function varintAt(b: Uint8Array, pos: number): [number, number] {
   let n = 0;
@@ -232,14 +293,15 @@ function varintAt(b: Uint8Array, pos: number): [number, number] {
 
 /**
  * The same payload with fields of its record replaced (compaction settling a version or document
- * number), in its own encoding: a binary indexed record keeps its body and attachment.
+ * number), in its own encoding: a binary record keeps its body and attachment.
  */
 export function withRecordFields(payload: Uint8Array, fields: Record<string, unknown>): Uint8Array {
   if (!isBinaryPayload(payload)) {
     const { record, attachment } = decodePayload<object>(payload);
     return encodePayload({ ...record, ...fields }, attachment.length > 0 ? attachment : undefined);
   }
-  if (payload[4] !== KIND_INDEXED) throw new Error('only an indexed record has fields to replace');
+  // Both binary record kinds start [kind][u32 header length][header JSON]; the rest is kept.
+  if (payload[4] !== KIND_INDEXED && payload[4] !== KIND_TEXT) throw new Error('only a record has fields to replace');
   const view = viewOf(payload);
   const headLen = view.getUint32(5, true);
   const head = encoder.encode(JSON.stringify({ ...JSON.parse(decoder.decode(payload.subarray(9, 9 + headLen))), ...fields }));

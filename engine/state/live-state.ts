@@ -11,6 +11,7 @@ import type { IndexSet } from '../kb/index-set';
 import type { RestoredIndex } from '../options';
 import { KnowledgeBase } from '../kb/knowledge-base';
 import type { LogRecord } from '../records';
+import type { EncodedText } from '../text/encoded-text';
 import type { TextStore } from '../text/text-store';
 import { DEFAULT_EXACT_THRESHOLD } from '../vector/vector-index';
 import { markFailed, markPending, markReady } from './content-status';
@@ -127,8 +128,8 @@ export class LiveState implements StateTarget {
   }
 
   /** Apply a record (see machine.ts); whether it applied. */
-  apply(record: LogRecord, attachment?: Uint8Array): boolean {
-    return applyRecord(this, record, attachment);
+  apply(record: LogRecord, attachment?: Uint8Array, text?: EncodedText): boolean {
+    return applyRecord(this, record, attachment, text);
   }
 
   hasKnowledgeBase(kbId: string): boolean {
@@ -213,7 +214,7 @@ export class LiveState implements StateTarget {
     this.options.discard(this.options.originals.removeKnowledgeBase(record.id));
   }
 
-  putContent(record: RecordOf<'content.put'>): void {
+  putContent(record: RecordOf<'content.put'>, text?: EncodedText): void {
     const kb = this.kbs.get(record.kbId)!;
     observeId(record.id);
     // Text replacing an uploaded file: the original no longer describes the item.
@@ -225,6 +226,7 @@ export class LiveState implements StateTarget {
       { version: record.version, text: record.text, metadata: record.metadata, source: record.source, pages: record.pages },
       record.at,
       record.createdAt,
+      text,
     );
     markPending(item);
   }

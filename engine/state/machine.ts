@@ -4,6 +4,7 @@
 // records that still matter, snapshots/compactor.ts). A record that no longer applies (its
 // knowledge base deleted, its version superseded, its analyzer outdated, its configuration no longer
 // built) is a no-op for every target alike, so every replica of the log rebuilds the same state.
+import type { EncodedText } from '../text/encoded-text';
 import { analyzerOf, indexesAlike, type ContentStatus, type KnowledgeBaseConfig, type LogRecord } from '../records';
 
 /** The log record of one type. */
@@ -40,8 +41,8 @@ export interface StateTarget {
   cancelBuilding(record: RecordOf<'kb.reconfigure'>): void;
   /** The configuration built answers from now on. */
   activateBuilding(record: RecordOf<'kb.activate'>): void;
-  /** A new item, or a new version of one (status pending). */
-  putContent(record: RecordOf<'content.put'>): void;
+  /** A new item, or a new version of one (status pending); `text`: its text as a snapshot stored it (the record's is then empty). */
+  putContent(record: RecordOf<'content.put'>, text?: EncodedText): void;
   deleteContent(record: RecordOf<'content.delete'>): void;
   /** Chunks (and vectors, in `attachment`) of the item's newest version: ready, or failed with `embeddingError`. */
   indexContent(record: RecordOf<'content.indexed'>, attachment: Uint8Array | undefined): void;
@@ -52,7 +53,7 @@ export interface StateTarget {
 }
 
 /** Apply one record to `target`. Returns whether it applied (false: a no-op, see above). */
-export function applyRecord(target: StateTarget, record: LogRecord, attachment?: Uint8Array): boolean {
+export function applyRecord(target: StateTarget, record: LogRecord, attachment?: Uint8Array, text?: EncodedText): boolean {
   if (record.t.startsWith('content.')) {
     const { kbId } = record as { kbId: string };
     if (!target.holdsContent(kbId)) {
@@ -105,7 +106,7 @@ export function applyRecord(target: StateTarget, record: LogRecord, attachment?:
       // is always newer than the newest applied, whatever number its writer expected.
       const item = target.contentState(record.kbId, record.id);
       const version = item && record.version <= item.version ? item.version + 1 : record.version;
-      target.putContent(version === record.version ? record : { ...record, version });
+      target.putContent(version === record.version ? record : { ...record, version }, text);
       return true;
     }
     case 'content.delete':

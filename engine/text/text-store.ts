@@ -6,6 +6,7 @@
 // (two bytes), so a chunk's character range is a byte range and a hit reads only its chunk.
 import { closeSync, mkdirSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { isLatin1, type EncodedText } from './encoded-text';
 
 /** Where a text lies in the store. */
 export interface TextRef {
@@ -18,7 +19,6 @@ export interface TextRef {
 }
 
 const BUFFER_BYTES = 1 << 20;
-const NOT_LATIN1 = /[^\u0000-\u00ff]/;
 
 export class TextStore {
   private readonly fd: number;
@@ -44,8 +44,22 @@ export class TextStore {
     return { live: this.live, dead: this.dead };
   }
 
+  /** Store the bytes of a text already in the store's encoding (a restart's, from a snapshot) as they are. */
+  putEncoded(text: EncodedText): TextRef {
+    const at = this.flushed + this.pendingBytes;
+    const { bytes } = text;
+    if (this.pendingBytes + bytes.length > this.pending.length) this.flush();
+    if (bytes.length > this.pending.length) this.writeAll(bytes);
+    else {
+      this.pending.set(bytes, this.pendingBytes);
+      this.pendingBytes += bytes.length;
+    }
+    this.live += bytes.length;
+    return { at, length: text.length, wide: text.wide };
+  }
+
   put(text: string): TextRef {
-    const wide = NOT_LATIN1.test(text);
+    const wide = !isLatin1(text);
     const size = wide ? text.length * 2 : text.length;
     const at = this.flushed + this.pendingBytes;
     if (this.pendingBytes + size > this.pending.length) this.flush();

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { decodePayload, encodePayload, isBinaryPayload, PayloadDecoder, TermDictionary, withRecordFields } from '../../engine/log/codec';
+import { decodePayload, encodePayload, encodeTextRecord, isBinaryPayload, PayloadDecoder, TermDictionary, withRecordFields } from '../../engine/log/codec';
 import { encodeFrame, readFramesSync, scanFrames } from '../../engine/log/frame';
 
 const dir = mkdtempSync(join(tmpdir(), 'codec-'));
@@ -95,6 +95,71 @@ describe('binary indexed records', () => {
     expect(() => new PayloadDecoder().decode(p)).toThrow(/not in the dictionary/);
     expect(() => new PayloadDecoder().decode(dict.encode(1))).toThrow(/out of order/);
     expect(() => decodePayload(p)).toThrow(/PayloadDecoder/);
+  });
+});
+
+const putArb = fc.record(
+  {
+    t: fc.constant('content.put' as const),
+    kbId: fc.string(),
+    id: fc.string(),
+    version: fc.nat(),
+    // Latin-1 only, any code point, and any UTF-16 code units (lone surrogates too).
+    text: fc.oneof(
+      fc.string({ unit: fc.integer({ min: 0, max: 0xff }).map((c) => String.fromCharCode(c)) }),
+      fc.string({ unit: 'binary' }),
+      fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)) }),
+    ),
+    metadata: fc.dictionary(fc.string(), fc.oneof(fc.string(), fc.integer(), fc.boolean())),
+    source: fc.oneof(fc.constant({ kind: 'text' }), fc.record({ kind: fc.constant('file'), name: fc.string() })),
+    pages: fc.option(fc.array(fc.nat()), { nil: undefined }),
+    createdAt: fc.option(fc.string(), { nil: undefined }),
+    at: fc.string(),
+  },
+  { requiredKeys: ['t', 'kbId', 'id', 'version', 'text', 'metadata', 'source', 'at'] },
+);
+
+describe('binary content records', () => {
+  test('decode (whole or head) to what the JSON encoding decodes to, their attachment kept; fields replaced in place', () => {
+    fc.assert(
+      fc.property(putArb, attachmentArb, fc.nat(), (r, a, version) => {
+        const encoded = encodeTextRecord(r, a)!;
+        expect(isBinaryPayload(encoded)).toBe(true);
+        const json = decodePayload(encodePayload(r, a));
+        for (const out of [new PayloadDecoder().decode(encoded)!, new PayloadDecoder().decodeHead(encoded)!]) {
+          expect(out.record).toEqual(json.record);
+          expect(out.record).toEqual(viaJson(r));
+          expect([...out.attachment]).toEqual([...json.attachment]);
+        }
+        // For a restart: the text's bytes beside a record whose own text is empty.
+        const replay = new PayloadDecoder().decodeForReplay<typeof r>(encoded)!;
+        expect(replay.record).toEqual(viaJson({ ...r, text: '' }));
+        expect(replay.text!.toString()).toBe(r.text);
+        expect(replay.text!.length).toBe(r.text.length);
+        expect([...replay.attachment]).toEqual([...a]);
+        const replaced = withRecordFields(encoded, { version });
+        expect(isBinaryPayload(replaced)).toBe(true);
+        expect(new PayloadDecoder().decode(replaced)!.record).toEqual(viaJson({ ...r, version }));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  test('Latin-1 text takes a byte a character; other records are not encoded; a damaged width or length throws', () => {
+    const r = { t: 'content.put', kbId: 'kb', id: 'c', version: 1, text: 'café '.repeat(100), metadata: {}, source: { kind: 'text' }, at: 'now' };
+    const latin = encodeTextRecord(r, new Uint8Array())!;
+    const wide = encodeTextRecord({ ...r, text: 'café ☕'.repeat(100) }, new Uint8Array())!;
+    expect(latin.length).toBeLessThan(encodePayload(r).length);
+    expect(wide.length - latin.length).toBeGreaterThan(r.text.length);
+    expect(encodeTextRecord({ t: 'content.delete' }, new Uint8Array())).toBeUndefined();
+    expect(encodeTextRecord({ t: 'content.put', text: 3 }, new Uint8Array())).toBeUndefined();
+    const headLen = new DataView(latin.buffer).getUint32(5, true);
+    const badWidth = Uint8Array.from(latin);
+    badWidth[9 + headLen] = 3;
+    expect(() => new PayloadDecoder().decode(badWidth)).toThrow(/width/);
+    const badLength = Uint8Array.from(latin);
+    new DataView(badLength.buffer).setUint32(9 + headLen + 1, latin.length, true);
+    expect(() => new PayloadDecoder().decode(badLength)).toThrow(/past the payload/);
   });
 });
 

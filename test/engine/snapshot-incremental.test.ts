@@ -272,6 +272,11 @@ describe('index dumps', () => {
     dirs.push(dir);
     const a = await open(dir);
     const { kbId, ids } = await fill(a, 30);
+    // Texts of every width the store keeps: Latin-1, and UTF-16 (a snapshot stores them as the store does).
+    const texts = ['Crème brûlée in a café, naïve façade.', 'Ice ☃ and lava 🌋 — 日本の火山 notes.'];
+    const wide = [];
+    for (const text of texts) wide.push((await a.addContent(ORG, kbId, { text })).id);
+    await settle(a);
     const vectors = a.knowledgeBase(kbId)!.vectors!;
     while (!vectors.graphReady) await Bun.sleep(20);
     const first = await snaps(a).snapshot({ reuseGraphs: true });
@@ -292,6 +297,8 @@ describe('index dumps', () => {
     expect(b.recovery.snapshot?.seq).toBe(first.seq);
     expect(b.recovery.records).toBe(0);
     expect(b.recovery.chunks).toBe(first.manifest.stats.chunks);
+    wide.forEach((id, i) => expect(b.getContent(ORG, kbId, id)!.current.text).toBe(texts[i]!));
+    expect(b.searchFullText(ORG, kbId, { query: 'brûlée', limit: 1 })[0]?.text).toBe(texts[0]);
     // Taken over, not written again.
     expect(sameFile(join(first.dir, rowsEntry.name), engineVectorFile(dir, kbId, configId))).toBe(true);
     expect(await allAnswers(b, kbId)).toBe(before);
