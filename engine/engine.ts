@@ -88,15 +88,26 @@ export class Engine {
       indexed: (kbId) => engine?.settler.indexed(kbId),
     });
     const { state, shards, compute, ingestion, say } = parts;
+    // Nothing of a failed start stays behind (the server may try again from another snapshot).
+    const abandon = async () => {
+      state.close();
+      await compute.close();
+      parts.texts.close();
+    };
     const started = performance.now();
     const start = await options.startFrom?.();
-    // Index sets the snapshot dumped are loaded as they were, not rebuilt record by record.
-    // Not for knowledge bases whose content this node skips (shards held elsewhere): nothing to load into.
-    if (start?.indexes) state.restoreIndexes(start.indexes.filter((d) => shards.holds(d.kbId)));
-    start?.replay((record, attachment, text) => state.apply(record, attachment, text));
-    state.finishRestore();
-    // A snapshot holding more shards than this node (its content was skipped above): their graphs too.
-    for (const g of start?.graphs ?? []) if (shards.holds(g.kbId)) state.kbs.get(g.kbId)?.attachGraph(g.path, g.docs);
+    try {
+      // Index sets the snapshot dumped are loaded as they were, not rebuilt record by record.
+      // Not for knowledge bases whose content this node skips (shards held elsewhere): nothing to load into.
+      if (start?.indexes) state.restoreIndexes(start.indexes.filter((d) => shards.holds(d.kbId)));
+      start?.replay((record, attachment, text) => state.apply(record, attachment, text));
+      state.finishRestore();
+      // A snapshot holding more shards than this node (its content was skipped above): their graphs too.
+      for (const g of start?.graphs ?? []) if (shards.holds(g.kbId)) state.kbs.get(g.kbId)?.attachGraph(g.path, g.docs);
+    } catch (err) {
+      await abandon();
+      throw err;
+    }
     const fromSnapshotMs = Math.round(performance.now() - started);
     const room = () => compute.documents.size * (options.batchItems ?? 16) * 2 - ingestion.depth;
     const node = await openNode(
@@ -116,10 +127,7 @@ export class Engine {
       },
       start?.seq,
     ).catch(async (err) => {
-      // Nothing of a failed start stays behind (the server may try again from another snapshot).
-      state.close();
-      await compute.close();
-      parts.texts.close();
+      await abandon();
       throw err;
     });
     const requeued = node.requeueUnfinished();

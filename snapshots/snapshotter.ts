@@ -4,7 +4,7 @@
 // (seal the log, read a range of it in a worker, save its graphs, truncate the log).
 import { linkSync, statSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import {
   Engine,
   fsyncPathAsync,
@@ -52,24 +52,21 @@ export async function newestSnapshot(
   info: Warn = () => {},
   /** Whether a snapshot holds every knowledge base this node needs (cluster mode with shards). */
   covers: (manifest: SnapshotManifest) => boolean = () => true,
+  /** Snapshot directories found damaged while they were replayed (openEngine): not tried again. */
+  skip: ReadonlySet<string> = new Set(),
 ): Promise<(StartingPoint & { snapshot: SnapshotInfo }) | undefined> {
   const unfinished = await removeUnfinishedSnapshots(root);
   if (unfinished.length > 0) info('removed unfinished snapshot directories', { removed: unfinished });
   for (const candidate of await listSnapshotDirs(root)) {
+    if (skip.has(candidate.dir)) continue;
+    // Record files are only size-checked here: every frame's CRC32 is checked as it is replayed,
+    // and a damaged one throws DamagedSnapshot before it is applied (the files are read once).
     const check = await verifySnapshot(candidate.dir, { framed: true });
-    // Record files: their sizes were checked; every frame's CRC32 is checked before anything is
-    // applied (a first pass that keeps nothing: the files are streamed, never held whole).
-    const paths = check.ok ? recordFiles(check.manifest).map((name) => join(candidate.dir, name)) : [];
-    const scans = paths.map(checkFrames);
-    const bad = scans.findIndex((scan) => !scan?.ok);
-    if (!check.ok || bad >= 0) {
-      const scan = scans[bad];
-      warn('snapshot skipped', {
-        snapshot: candidate.name,
-        reason: check.ok ? `${paths[bad]} fails its frame checksums (${scan?.ok === false ? scan.reason : 'unreadable'})` : check.reason,
-      });
+    if (!check.ok) {
+      warn('snapshot skipped', { snapshot: candidate.name, reason: check.reason });
       continue;
     }
+    const paths = recordFiles(check.manifest).map((name) => join(candidate.dir, name));
     const { manifest } = check;
     if (!covers(manifest)) {
       info('snapshot skipped: it lacks shards this node holds', { snapshot: candidate.name, shards: manifest.shards });
@@ -85,7 +82,7 @@ export async function newestSnapshot(
       replay(apply) {
         // One decoder for every file: a later one's binary records may use terms of an earlier one.
         const decoder = new PayloadDecoder();
-        paths.forEach((path, i) => {
+        for (const path of paths) {
           const read = readFramesSync(
             path,
             (_, payload) => {
@@ -99,9 +96,8 @@ export async function newestSnapshot(
             reading.pieceBytes,
             reading.poison,
           );
-          // Checked a moment ago: only a file changed since then can fail here.
-          if (!read.ok || read.frames !== scans[i]!.frames) throw new Error(`${path} changed while it was read: ${read.ok ? 'frames differ' : read.reason}`);
-        });
+          if (!read.ok) throw new DamagedSnapshot(candidate.dir, `${path} fails its frame checksums (${read.reason})`);
+        }
       },
       graphs: manifest.graphs.map((g) => ({
         kbId: g.kbId,
@@ -168,30 +164,44 @@ export const setSnapshotReading = (options: typeof reading) => {
   reading = options;
 };
 
-/** Every frame's checksum of a file, streamed. */
-function checkFrames(path: string): ReturnType<typeof readFramesSync> | undefined {
-  try {
-    return readFramesSync(path, () => {}, reading.pieceBytes);
-  } catch {
-    return undefined;
+/** A snapshot's records failed their checks while they were replayed: the engine opens again without it. */
+class DamagedSnapshot extends Error {
+  constructor(
+    readonly dir: string,
+    reason: string,
+  ) {
+    super(reason);
   }
 }
 
-/** Open an engine on its data directory: from the newest local snapshot, then the log after it. */
+/**
+ * Open an engine on its data directory: from the newest local snapshot, then the log after it. A
+ * snapshot whose records turn out damaged while they are replayed is reported and skipped: the
+ * engine is opened again from the one before it.
+ */
 export async function openEngine(options: EngineOptions): Promise<{ engine: Engine; snapshots: Snapshotter }> {
   const root = join(options.dataDir, 'snapshots');
   const say = (level: 'info' | 'warn') => (message: string, details: Record<string, unknown>) =>
     (options.log ?? ((l, m, d) => console[l](m, d ?? '')))(level, message, details);
-  let latest: SnapshotInfo | undefined;
-  const engine = await Engine.open({
-    ...options,
-    startFrom: async () => {
-      const start = await newestSnapshot(root, say('warn'), say('info'), coversShards(options.cluster?.shards));
-      latest = start?.snapshot;
-      return start;
-    },
-  });
-  return { engine, snapshots: new Snapshotter(engine, root, latest) };
+  const damaged = new Set<string>();
+  for (;;) {
+    let latest: SnapshotInfo | undefined;
+    try {
+      const engine = await Engine.open({
+        ...options,
+        startFrom: async () => {
+          const start = await newestSnapshot(root, say('warn'), say('info'), coversShards(options.cluster?.shards), damaged);
+          latest = start?.snapshot;
+          return start;
+        },
+      });
+      return { engine, snapshots: new Snapshotter(engine, root, latest) };
+    } catch (err) {
+      if (!(err instanceof DamagedSnapshot)) throw err;
+      say('warn')('snapshot skipped', { snapshot: basename(err.dir), reason: err.message });
+      damaged.add(err.dir);
+    }
+  }
 }
 
 /**
