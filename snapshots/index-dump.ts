@@ -55,7 +55,16 @@ const SCHEMA: Record<string, Kind> = {
   'chunks.idBytes': 'u8',
   'chunks.prefixes': 'json',
   'chunks.otherIds': 'json',
+  'groups.next': 'i32',
+  'groups.prev': 'i32',
+  'groups.hashes': 'u32',
+  'groups.keyed': 'u8',
+  'groups.slotHash': 'u32',
+  'groups.slotDoc': 'i32',
+  'groups.used': 'number',
 };
+/** Sections a dump may lack (a set without embeddings, and dumps written before them): all of `groups`, or none. */
+const OPTIONAL = 'groups.';
 
 interface Section {
   path: string;
@@ -74,7 +83,7 @@ interface Header {
 
 export const indexDumpFileName = (kbId: string, configId: string) => `index-${kbId}-${configId}.dump`;
 
-const get = (obj: unknown, path: string): unknown => path.split('.').reduce((o, k) => (o as Record<string, unknown>)[k], obj);
+const get = (obj: unknown, path: string): unknown => path.split('.').reduce((o, k) => (o as Record<string, unknown> | undefined)?.[k], obj);
 
 function set(obj: Record<string, unknown>, path: string, value: unknown): void {
   const keys = path.split('.');
@@ -99,6 +108,7 @@ export function writeIndexDump(path: string, kbId: string, configId: string, dum
   let offset = 0;
   for (const [p, kind] of Object.entries(SCHEMA)) {
     const value = get(dump, p);
+    if (value === undefined && p.startsWith(OPTIONAL)) continue;
     if (kind === 'number') {
       scalars[p] = value as number;
       continue;
@@ -226,7 +236,9 @@ export function readIndexDump(path: string, kbId: string, configId: string, whol
         set(out, s.path, new T(padded.buffer, 0, s.bytes / T.BYTES_PER_ELEMENT));
       }
     }
+    const hasOptional = header.sections.some((s) => s.path.startsWith(OPTIONAL));
     for (const [p, kind] of Object.entries(SCHEMA)) {
+      if (p.startsWith(OPTIONAL) && !hasOptional) continue;
       if (kind === 'number') {
         const v = header.scalars[p];
         if (typeof v !== 'number') throw new Error(`scalar ${p} is missing`);

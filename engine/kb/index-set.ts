@@ -9,6 +9,7 @@ import { MetadataIndex, type MetadataFilter } from '../filter/metadata';
 import type { ContentStatus, IndexedChunk, KnowledgeBaseConfig } from '../records';
 import type { Scored } from '../topk';
 import { VectorIndex } from '../vector/vector-index';
+import type { DuplicateGroupsDump } from '../vector/duplicate-groups';
 import { ChunkTable, type ChunkTableDump } from './chunk-table';
 import type { ChunkHit, ContentItem, ContentVersion } from './knowledge-base';
 import { ItemVersion } from './version';
@@ -47,6 +48,8 @@ class ItemChunks implements LiveChunks {
 export interface IndexSetDump {
   bm25: InvertedIndexDump;
   chunks: ChunkTableDump;
+  /** The vectors' duplicate groups (absent in dumps written before them, and without embeddings). */
+  groups?: DuplicateGroupsDump;
 }
 
 /** Where indexing an item's version ended in a set being built (its status lives on the item in the active set). */
@@ -149,7 +152,7 @@ export class IndexSet {
   /** The chunk table and BM25 as flat arrays (views: write them out before the next change). */
   dump(): IndexSetDump {
     if (this.restoring) throw new Error('an index set still waiting for its dump has none to give');
-    return { bm25: this.bm25.dump(), chunks: this.chunks.dump() };
+    return { bm25: this.bm25.dump(), chunks: this.chunks.dump(), ...(this.vectors ? { groups: this.vectors.groupsDump() } : {}) };
   }
 
   /** Drop the item's chunks from every index (an update's old chunks, a deleted item). */
@@ -248,9 +251,9 @@ export class IndexSet {
     this.vectors!.adoptStored(first, count);
   }
 
-  /** Replay is over: adopted vectors join their duplicate groups (see VectorIndex.finishAdopting). */
-  finishAdoptingVectors(): void {
-    this.vectors?.finishAdopting();
+  /** Replay is over: adopted vectors join their duplicate groups, the dump's when it has them (see VectorIndex.finishAdopting). */
+  finishAdoptingVectors(dump?: IndexSetDump): void {
+    this.vectors?.finishAdopting(dump?.groups);
   }
 
   /** The set's vector file, every row written: what a snapshot links (VectorIndex.writtenFile). */

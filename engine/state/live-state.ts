@@ -79,7 +79,7 @@ export class LiveState implements StateTarget {
       if (!set?.restoring || set.config.id !== configId) throw new Error(`index dump of ${kbId} (configuration ${configId}) has no index set to load into`);
       try {
         set.loadDump(dump);
-        set.finishAdoptingVectors();
+        set.finishAdoptingVectors(dump);
       } catch (err) {
         throw new Error(`index dump of ${kbId} (configuration ${configId}): ${err instanceof Error ? err.message : String(err)}`);
       }

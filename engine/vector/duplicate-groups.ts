@@ -37,13 +37,24 @@ export function quantizedHash(values: ArrayLike<number>, scale: number): number 
   return h >>> 0;
 }
 
+/** The groups as flat arrays (views of the live ones), for an index dump (snapshots/index-dump.ts). */
+export interface DuplicateGroupsDump {
+  next: Int32Array;
+  prev: Int32Array;
+  hashes: Uint32Array;
+  keyed: Uint8Array;
+  slotHash: Uint32Array;
+  slotDoc: Int32Array;
+  used: number;
+}
+
 export class DuplicateGroups {
-  private next = new Int32Array(0);
-  private prev = new Int32Array(0);
-  private hashes = new Uint32Array(0);
-  private keyed = new Uint8Array(0);
-  private slotHash = new Uint32Array(MIN_SLOTS);
-  private slotDoc = new Int32Array(MIN_SLOTS).fill(EMPTY);
+  private next: Int32Array = new Int32Array(0);
+  private prev: Int32Array = new Int32Array(0);
+  private hashes: Uint32Array = new Uint32Array(0);
+  private keyed: Uint8Array = new Uint8Array(0);
+  private slotHash: Uint32Array = new Uint32Array(MIN_SLOTS);
+  private slotDoc: Int32Array = new Int32Array(MIN_SLOTS).fill(EMPTY);
   private used = 0;
 
   /** Room for documents below `capacity`. */
@@ -136,6 +147,23 @@ export class DuplicateGroups {
       d = this.next[d]!;
       if (d === doc) return;
     }
+  }
+
+  dump(): DuplicateGroupsDump {
+    const { next, prev, hashes, keyed, slotHash, slotDoc, used } = this;
+    return { next, prev, hashes, keyed, slotHash, slotDoc, used };
+  }
+
+  /** Take over groups dumped by `dump` (their arrays are kept, not copied); throws when they do not fit together. */
+  load(d: DuplicateGroupsDump): void {
+    const n = d.next.length;
+    const slots = d.slotDoc.length;
+    if (d.prev.length !== n || d.hashes.length !== n || d.keyed.length !== n) throw new Error('duplicate groups: per-document arrays of different lengths');
+    if (slots < MIN_SLOTS || (slots & (slots - 1)) !== 0 || d.slotHash.length !== slots || d.used > slots)
+      throw new Error('duplicate groups: a malformed table');
+    for (let i = 0; i < n; i++) if (d.next[i]! >= n || d.prev[i]! >= n) throw new Error(`duplicate groups: document ${i} links past ${n}`);
+    for (let s = 0; s < slots; s++) if (d.slotDoc[s]! >= n) throw new Error(`duplicate groups: slot ${s} names a document past ${n}`);
+    ({ next: this.next, prev: this.prev, hashes: this.hashes, keyed: this.keyed, slotHash: this.slotHash, slotDoc: this.slotDoc, used: this.used } = d);
   }
 
   /** Forget everything (the index was closed). */

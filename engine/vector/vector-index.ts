@@ -19,7 +19,7 @@ import { createPrivateFile } from '../fsync';
 import { Index, MetricKind, ScalarKind } from 'usearch';
 import { TopK, type Scored } from '../topk';
 import { DocSet } from '../filter/doc-set';
-import { DuplicateGroups, i8Of, quantizedHash } from './duplicate-groups';
+import { DuplicateGroups, i8Of, quantizedHash, type DuplicateGroupsDump } from './duplicate-groups';
 import { FileRows, MemoryRows, type RowStore } from './row-store';
 
 export type Quantization = 'f32' | 'i8';
@@ -200,6 +200,11 @@ export class VectorIndex {
     return { path: this.rowsPath, bytes: this.rows.written() };
   }
 
+  /** The duplicate groups as flat arrays (views: write them out before the next change). */
+  groupsDump(): DuplicateGroupsDump {
+    return this.groups.dump();
+  }
+
   /** Rows the file held when it was taken over (-1: none, or adopting is over). */
   private adoptable = -1;
 
@@ -223,14 +228,20 @@ export class VectorIndex {
     this.end = Math.max(this.end, first + count);
   }
 
-  /** The adopted documents still alive join their duplicate groups, in order, reading their rows in blocks; a large index starts its graph. */
-  finishAdopting(): void {
+  /**
+   * The adopted documents still alive join their duplicate groups: those dumped with the state they
+   * were adopted to (`dumped`, the groups of exactly these documents), or else joined again in
+   * order, reading their rows in blocks. A large index starts its graph.
+   */
+  finishAdopting(dumped?: DuplicateGroupsDump): void {
     if (!this.adopting) return;
     this.adoptable = -1;
-    this.visitAll(undefined, (doc, values, o) => {
-      const stored = values.subarray(o, o + this.dimensions) as Store;
-      this.groups.join(doc, this.hashOf(stored), (other) => this.alive[other] === 1 && this.sameInGraph(stored, other));
-    });
+    if (dumped && dumped.next.length >= this.end) this.groups.load(dumped);
+    else
+      this.visitAll(undefined, (doc, values, o) => {
+        const stored = values.subarray(o, o + this.dimensions) as Store;
+        this.groups.join(doc, this.hashOf(stored), (other) => this.alive[other] === 1 && this.sameInGraph(stored, other));
+      });
     if (!this.hnsw && this.live >= this.exactThreshold && this.options.autoGraph !== false) this.startGraph();
   }
 

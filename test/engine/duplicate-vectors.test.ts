@@ -217,6 +217,55 @@ describe('duplicate groups', () => {
     );
   });
 
+  test('dumped and loaded into new groups, they go on exactly as the original through more joins and leaves', () => {
+    const opArb = fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 60 }), fc.integer({ min: 0, max: 3 }));
+    fc.assert(
+      fc.property(fc.array(opArb, { maxLength: 200 }), fc.array(opArb, { maxLength: 200 }), (before, after) => {
+        const original = new DuplicateGroups();
+        const valueByDoc = new Map<number, number>();
+        const apply = (groups: DuplicateGroups[], [add, doc, value]: [boolean, number, number]) => {
+          const had = valueByDoc.has(doc);
+          valueByDoc.delete(doc);
+          const out = groups.map((g) => [had ? g.leave(doc) : undefined, add ? g.join(doc, value % 2, (other) => valueByDoc.get(other) === value) : undefined]);
+          if (add) valueByDoc.set(doc, value);
+          return out;
+        };
+        for (const op of before) apply([original], op);
+        // As an index dump carries them: copies of the arrays.
+        const d = original.dump();
+        const loaded = new DuplicateGroups();
+        loaded.load({
+          ...d,
+          next: d.next.slice(),
+          prev: d.prev.slice(),
+          hashes: d.hashes.slice(),
+          keyed: d.keyed.slice(),
+          slotHash: d.slotHash.slice(),
+          slotDoc: d.slotDoc.slice(),
+        });
+        for (const op of after) {
+          const [a, b] = apply([original, loaded], op);
+          expect(b).toEqual(a!);
+        }
+        for (const doc of valueByDoc.keys()) {
+          const seen = (g: DuplicateGroups) => {
+            const out: number[] = [];
+            g.visit(doc, 1000, (m) => out.push(m));
+            return out;
+          };
+          expect(seen(loaded)).toEqual(seen(original));
+          expect(loaded.isKey(doc)).toBe(original.isKey(doc));
+        }
+      }),
+      { numRuns: 300 },
+    );
+    const bad = new DuplicateGroups().dump();
+    expect(() => new DuplicateGroups().load({ ...bad, slotDoc: new Int32Array(24), slotHash: new Uint32Array(24) })).toThrow(/malformed/);
+    expect(() =>
+      new DuplicateGroups().load({ ...bad, next: Int32Array.of(5), prev: Int32Array.of(0), hashes: Uint32Array.of(0), keyed: Uint8Array.of(1) }),
+    ).toThrow(/links past/);
+  });
+
   test('cleared and filled again past its first sizes: every document a key of its own', () => {
     const groups = new DuplicateGroups();
     for (let round = 0; round < 2; round++) {

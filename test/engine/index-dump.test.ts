@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvertedIndex } from '../../engine/bm25/inverted-index';
 import { ChunkTable } from '../../engine/kb/chunk-table';
+import { DuplicateGroups } from '../../engine/vector/duplicate-groups';
 import { readIndexDump, writeIndexDump } from '../../snapshots/index-dump';
 import { mulberry32 } from '../helpers/random';
 
@@ -140,6 +141,20 @@ describe('index dumps', () => {
     t2.push({ new: true }, 'ch_0000000000000000000000000abc', 1, 2, 3);
     table.push({ new: true }, 'ch_0000000000000000000000000abc', 1, 2, 3);
     expect(t2.id(table.length - 1)).toBe(table.id(table.length - 1)!);
+  });
+
+  test('duplicate groups round-trip with the index; a dump without them (no embeddings, or written before them) still reads', () => {
+    const groups = new DuplicateGroups();
+    for (let d = 0; d < 50; d++) groups.join(d, d % 7, (other) => other % 7 === d % 7);
+    groups.leave(3);
+    const index = new InvertedIndex();
+    const table = new ChunkTable<object>();
+    const path = join(dir, 'groups');
+    const whole = writeIndexDump(path, 'kb_x', 'cfg_x', { bm25: index.dump(), chunks: table.dump(), groups: groups.dump() });
+    const back = readIndexDump(path, 'kb_x', 'cfg_x', whole).groups!;
+    const d = groups.dump();
+    for (const k of ['next', 'prev', 'hashes', 'keyed', 'slotHash', 'slotDoc', 'used'] as const) expect(back[k]).toEqual(d[k] as never);
+    expect(roundTrip('no-groups', index, table).dump.groups).toBeUndefined();
   });
 
   test('an empty index and table round-trip', () => {

@@ -276,6 +276,9 @@ describe('index dumps', () => {
     const texts = ['Crème brûlée in a café, naïve façade.', 'Ice ☃ and lava 🌋 — 日本の火山 notes.'];
     const wide = [];
     for (const text of texts) wide.push((await a.addContent(ORG, kbId, { text })).id);
+    // Identical vectors: one duplicate group, one key in the graph (its groups come with the dump).
+    const dups = [];
+    for (let i = 0; i < 5; i++) dups.push((await a.addContent(ORG, kbId, { text: 'Walruses rest together on a drifting floe.' })).id);
     await settle(a);
     const vectors = a.knowledgeBase(kbId)!.vectors!;
     while (!vectors.graphReady) await Bun.sleep(20);
@@ -302,6 +305,15 @@ describe('index dumps', () => {
     // Taken over, not written again.
     expect(sameFile(join(first.dir, rowsEntry.name), engineVectorFile(dir, kbId, configId))).toBe(true);
     expect(await allAnswers(b, kbId)).toBe(before);
+    // Whichever was the group's key: with it deleted, the other four are still found.
+    await b.deleteContent(ORG, kbId, dups[0]!);
+    const penguins = await b.searchSemantic(ORG, kbId, { query: 'Walruses rest together on a drifting floe.', limit: 5 });
+    expect(
+      penguins
+        .slice(0, 4)
+        .map((h) => h.contentId)
+        .sort(),
+    ).toEqual(dups.slice(1).sort());
 
     // Writes on the loaded indexes; the last item indexed is deleted before a periodic (compacted)
     // snapshot, so its dump hands out more documents than the compacted records.
