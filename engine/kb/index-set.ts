@@ -291,8 +291,9 @@ export class IndexSet {
     return { docs: this.vectors.graphDocs(), pending: this.vectors.graphPending };
   }
 
+  /** Serve a saved graph (a snapshot's): as a view of it when the vectors are in a file (VectorIndex.attachGraph). */
   attachGraph(path: string, docs?: readonly number[]): void {
-    this.vectors?.attachGraph(path, docs ?? this.vectors.aliveDocs());
+    this.vectors?.attachGraph(path, docs ?? this.vectors.aliveDocs(), { view: true });
   }
 
   // --- what searches read ----------------------------------------------------------------------

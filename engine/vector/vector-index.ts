@@ -15,7 +15,7 @@
 // the worker holds the graph are forwarded to it with the next job (a view cannot remove, and
 // searches skip documents that are not alive anyway).
 import { copyFileSync, existsSync, linkSync, openSync, readSync, closeSync, rmSync } from 'node:fs';
-import { createPrivateFile } from '../fsync';
+import { createPrivateFile, linkOrCopy } from '../fsync';
 import { Index, MetricKind, ScalarKind } from 'usearch';
 import { TopK, type Scored } from '../topk';
 import { DocSet } from '../filter/doc-set';
@@ -365,15 +365,25 @@ export class VectorIndex {
    * Use a graph saved by `saveGraph` whose keys are `graphDocs`: keys no longer alive are removed,
    * stored vectors missing from it become pending. A graph of another scalar kind (f32 graphs were
    * saved before vectors were quantized in memory) is not used: a new one is built.
+   * `view` (an index with a vector file, as the engine keeps them): the file is hard-linked beside
+   * the vectors and served as a view, as a graph the builder saved is (`adopt`), instead of read
+   * into memory (0.9 s at 1M vectors); dead keys go to the builder with its first job.
    */
-  attachGraph(path: string, graphDocs: Iterable<number>): void {
+  attachGraph(path: string, graphDocs: Iterable<number>, options: { view?: boolean } = {}): void {
     if (savedRowBytes(path) !== this.dimensions) {
       this.startGraph();
       return;
     }
     this.resetBuild();
     const graph = this.newGraph();
-    graph.load(path);
+    const view = options.view === true && this.rowsPath !== undefined ? this.graphFile() : undefined;
+    if (view) {
+      linkOrCopy(path, view);
+      graph.view(view);
+      this.offThread = true;
+      this.viewPath = view;
+      this.basePath = view;
+    } else graph.load(path);
     const inGraph = new Set<number>();
     const listed = [...graphDocs];
     // The list may name documents the file lacks (a snapshot's graph built without its list:
@@ -385,7 +395,8 @@ export class VectorIndex {
         inGraph.add(d);
         // Groups formed again as vectors were reloaded may name another key: both serve.
         this.groups.markKey(d);
-      } else graph.remove(BigInt(d));
+      } else if (view) this.removals.push(d);
+      else graph.remove(BigInt(d));
     });
     this.hnsw = graph;
     this.pending = this.keyDocs().filter((d) => !inGraph.has(d));
