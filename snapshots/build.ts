@@ -72,9 +72,11 @@ export interface BuildRequest {
   /**
    * Index dumps the engine wrote into `outDir` at `seq` (Snapshotter), with their manifest
    * entries: made durable and listed here. `vectors`: the set's vector file linked there, whose
-   * first `bytes` are the set's (made durable and checksummed here, off the main thread).
+   * first `bytes` are the set's (made durable and checksummed here, off the main thread); `from`:
+   * the previous snapshot holds the same file, with the CRC32 of its first `from.bytes` (only the
+   * rows after them are read).
    */
-  indexes?: { kbId: string; configId: string; file: SnapshotFile; vectors?: { name: string; bytes: number } }[];
+  indexes?: { kbId: string; configId: string; file: SnapshotFile; vectors?: { name: string; bytes: number; from?: { bytes: number; crc32: number } } }[];
 }
 
 /** The index dumps of a request made durable; their manifest entries. */
@@ -87,7 +89,7 @@ function indexFiles(req: BuildRequest): { files: SnapshotFile[]; indexes: NonNul
     if (d.vectors) {
       const path = join(req.outDir, d.vectors.name);
       fsyncFile(path);
-      files.push({ name: d.vectors.name, bytes: d.vectors.bytes, crc32: crc32File(path, d.vectors.bytes) });
+      files.push({ name: d.vectors.name, bytes: d.vectors.bytes, crc32: crc32File(path, d.vectors.bytes, d.vectors.from) });
     }
     indexes.push({ kbId: d.kbId, configId: d.configId, file: d.file.name, ...(d.vectors ? { vectors: d.vectors.name } : {}) });
   }

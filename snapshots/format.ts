@@ -36,14 +36,17 @@ export interface SnapshotFile {
   crc32?: number;
 }
 
-/** CRC32 of a file (of its first `bytes`), read in pieces. */
-export function crc32File(path: string, bytes = Number.POSITIVE_INFINITY): number {
+/**
+ * CRC32 of a file (of its first `bytes`), read in pieces. `from`: the CRC32 of its first
+ * `from.bytes` is known (the previous snapshot's, of the same file): only the rest is read.
+ */
+export function crc32File(path: string, bytes = Number.POSITIVE_INFINITY, from = { bytes: 0, crc32: 0 }): number {
   const fd = openSync(path, 'r');
   try {
     const buf = new Uint8Array(8 << 20);
-    let crc = 0;
-    for (let done = 0; done < bytes; ) {
-      const n = readSync(fd, buf, 0, Math.min(buf.length, bytes - done), null);
+    let crc = from.crc32;
+    for (let done = from.bytes; done < bytes; ) {
+      const n = readSync(fd, buf, 0, Math.min(buf.length, bytes - done), done);
       if (n === 0) return crc;
       crc = Bun.hash.crc32(buf.subarray(0, n), crc);
       done += n;

@@ -208,7 +208,7 @@ export async function openEngine(options: EngineOptions): Promise<{ engine: Engi
  * Write every index set's dump into a snapshot being built, and link its vector file there; their
  * manifest entries (made durable, and the vector files checksummed, by the build).
  */
-export function writeIndexDumps(dir: string, dumps: ReturnType<Engine['dumpIndexes']>): NonNullable<BuildRequest['indexes']> {
+export function writeIndexDumps(dir: string, dumps: ReturnType<Engine['dumpIndexes']>, prev?: SnapshotInfo): NonNullable<BuildRequest['indexes']> {
   return dumps.map(({ kbId, configId, dump, vectors }) => {
     const name = indexDumpFileName(kbId, configId);
     const file = { name, ...writeIndexDump(join(dir, name), kbId, configId, dump) };
@@ -220,8 +220,21 @@ export function writeIndexDumps(dir: string, dumps: ReturnType<Engine['dumpIndex
     } catch {
       return { kbId, configId, file };
     }
-    return { kbId, configId, file, vectors: { name: rows, bytes: vectors.bytes } };
+    return { kbId, configId, file, vectors: { name: rows, bytes: vectors.bytes, ...checksummed(prev, kbId, configId, join(dir, rows), vectors.bytes) } };
   });
+}
+
+/**
+ * The previous snapshot's length and CRC32 of a vector file, when it holds the same file (a hard
+ * link to one inode) no longer than `bytes`: the next checksum continues from it.
+ */
+function checksummed(prev: SnapshotInfo | undefined, kbId: string, configId: string, path: string, bytes: number): { from?: { bytes: number; crc32: number } } {
+  const name = prev?.manifest.indexes?.find((d) => d.kbId === kbId && d.configId === configId)?.vectors;
+  const entry = name !== undefined ? prev!.manifest.files.find((f) => f.name === name) : undefined;
+  if (!entry || entry.crc32 === undefined || entry.bytes > bytes) return {};
+  const before = statSync(join(prev!.dir, name!), { throwIfNoEntry: false });
+  const now = statSync(path);
+  return before && before.ino === now.ino && before.dev === now.dev ? { from: { bytes: entry.bytes, crc32: entry.crc32 } } : {};
 }
 
 /** Incremental snapshots in a row (taken at shutdown) before one is written whole again. */
@@ -272,7 +285,9 @@ export class Snapshotter {
       // The indexes as they are, when they are exactly the snapshot's state (a single node with
       // nothing applied after the sealed log; written in this same synchronous step).
       const indexes =
-        range.kind === 'segments' && this.engine.shards.holdsAll && this.engine.lastSequence === seq ? writeIndexDumps(tmp, this.engine.dumpIndexes()) : [];
+        range.kind === 'segments' && this.engine.shards.holdsAll && this.engine.lastSequence === seq
+          ? writeIndexDumps(tmp, this.engine.dumpIndexes(), prev)
+          : [];
       // At shutdown, continue the previous snapshot instead of rewriting it (build.ts): single node
       // only (a cluster's log range may hold other shards' records), not past MAX_TAILS files, and
       // only when the graphs were saved with nothing applied after the sealed log (else one could

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import type { Engine, EngineOptions } from '../../engine';
 import { openEngine, RECORDS_FILE, type Snapshotter } from '../../snapshots';
+import { crc32File } from '../../snapshots/format';
 import { setSnapshotReading } from '../../snapshots/snapshotter';
 import { textKbConfig } from '../helpers/kb-config';
 import { TestServer } from '../helpers/server';
@@ -327,6 +328,11 @@ describe('index dumps', () => {
     const compacted = await snaps(b).snapshot();
     expect(compacted.manifest.tails).toBeUndefined();
     expect(compacted.manifest.indexes?.map((d) => d.kbId)).toEqual([kbId]);
+    // The same vector file as the first snapshot's, longer: its checksum continued from the first's.
+    const compactedRows = compacted.manifest.files.find((f) => f.name === compacted.manifest.indexes![0]!.vectors)!;
+    expect(sameFile(join(compacted.dir, compactedRows.name), join(first.dir, rowsEntry.name))).toBe(true);
+    expect(compactedRows.bytes).toBeGreaterThan(rowsEntry.bytes);
+    expect(compactedRows.crc32).toBe(crc32File(join(compacted.dir, compactedRows.name), compactedRows.bytes));
     const after = await allAnswers(b, kbId);
     await close(b);
 
