@@ -18,10 +18,10 @@ import { join } from 'node:path';
 import { sha256File, type ShardSet } from '../engine';
 
 /**
- * Written: 3, as 2 with vector files beside index dumps (an older server must not take a snapshot
- * it would read without them: it would find the files listed but not their length). 2: records.log
- * with indexed records in the binary encoding after a term dictionary (engine/log/codec.ts).
- * Read: 1 too, all records JSON as in the write-ahead log.
+ * Written: 3, as 2 with content records in the binary encoding too, and vector files beside index
+ * dumps (a server reading only 2 would decode neither, and would check a vector file's length as
+ * the file's, which grows). 2: records.log with indexed records in the binary encoding after a term
+ * dictionary (engine/log/codec.ts). Read: 2 and 1 too, all records JSON as in the write-ahead log.
  */
 export const SNAPSHOT_FORMAT = 3;
 const FORMATS_READ = [1, 2, 3];

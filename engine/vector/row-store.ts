@@ -1,11 +1,11 @@
 // Where the stored vectors of a VectorIndex live: fixed-size rows at `doc × rowBytes`. In a file of
 // the engine's data directory (0600, derived data: the write-ahead log and snapshots carry every
-// vector, so the file is rewritten from them at start-up), read back with positioned reads for exact
+// vector, so the file can be rewritten from them), read back with positioned reads for exact
 // scoring; or, for an index without a directory (tests, tools), in memory.
 // A row is written once: documents are numbered anew for every version, so rows only ever go after
-// the highest one written. That lets a snapshot keep a hard link to the file with the length it
-// had (its rows are what later writes never touch, snapshots/vector-files.ts), and a restart start
-// from that link instead of writing every vector again.
+// the highest one written. A snapshot keeps a hard link to the file with the length it had then
+// (writeIndexDumps in snapshots/snapshotter.ts: later writes never touch those bytes), and a
+// restart takes that link over instead of writing every vector again.
 import { closeSync, fchmodSync, ftruncateSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { PRIVATE_DIR, PRIVATE_FILE } from '../fsync';
