@@ -163,6 +163,8 @@ export class VectorIndex {
   private viewPath: string | undefined;
   private basePath: string | undefined;
   private fileSeq = 0;
+  /** Rows the vector file held when it was taken over (-1: none, or adopting is over; see useFile). */
+  private adoptable = -1;
 
   constructor(private readonly options: VectorIndexOptions) {
     this.dimensions = options.dimensions;
@@ -204,9 +206,6 @@ export class VectorIndex {
   groupsDump(): DuplicateGroupsDump {
     return this.groups.dump();
   }
-
-  /** Rows the file held when it was taken over (-1: none, or adopting is over). */
-  private adoptable = -1;
 
   /** Whether documents are being taken from a file that already holds their rows. */
   get adopting(): boolean {
