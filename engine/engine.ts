@@ -96,14 +96,18 @@ export class Engine {
     };
     const started = performance.now();
     const start = await options.startFrom?.();
+    // Item dumps (a snapshot of the engine's own state) stand for every record of the snapshot.
+    const fromDumps = start?.items !== undefined && shards.holdsAll;
     try {
       // Index sets the snapshot dumped are loaded as they were, not rebuilt record by record.
       // Not for knowledge bases whose content this node skips (shards held elsewhere): nothing to load into.
       if (start?.indexes) state.restoreIndexes(start.indexes.filter((d) => shards.holds(d.kbId)));
-      start?.replay((record, attachment, text) => state.apply(record, attachment, text));
+      if (fromDumps) state.loadItems(start.items!);
+      else start?.replay((record, attachment, text) => state.apply(record, attachment, text));
       state.finishRestore();
       // A snapshot holding more shards than this node (its content was skipped above): their graphs too.
       for (const g of start?.graphs ?? []) if (shards.holds(g.kbId)) state.kbs.get(g.kbId)?.attachGraph(g.path, g.docs);
+      await start?.checks;
     } catch (err) {
       await abandon();
       throw err;
@@ -135,7 +139,7 @@ export class Engine {
       parts,
       node,
       {
-        snapshot: start ? { seq: start.seq, records: start.records, millis: fromSnapshotMs } : undefined,
+        snapshot: start ? { seq: start.seq, records: start.records, millis: fromSnapshotMs, from: fromDumps ? 'dumps' : 'records' } : undefined,
         records: node.recovered,
         ...countState(state.kbs),
         requeued,
@@ -204,6 +208,8 @@ export class Engine {
   saveGraphs = (pathOf: (kbId: string) => string, options: { viewsOnly?: boolean } = {}) => this.state.saveGraphs(pathOf, options.viewsOnly);
   /** Every index set as flat arrays (views of the live indexes: write them out before anything else runs). */
   dumpIndexes = () => this.state.dumpIndexes();
+  /** Every knowledge base's items and the text store's file, when all can be dumped (LiveState.dumpItems); same rule as dumpIndexes. */
+  dumpItems = () => this.state.dumpItems();
 
   // --- knowledge bases (methods/knowledge-bases.ts): on every node --------------------------------
 

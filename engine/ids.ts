@@ -52,6 +52,19 @@ export function observeId(id: string): void {
   }
 }
 
+/** Where the id clock stands: every id made or observed so far sorts at or before it (an item dump keeps it). */
+export function idClock(): { ms: number; counter: number } {
+  return { ms: lastMs, counter };
+}
+
+/** Make later ids sort after every id made before `clock` was read (idClock; a restart from an item dump). */
+export function observeIdClock(clock: { ms: number; counter: number }): void {
+  if (clock.ms > lastMs || (clock.ms === lastMs && clock.counter > counter)) {
+    lastMs = clock.ms;
+    counter = clock.counter;
+  }
+}
+
 const ID_SHAPE = /^[a-z]{2,4}_[0-9a-f]{28}$/;
 
 export function isIdOf(prefix: string, id: string): boolean {

@@ -3,7 +3,17 @@
 
 // The engine and what it is opened with and reports.
 export { Engine } from './engine';
-export type { EngineLog, EngineOptions, NewContent, RecoveryReport, ReplicationStatus, RestoredIndex, SearchRequest, StartingPoint } from './options';
+export type {
+  EngineLog,
+  EngineOptions,
+  NewContent,
+  RecoveryReport,
+  ReplicationStatus,
+  RestoredIndex,
+  SearchRequest,
+  StartingItems,
+  StartingPoint,
+} from './options';
 export { EngineError, isEngineError, type EngineErrorCode, type EngineErrorDetails } from './errors';
 export { QuotaExceededError, type Quotas } from './state/quotas';
 export type { EngineMetrics } from './state/metrics';
@@ -49,6 +59,7 @@ export { decodePayload, encodePayload, encodeTextRecord, isBinaryPayload, Payloa
 export { encodeFrame, readFramesSync, scanFrames, FRAME_HEADER } from './log/frame';
 export { VectorIndex } from './vector/vector-index';
 export type { IndexSetDump } from './kb/index-set';
+export type { ItemDump } from './kb/item-dump';
 export type { InvertedIndexDump } from './bm25/inverted-index';
 export type { DocTermsDump } from './bm25/doc-terms';
 export type { ChunkTableDump } from './kb/chunk-table';

@@ -10,6 +10,7 @@ import type { RecordLog } from './log/log';
 import type { Refinements } from './search/refine';
 import type { IndexSetDump } from './kb/index-set';
 import type { EncodedText } from './text/encoded-text';
+import type { ItemDump } from './kb/item-dump';
 
 /** Where an engine's state begins before its log is replayed: a snapshot (see snapshots/). */
 export interface StartingPoint {
@@ -35,6 +36,22 @@ export interface StartingPoint {
    * without its chunks' terms.
    */
   indexes?: RestoredIndex[];
+  /**
+   * Every knowledge base's items as they were after the last record (with `indexes` for each of
+   * its index sets): given, the engine starts from these and does not replay the records.
+   */
+  items?: StartingItems;
+  /**
+   * Checks of what a start from `items` does not read (the record files, whole linked files), run
+   * in another thread while the state loads: the engine opens once they pass, and not when one fails.
+   */
+  checks?: Promise<void>;
+}
+
+/** Item dumps of every knowledge base, and the text store's file their texts lie in (its first `bytes`). */
+export interface StartingItems {
+  kbs: ItemDump[];
+  texts: { path: string; bytes: number };
 }
 
 /**
@@ -153,8 +170,11 @@ export interface ReplicationStatus {
 }
 
 export interface RecoveryReport {
-  /** The snapshot start-up began from, if any. */
-  snapshot?: { seq: number; records: number; millis: number };
+  /**
+   * The snapshot start-up began from, if any: its records, and whether the state came from them
+   * (replayed) or from its item and index dumps.
+   */
+  snapshot?: { seq: number; records: number; millis: number; from: 'records' | 'dumps' };
   /** Log records replayed after the snapshot. */
   records: number;
   knowledgeBases: number;

@@ -76,24 +76,51 @@ export interface BuildRequest {
    * the previous snapshot holds the same file, with the CRC32 of its first `from.bytes` (only the
    * rows after them are read).
    */
-  indexes?: { kbId: string; configId: string; file: SnapshotFile; vectors?: { name: string; bytes: number; from?: { bytes: number; crc32: number } } }[];
+  indexes?: { kbId: string; configId: string; file: SnapshotFile; vectors?: LinkedFile }[];
+  /**
+   * Item dumps of every knowledge base the engine wrote into `outDir` at `seq` (Snapshotter), and
+   * the text store's file linked there (`texts`: its first `bytes` hold the dumps' texts):
+   * made durable (the text file checksummed) and listed here.
+   */
+  items?: { files: { kbId: string; file: SnapshotFile }[]; texts: LinkedFile };
 }
 
-/** The index dumps of a request made durable; their manifest entries. */
-function indexFiles(req: BuildRequest): { files: SnapshotFile[]; indexes: NonNullable<SnapshotManifest['indexes']> } {
+/**
+ * A file of the engine's linked into a snapshot (a vector file, the text store's): its first
+ * `bytes` are the snapshot's; `from`: the previous snapshot holds the same file, with the CRC32 of
+ * its first `from.bytes` (only the bytes after them are read).
+ */
+export interface LinkedFile {
+  name: string;
+  bytes: number;
+  from?: { bytes: number; crc32: number };
+}
+
+/** A linked file made durable, with its manifest entry (its first `bytes`, checksummed). */
+function linkedFileEntry(dir: string, f: LinkedFile): SnapshotFile {
+  const path = join(dir, f.name);
+  fsyncFile(path);
+  return { name: f.name, bytes: f.bytes, crc32: crc32File(path, f.bytes, f.from) };
+}
+
+/** The index and item dumps of a request made durable; their manifest entries. */
+function indexFiles(req: BuildRequest): Pick<SnapshotManifest, 'files' | 'indexes' | 'items'> {
   const files: SnapshotFile[] = [];
   const indexes: NonNullable<SnapshotManifest['indexes']> = [];
   for (const d of req.indexes ?? []) {
     fsyncFile(join(req.outDir, d.file.name));
     files.push(d.file);
-    if (d.vectors) {
-      const path = join(req.outDir, d.vectors.name);
-      fsyncFile(path);
-      files.push({ name: d.vectors.name, bytes: d.vectors.bytes, crc32: crc32File(path, d.vectors.bytes, d.vectors.from) });
-    }
+    if (d.vectors) files.push(linkedFileEntry(req.outDir, d.vectors));
     indexes.push({ kbId: d.kbId, configId: d.configId, file: d.file.name, ...(d.vectors ? { vectors: d.vectors.name } : {}) });
   }
-  return { files, indexes };
+  const items = req.items;
+  if (!items) return { files, ...(indexes.length > 0 ? { indexes } : {}) };
+  for (const { file } of items.files) {
+    fsyncFile(join(req.outDir, file.name));
+    files.push(file);
+  }
+  files.push(linkedFileEntry(req.outDir, items.texts));
+  return { files, indexes, items: { files: items.files.map(({ kbId, file }) => ({ kbId, file: file.name })), texts: items.texts.name } };
 }
 
 /**
@@ -260,7 +287,8 @@ async function buildIncremental(
     createdAt: new Date().toISOString(),
     files,
     graphs,
-    ...(dumps.indexes.length > 0 ? { indexes: dumps.indexes } : {}),
+    ...(dumps.indexes ? { indexes: dumps.indexes } : {}),
+    ...(dumps.items ? { items: dumps.items } : {}),
     tails: [...(prev.tails ?? []), tail],
     stats: { ...stats, records: prev.stats.records + records },
   };
@@ -447,7 +475,8 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
     createdAt: new Date().toISOString(),
     files,
     graphs,
-    ...(dumps.indexes.length > 0 ? { indexes: dumps.indexes } : {}),
+    ...(dumps.indexes ? { indexes: dumps.indexes } : {}),
+    ...(dumps.items ? { items: dumps.items } : {}),
     stats: { ...compactor.stats, records: kept.length },
     ...(shards && !shards.holdsAll ? { shards: shards.toJSON() } : {}),
   };

@@ -8,6 +8,11 @@
 //   vectors-<kbId>-<configId>.rows  optional, beside a dump: the set's stored vectors, a hard link
 //                        to the engine's vector file (its first `bytes`); restart links it back
 //                        instead of writing every vector of the records again
+//   items-<kbId>.dump    optional, with index dumps of every set: a knowledge base's items as the
+//                        engine had them at `seq` (snapshots/item-dump.ts); with them a restart
+//                        replays no record
+//   texts.bin            beside item dumps: a hard link to the engine's text store file (its first
+//                        `bytes`), where the dumped items' texts lie
 //   manifest.json        format version, seq, and the size and SHA-256 of every file (written last)
 // A snapshot is valid only when its manifest parses and every file matches its checksum. Index
 // dumps are derived data checked when they are read (a CRC32 per section): one that fails is not
@@ -18,13 +23,14 @@ import { join } from 'node:path';
 import { sha256File, type ShardSet } from '../engine';
 
 /**
- * Written: 3, as 2 with content records in the binary encoding too, and vector files beside index
+ * Written: 4, as 3 with item dumps and the text store's file (a server reading only 3 would check
+ * that file's length as the file's, which grows). 3, as 2 with content records in the binary encoding too, and vector files beside index
  * dumps (a server reading only 2 would decode neither, and would check a vector file's length as
  * the file's, which grows). 2: records.log with indexed records in the binary encoding after a term
  * dictionary (engine/log/codec.ts). Read: 2 and 1 too, all records JSON as in the write-ahead log.
  */
-export const SNAPSHOT_FORMAT = 3;
-const FORMATS_READ = [1, 2, 3];
+export const SNAPSHOT_FORMAT = 4;
+const FORMATS_READ = [1, 2, 3, 4];
 export const MANIFEST_FILE = 'manifest.json';
 export const RECORDS_FILE = 'records.log';
 
@@ -103,6 +109,13 @@ export interface SnapshotManifest {
      */
     vectors?: string;
   }[];
+  /**
+   * Item dumps of every knowledge base (format 4 on), each with index dumps of all its sets, and the
+   * text store's file they point into, hard-linked from the engine's (its first `bytes`, the files
+   * entry's): a restart builds its state from them and the index dumps, and replays no record.
+   * Derived like the index dumps: checked when read, and the records are replayed when one fails.
+   */
+  items?: { files: { kbId: string; file: string }[]; texts: string };
   stats: { knowledgeBases: number; contents: number; chunks: number; records: number };
   /** Cluster mode with shards: the only shards whose content the snapshot holds (absent: all). */
   shards?: { count: number; held: number[] };
@@ -125,6 +138,7 @@ const TMP_DIR = /^tmp-/;
 export const snapshotDirName = (seq: number) => `snap-${String(seq).padStart(20, '0')}`;
 export const graphFileName = (kbId: string) => `graph-${kbId}.usearch`;
 export const vectorFileName = (kbId: string, configId: string) => `vectors-${kbId}-${configId}.rows`;
+export const TEXTS_FILE = 'texts.bin';
 
 /** Snapshot directories under `root`, newest first. */
 export async function listSnapshotDirs(root: string): Promise<{ seq: number; dir: string; name: string }[]> {
@@ -176,7 +190,10 @@ export async function verifySnapshot(
   }
   if (!FORMATS_READ.includes(manifest.format)) return { ok: false, reason: `unknown snapshot format ${manifest.format}` };
   const framed = options.framed ? recordFiles(manifest) : [];
-  const dumps = new Set((manifest.indexes ?? []).flatMap((d) => (d.vectors ? [d.file, d.vectors] : [d.file])));
+  const dumps = new Set([
+    ...(manifest.indexes ?? []).flatMap((d) => (d.vectors ? [d.file, d.vectors] : [d.file])),
+    ...(manifest.items ? [...manifest.items.files.map((f) => f.file), manifest.items.texts] : []),
+  ]);
   for (const f of manifest.files) {
     // Checked section by section when read (readIndexDump); not needed for the snapshot to be usable.
     if (dumps.has(f.name)) continue;

@@ -16,10 +16,13 @@ import {
   type EngineOptions,
   type LogRecord,
   type RestoredIndex,
+  type StartingItems,
   type StartingPoint,
 } from '../engine';
 import type { BuildRequest } from './build';
+import type { VerifyRequest, VerifyResult } from './verify';
 import { indexDumpFileName, readIndexDump, writeIndexDump } from './index-dump';
+import { itemDumpFileName, readItemDump, writeItemDump } from './item-dump';
 import {
   coversShards,
   crc32File,
@@ -28,6 +31,7 @@ import {
   recordFiles,
   removeUnfinishedSnapshots,
   snapshotDirName,
+  TEXTS_FILE,
   vectorFileName,
   verifySnapshot,
   type SnapshotManifest,
@@ -54,6 +58,8 @@ export async function newestSnapshot(
   covers: (manifest: SnapshotManifest) => boolean = () => true,
   /** Snapshot directories found damaged while they were replayed (openEngine): not tried again. */
   skip: ReadonlySet<string> = new Set(),
+  /** Snapshot directories whose item dumps failed to load (openEngine): their records are replayed. */
+  noItems: ReadonlySet<string> = new Set(),
 ): Promise<(StartingPoint & { snapshot: SnapshotInfo }) | undefined> {
   const unfinished = await removeUnfinishedSnapshots(root);
   if (unfinished.length > 0) info('removed unfinished snapshot directories', { removed: unfinished });
@@ -72,13 +78,30 @@ export async function newestSnapshot(
       info('snapshot skipped: it lacks shards this node holds', { snapshot: candidate.name, shards: manifest.shards });
       continue;
     }
-    const indexes = readIndexDumps(candidate.dir, manifest, candidate.name, warn);
+    // With item dumps, whole-file checks run in a worker while the state loads (`checks`).
+    const deferred: LinkedCheck[] | undefined = manifest.items && !noItems.has(candidate.dir) ? [] : undefined;
+    const indexes = readIndexDumps(candidate.dir, manifest, candidate.name, warn, deferred);
+    const items = deferred && readItemDumps(candidate.dir, manifest, indexes, candidate.name, warn, deferred);
+    // No item dumps after all: the vector files are checked here, before the records replay.
+    if (deferred && !items)
+      for (const check of deferred) {
+        const d = indexes.find((x) => x.vectors?.path === check.path);
+        if (!d || crc32File(check.path, check.bytes) === check.crc32) continue;
+        warn('vector file unusable; its vectors are stored again from the snapshot records', {
+          snapshot: candidate.name,
+          file: basename(check.path),
+          reason: 'fails its checksum',
+        });
+        delete d.vectors;
+      }
+    const checks = items && verifyInWorker(candidate.dir, manifest, deferred);
     // Indexed records of a dumped set need no terms: only their head is decoded.
     const dumped = new Set(indexes.map((d) => `${d.kbId} ${d.configId}`));
     return {
       seq: manifest.seq,
       records: manifest.stats.records,
       indexes,
+      ...(items ? { items, checks } : {}),
       replay(apply) {
         // One decoder for every file: a later one's binary records may use terms of an earlier one.
         const decoder = new PayloadDecoder();
@@ -115,13 +138,18 @@ export async function newestSnapshot(
  * The snapshot's index dumps that read back whole and intact. One that does not is reported and
  * left out: its knowledge base is rebuilt from the records instead.
  */
-function readIndexDumps(dir: string, manifest: SnapshotManifest, snapshot: string, warn: Warn): RestoredIndex[] {
+function readIndexDumps(dir: string, manifest: SnapshotManifest, snapshot: string, warn: Warn, deferred?: LinkedCheck[]): RestoredIndex[] {
   const out: RestoredIndex[] = [];
   for (const { kbId, configId, file, vectors } of manifest.indexes ?? []) {
     try {
       const entry = manifest.files.find((f) => f.name === file);
       if (!entry) throw new Error('not among the snapshot files');
-      out.push({ kbId, configId, dump: readIndexDump(join(dir, file), kbId, configId, entry), ...vectorFile(dir, manifest, vectors, snapshot, warn) });
+      out.push({
+        kbId,
+        configId,
+        dump: readIndexDump(join(dir, file), kbId, configId, entry),
+        ...vectorFile(dir, manifest, vectors, snapshot, warn, deferred),
+      });
     } catch (err) {
       warn('index dump unusable; its knowledge base is rebuilt from the snapshot records', {
         snapshot,
@@ -134,11 +162,70 @@ function readIndexDumps(dir: string, manifest: SnapshotManifest, snapshot: strin
 }
 
 /**
- * A dump's vector file when its first `bytes` are intact (CRC32): the set takes it over. One that is
- * not is reported and left out: the set stores the vectors of its records instead.
+ * The snapshot's item dumps and text file, when each reads back whole and intact and so did the
+ * index dumps of every set with their vector files: the engine then starts from them and replays
+ * no record. Otherwise reported, and none: the records are replayed.
  */
-function vectorFile(dir: string, manifest: SnapshotManifest, name: string | undefined, snapshot: string, warn: Warn): Partial<Pick<RestoredIndex, 'vectors'>> {
+function readItemDumps(
+  dir: string,
+  manifest: SnapshotManifest,
+  indexes: readonly RestoredIndex[],
+  snapshot: string,
+  warn: Warn,
+  deferred: LinkedCheck[],
+): StartingItems | undefined {
+  const given = manifest.items;
+  if (!given) return undefined;
+  try {
+    for (const d of manifest.indexes ?? []) {
+      const read = indexes.find((x) => x.kbId === d.kbId && x.configId === d.configId);
+      if (!read) throw new Error(`the index dump of ${d.kbId} (configuration ${d.configId}) is unusable`);
+      if (d.vectors && !read.vectors) throw new Error(`the vector file of ${d.kbId} (configuration ${d.configId}) is unusable`);
+    }
+    const texts = linkedFile(dir, manifest, given.texts, deferred);
+    if ('reason' in texts) throw new Error(`${given.texts} ${texts.reason}`);
+    const kbs = given.files.map(({ kbId, file }) => {
+      const entry = manifest.files.find((f) => f.name === file);
+      if (!entry) throw new Error(`${file} is not among the snapshot files`);
+      const dump = readItemDump(join(dir, file), kbId, entry);
+      if (!indexes.some((x) => x.kbId === kbId && x.configId === dump.kb.config.id)) throw new Error(`${kbId} has no index dump of its configuration`);
+      return dump;
+    });
+    return { kbs, texts };
+  } catch (err) {
+    warn('item dumps unusable; the snapshot records are replayed', { snapshot, reason: err instanceof Error ? err.message : String(err) });
+    return undefined;
+  }
+}
+
+/**
+ * A dump's vector file when its first `bytes` are intact (CRC32): the set takes it over. One that is
+ * not is reported and left out: the set stores the vectors of its records instead. `deferred`:
+ * only its size is checked here, its checksum is added there (verifyInWorker).
+ */
+function vectorFile(
+  dir: string,
+  manifest: SnapshotManifest,
+  name: string | undefined,
+  snapshot: string,
+  warn: Warn,
+  deferred?: LinkedCheck[],
+): Partial<Pick<RestoredIndex, 'vectors'>> {
   if (!name) return {};
+  const file = linkedFile(dir, manifest, name, deferred);
+  if (!('reason' in file)) return { vectors: file };
+  warn('vector file unusable; its vectors are stored again from the snapshot records', { snapshot, file: name, reason: file.reason });
+  return {};
+}
+
+/** A checksum of a linked file left to verifyInWorker. */
+type LinkedCheck = { path: string; bytes: number; crc32: number };
+
+/**
+ * A file of the engine's linked into the snapshot: its first `bytes` (its files entry's) when
+ * intact (CRC32), else why not. `deferred`: its checksum is added there instead of checked.
+ */
+function linkedFile(dir: string, manifest: SnapshotManifest, name: string, deferred?: LinkedCheck[]): { path: string; bytes: number } | { reason: string } {
   const path = join(dir, name);
   const entry = manifest.files.find((f) => f.name === name);
   const size = statSync(path, { throwIfNoEntry: false })?.size;
@@ -149,13 +236,42 @@ function vectorFile(dir: string, manifest: SnapshotManifest, name: string | unde
         ? 'missing'
         : size < entry.bytes
           ? `${size} bytes, expected at least ${entry.bytes}`
-          : crc32File(path, entry.bytes) !== entry.crc32
+          : deferred === undefined && crc32File(path, entry.bytes) !== entry.crc32
             ? 'fails its checksum'
             : undefined;
-  if (reason === undefined) return { vectors: { path, bytes: entry!.bytes } };
-  warn('vector file unusable; its vectors are stored again from the snapshot records', { snapshot, file: name, reason });
-  return {};
+  if (reason !== undefined) return { reason };
+  deferred?.push({ path, bytes: entry!.bytes, crc32: entry!.crc32! });
+  return { path, bytes: entry!.bytes };
 }
+
+/**
+ * What a start from item dumps does not read, checked in a worker (snapshots/verify.ts): the
+ * record files (damaged ones reject with DamagedSnapshot: the snapshot is skipped, as when a
+ * replay finds them so) and the linked files' checksums (UnusableItems: the records are replayed).
+ */
+function verifyInWorker(dir: string, manifest: SnapshotManifest, linked: LinkedCheck[]): Promise<void> {
+  const records = recordFiles(manifest).map((name) => {
+    const entry = manifest.files.find((f) => f.name === name);
+    return { path: join(dir, name), bytes: entry?.bytes ?? 0, ...(entry?.crc32 !== undefined ? { crc32: entry.crc32 } : {}) };
+  });
+  const pool = new WorkerPool({ size: 1, workerUrl: workerUrl('snapshot'), retries: 0 });
+  const checked = pool.run<VerifyResult>({ verify: { records, linked } satisfies VerifyRequest }).then(
+    async (result) => {
+      await pool.close();
+      if (!result.ok) throw result.damaged === 'records' ? new DamagedSnapshot(dir, result.reason) : new UnusableItems(result.reason);
+    },
+    async (err) => {
+      await pool.close();
+      throw err;
+    },
+  );
+  // Awaited by the engine; a start that fails before then leaves it unawaited.
+  checked.catch(() => {});
+  return checked;
+}
+
+/** A linked file failed its checksum after the state was loaded from item dumps: the engine opens again from the records. */
+class UnusableItems extends Error {}
 
 /** How record files are read: bytes at a time (a larger frame is read whole); `poison`, see readFramesSync. */
 let reading = { pieceBytes: 8 << 20, poison: false };
@@ -184,19 +300,32 @@ export async function openEngine(options: EngineOptions): Promise<{ engine: Engi
   const say = (level: 'info' | 'warn') => (message: string, details: Record<string, unknown>) =>
     (options.log ?? ((l, m, d) => console[l](m, d ?? '')))(level, message, details);
   const damaged = new Set<string>();
+  const noItems = new Set<string>();
   for (;;) {
     let latest: SnapshotInfo | undefined;
+    let fromItems = false;
     try {
       const engine = await Engine.open({
         ...options,
         startFrom: async () => {
-          const start = await newestSnapshot(root, say('warn'), say('info'), coversShards(options.cluster?.shards), damaged);
+          const start = await newestSnapshot(root, say('warn'), say('info'), coversShards(options.cluster?.shards), damaged, noItems);
           latest = start?.snapshot;
+          fromItems = start?.items !== undefined;
           return start;
         },
       });
       return { engine, snapshots: new Snapshotter(engine, root, latest) };
     } catch (err) {
+      // Item dumps that read back intact but do not load (they disagree with the index dumps): the
+      // records are replayed instead. Any other failure then happens again without them, and is thrown.
+      if (fromItems && latest && !(err instanceof DamagedSnapshot)) {
+        say('warn')('item dumps unusable; the snapshot records are replayed', {
+          snapshot: basename(latest.dir),
+          reason: err instanceof Error ? err.message : String(err),
+        });
+        noItems.add(latest.dir);
+        continue;
+      }
       if (!(err instanceof DamagedSnapshot)) throw err;
       say('warn')('snapshot skipped', { snapshot: basename(err.dir), reason: err.message });
       damaged.add(err.dir);
@@ -220,16 +349,44 @@ export function writeIndexDumps(dir: string, dumps: ReturnType<Engine['dumpIndex
     } catch {
       return { kbId, configId, file };
     }
-    return { kbId, configId, file, vectors: { name: rows, bytes: vectors.bytes, ...checksummed(prev, kbId, configId, join(dir, rows), vectors.bytes) } };
+    const before = prev?.manifest.indexes?.find((d) => d.kbId === kbId && d.configId === configId)?.vectors;
+    return { kbId, configId, file, vectors: { name: rows, bytes: vectors.bytes, ...checksummed(prev, before, join(dir, rows), vectors.bytes) } };
   });
 }
 
 /**
- * The previous snapshot's length and CRC32 of a vector file, when it holds the same file (a hard
- * link to one inode) no longer than `bytes`: the next checksum continues from it.
+ * Write every knowledge base's item dump into a snapshot being built, and link the text store's
+ * file there; their manifest entries (made durable, the text file checksummed, by the build).
+ * None when the engine gives none, or when a set's vector file could not be linked beside its
+ * index dump (`dumped`, written as `indexes`): a restart from item dumps reads no vector from the
+ * records.
  */
-function checksummed(prev: SnapshotInfo | undefined, kbId: string, configId: string, path: string, bytes: number): { from?: { bytes: number; crc32: number } } {
-  const name = prev?.manifest.indexes?.find((d) => d.kbId === kbId && d.configId === configId)?.vectors;
+export function writeItemDumps(
+  dir: string,
+  items: StartingItems | undefined,
+  dumped: readonly RestoredIndex[],
+  indexes: NonNullable<BuildRequest['indexes']>,
+  prev?: SnapshotInfo,
+): BuildRequest['items'] {
+  if (!items || dumped.some((d, i) => (d.vectors !== undefined) !== (indexes[i]?.vectors !== undefined))) return undefined;
+  const texts = join(dir, TEXTS_FILE);
+  try {
+    linkSync(items.texts.path, texts);
+  } catch {
+    return undefined;
+  }
+  const files = items.kbs.map((dump) => {
+    const name = itemDumpFileName(dump.kb.id);
+    return { kbId: dump.kb.id, file: { name, ...writeItemDump(join(dir, name), dump) } };
+  });
+  return { files, texts: { name: TEXTS_FILE, bytes: items.texts.bytes, ...checksummed(prev, prev?.manifest.items?.texts, texts, items.texts.bytes) } };
+}
+
+/**
+ * The previous snapshot's length and CRC32 of a linked file (`name` there), when it holds the
+ * same file (a hard link to one inode) no longer than `bytes`: the next checksum continues from it.
+ */
+function checksummed(prev: SnapshotInfo | undefined, name: string | undefined, path: string, bytes: number): { from?: { bytes: number; crc32: number } } {
   const entry = name !== undefined ? prev!.manifest.files.find((f) => f.name === name) : undefined;
   if (!entry || entry.crc32 === undefined || entry.bytes > bytes) return {};
   const before = statSync(join(prev!.dir, name!), { throwIfNoEntry: false });
@@ -284,10 +441,11 @@ export class Snapshotter {
       const mainGraphs = this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`), { viewsOnly: !reuseGraphs });
       // The indexes as they are, when they are exactly the snapshot's state (a single node with
       // nothing applied after the sealed log; written in this same synchronous step).
-      const indexes =
-        range.kind === 'segments' && this.engine.shards.holdsAll && this.engine.lastSequence === seq
-          ? writeIndexDumps(tmp, this.engine.dumpIndexes(), prev)
-          : [];
+      const exact = range.kind === 'segments' && this.engine.shards.holdsAll && this.engine.lastSequence === seq;
+      const dumped = exact ? this.engine.dumpIndexes() : [];
+      const indexes = writeIndexDumps(tmp, dumped, prev);
+      // With the items too (and the text store's file), a restart replays no record.
+      const items = exact ? writeItemDumps(tmp, this.engine.dumpItems(), dumped, indexes, prev) : undefined;
       // At shutdown, continue the previous snapshot instead of rewriting it (build.ts): single node
       // only (a cluster's log range may hold other shards' records), not past MAX_TAILS files, and
       // only when the graphs were saved with nothing applied after the sealed log (else one could
@@ -310,6 +468,7 @@ export class Snapshotter {
         graphThreshold: this.engine.graphThreshold,
         mainGraphs,
         indexes,
+        ...(items ? { items } : {}),
         shards: this.engine.shards.toJSON(),
         ...(incremental ? { incremental: { stats: { knowledgeBases, contents, chunks } } } : {}),
       };

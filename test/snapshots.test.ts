@@ -116,8 +116,11 @@ describe('index dumps', () => {
       .sort()
       .reverse();
     const dir = join(a.dataDir, 'snapshots', newest!);
-    const dumps = readdirSync(dir).filter((n) => n.endsWith('.dump'));
+    const dumps = readdirSync(dir).filter((n) => n.startsWith('index-') && n.endsWith('.dump'));
     expect(dumps.length).toBe(1);
+    // The items beside it, and the text store's file they point into.
+    expect(readdirSync(dir).filter((n) => n.startsWith('items-') && n.endsWith('.dump')).length).toBe(1);
+    expect(readdirSync(dir)).toContain('texts.bin');
     // The vector file beside it: the server's own, linked.
     expect(readdirSync(dir).filter((n) => n.endsWith('.rows')).length).toBe(1);
 

@@ -60,18 +60,28 @@ phases['save graphs (main thread)'] = Math.round(performance.now() - t);
 // The index dumps, as Snapshotter.take() writes them (code that knows them).
 t = performance.now();
 // Code that links vector files beside the dumps does it as the Snapshotter does (writeIndexDumps).
-const snapshotter = (await import('../../snapshots/snapshotter')) as { writeIndexDumps?: (dir: string, dumps: unknown) => unknown };
+const snapshotter = (await import('../../snapshots/snapshotter')) as {
+  writeIndexDumps?: (dir: string, dumps: unknown, prev?: unknown) => unknown[];
+  writeItemDumps?: (dir: string, items: unknown, dumped: unknown, indexes: unknown, prev?: unknown) => unknown;
+};
+const dumped = 'dumpIndexes' in engine ? engine.dumpIndexes() : [];
 const indexes = (
   !('dumpIndexes' in engine)
     ? []
     : snapshotter.writeIndexDumps
-      ? snapshotter.writeIndexDumps(tmp, engine.dumpIndexes())
+      ? snapshotter.writeIndexDumps(tmp, dumped, prev)
       : engine.dumpIndexes().map(({ kbId, configId, dump }) => {
           const name = indexDumpFileName(kbId, configId);
           return { kbId, configId, file: { name, ...writeIndexDump(join(tmp, name), kbId, configId, dump) } };
         })
 ) as Parameters<typeof buildSnapshot>[0]['indexes'];
 phases['index dumps (main thread)'] = Math.round(performance.now() - t);
+// Item dumps and the text store's file, as Snapshotter.take() writes them (code that has them).
+t = performance.now();
+const items = (
+  snapshotter.writeItemDumps && 'dumpItems' in engine ? snapshotter.writeItemDumps(tmp, engine.dumpItems(), dumped, indexes, prev) : undefined
+) as Parameters<typeof buildSnapshot>[0]['items'];
+phases['item dumps (main thread)'] = Math.round(performance.now() - t);
 t = performance.now();
 const manifest = await buildSnapshot(
   {
@@ -82,6 +92,7 @@ const manifest = await buildSnapshot(
     graphThreshold: engine.graphThreshold,
     mainGraphs,
     indexes,
+    ...(items ? { items } : {}),
     shards: engine.shards.toJSON(),
     // As Snapshotter.take() at shutdown (code that knows incremental snapshots).
     ...(!values.full && prev.manifest.format >= 2 ? { incremental: { stats: engine.stats() } } : {}),

@@ -23,6 +23,9 @@ export type AllowedDocs = DocSet;
 export interface LiveChunks {
   version: ContentVersion;
   docs: number[];
+  /** The first document; the others follow it. */
+  readonly first: number;
+  readonly count: number;
 }
 
 /**
@@ -224,6 +227,30 @@ export class IndexSet {
     this.restoringDocs = firstDoc + count;
     this.live.set(item.id, live);
     return live;
+  }
+
+  /**
+   * An item's live chunks as an item dump keeps them (a restart), in any order, before loadDump:
+   * as restoreIndexed, with `vectors` telling whether their rows are in the set's vector file.
+   */
+  restoreLive(item: ContentItem, version: ContentVersion, first: number, count: number, vectors: boolean): LiveChunks {
+    if (!this.restoring) throw new Error('restoreLive without beginRestore');
+    if (this.live.has(item.id)) throw new Error(`${item.id} has live chunks twice`);
+    const live = new ItemChunks(item, version, first, count);
+    for (let i = 0; i < count; i++) this.metadataIndex.add(first + i, version.metadata);
+    if (vectors && count > 0) {
+      if (!this.adoptingVectors) throw new Error('an item dump with vectors needs the vector file');
+      this.adoptVectors(first, count, count * this.vectors!.rowBytes);
+    }
+    this.liveChunks += count;
+    this.restoringDocs = Math.max(this.restoringDocs, first + count);
+    this.live.set(item.id, live);
+    return live;
+  }
+
+  /** Whether a live document has its vector stored (an item dump tells which items' chunks do). */
+  hasVector(doc: number): boolean {
+    return this.vectors?.has(doc) === true;
   }
 
   // --- vectors --------------------------------------------------------------------------------

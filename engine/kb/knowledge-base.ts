@@ -8,6 +8,7 @@ import type { Scored } from '../topk';
 import type { EncodedText } from '../text/encoded-text';
 import type { TextStore } from '../text/text-store';
 import type { VectorIndex } from '../vector/vector-index';
+import { dumpItems, loadItems, type ItemDump } from './item-dump';
 import { IndexSet, type AllowedDocs, type BuildOutcome, type LiveChunks, type StoredVector } from './index-set';
 import { ItemVersion } from './version';
 
@@ -251,6 +252,45 @@ export class KnowledgeBase {
     this.contents.clear();
     this.itemsElsewhere.clear();
     this.order.length = 0;
+  }
+
+  // --- item dumps (a restart without replaying records) ----------------------------------------
+
+  /**
+   * The items as an item dump (a snapshot of the engine's own state); undefined while another
+   * configuration is built or items are kept elsewhere (a restart then replays the records).
+   */
+  dumpItems(clock: ItemDump['clock']): ItemDump | undefined {
+    if (this.next || this.itemsElsewhere.size > 0) return undefined;
+    const set = this.active;
+    return dumpItems(
+      this.record,
+      this.order,
+      (item) => {
+        const live = set.live.get(item.id);
+        return live && { first: live.first, count: live.count, vectors: live.count > 0 && set.hasVector(live.first) };
+      },
+      clock,
+    );
+  }
+
+  /**
+   * Take over an item dump into this new, empty knowledge base: its items as they were, their live
+   * chunks placed in the active set, which waits for its index dump (IndexSet.beginRestore). Returns
+   * the bytes of texts the items hold in the text store.
+   */
+  loadItems(dump: ItemDump): number {
+    if (this.contents.size > 0 || this.next) throw new Error('an item dump loads into an empty knowledge base');
+    const set = this.active;
+    const { items, textBytes } = loadItems(dump, this.id, this.texts, (item, version, first, count, vectors) => {
+      item.live = set.restoreLive(item, version, first, count, vectors);
+    });
+    for (const item of items) {
+      this.contents.set(item.id, item);
+      this.order.push(item);
+    }
+    if (this.contents.size !== items.length) throw new Error('item dump: an item id twice');
+    return textBytes;
   }
 
   // --- vectors --------------------------------------------------------------------------------

@@ -63,6 +63,18 @@ export class ItemVersion implements ContentVersion {
     return this.held === undefined;
   }
 
+  /** Where the text lies in its store; undefined while it is held on the heap (an item dump keeps either). */
+  get storedRef(): TextRef | undefined {
+    return this.held === undefined ? this.ref() : undefined;
+  }
+
+  /** A version whose text is in `store` at `ref` already (a restart from an item dump). */
+  static stored(fields: Omit<ContentVersion, 'text'>, store: TextStore, ref: TextRef): ItemVersion {
+    const version = new ItemVersion({ ...fields, text: '' });
+    version.place(store, ref);
+    return version;
+  }
+
   private ref(): TextRef {
     return { at: this.at, length: this.chars, wide: this.wide };
   }

@@ -6,9 +6,9 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { OriginalsStore } from '../files/originals';
 import { linkOrCopy, PRIVATE_DIR } from '../fsync';
-import { observeId } from '../ids';
+import { idClock, observeId, observeIdClock } from '../ids';
 import type { IndexSet } from '../kb/index-set';
-import type { RestoredIndex } from '../options';
+import type { RestoredIndex, StartingItems } from '../options';
 import { KnowledgeBase } from '../kb/knowledge-base';
 import type { LogRecord } from '../records';
 import type { EncodedText } from '../text/encoded-text';
@@ -100,6 +100,45 @@ export class LiveState implements StateTarget {
         out.push({ kbId, configId: set.config.id, dump: set.dump(), ...(vectors && vectors.bytes > 0 ? { vectors } : {}) });
       }
     return out;
+  }
+
+  /**
+   * Every knowledge base's item dump, with the text store's file they point into (every text
+   * written); undefined when one cannot give one (engine/kb/item-dump.ts), or when most of the
+   * file is texts that answer nothing any more: restarts then replay the records, and the first
+   * from a snapshot that compacted those texts away writes the file anew.
+   */
+  dumpItems(): StartingItems | undefined {
+    const texts = this.options.texts;
+    if (!texts || texts.bytes.dead > texts.bytes.live) return undefined;
+    const clock = idClock();
+    const kbs = [];
+    for (const kb of this.kbs.values()) {
+      const dump = kb.dumpItems(clock);
+      if (!dump) return undefined;
+      kbs.push(dump);
+    }
+    return { kbs, texts: texts.writtenFile() };
+  }
+
+  /**
+   * Start from item dumps instead of the records (a restart from a snapshot with them): each
+   * knowledge base made from its dump's record, its items and their live chunks placed, and the
+   * text store taking over the snapshot's file. Before any record; the index dumps given to
+   * restoreIndexes are loaded by finishRestore, as after a replay.
+   */
+  loadItems(start: StartingItems): void {
+    const texts = this.options.texts;
+    if (!texts) throw new Error('item dumps need a text store');
+    let textBytes = 0;
+    for (const dump of start.kbs) {
+      observeIdClock(dump.clock);
+      if (this.kbs.has(dump.kb.id)) throw new Error(`item dump of ${dump.kb.id} twice`);
+      this.createKnowledgeBase({ t: 'kb.create', kb: dump.kb });
+      textBytes += this.kbs.get(dump.kb.id)!.loadItems(dump);
+    }
+    // Nothing reads a text before the engine is open: the file is taken over last.
+    texts.adopt(start.texts.path, start.texts.bytes, textBytes);
   }
 
   /** A new index set: it waits for its dump when there is one (restoreIndexes), and keeps its vectors in the vector directory. */

@@ -1,10 +1,13 @@
 // Item texts kept out of the JavaScript heap (issue 25): an append-only file read by position when
 // a hit, a content read or a re-index needs a text. The file is derived state, never a source of
-// truth: it is created empty at every open and unlinked at once (its descriptor keeps it), so a
-// crash leaves nothing behind and replaying the write-ahead log rebuilds it; no fsync is needed.
+// truth: it is created empty at every open (a crash's file is replaced, never read), and replaying
+// the log rebuilds it. Its bytes never change once written (texts are only appended), so a
+// snapshot hard-links it with its length then, and a restart from that snapshot takes the file
+// back (adopt) instead of storing every text again; the snapshot makes it durable, not the store.
 // Texts are stored as Latin-1 (one byte per character) when every character fits, else as UTF-16LE
 // (two bytes), so a chunk's character range is a byte range and a hit reads only its chunk.
-import { closeSync, mkdirSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { linkOrCopy } from '../fsync';
 import { join } from 'node:path';
 import { isLatin1, type EncodedText } from './encoded-text';
 
@@ -19,9 +22,12 @@ export interface TextRef {
 }
 
 const BUFFER_BYTES = 1 << 20;
+/** The store's file in its directory. */
+export const TEXT_FILE = 'texts.bin';
 
 export class TextStore {
-  private readonly fd: number;
+  readonly path: string;
+  private fd: number;
   /** Bytes written to the file; later ones are still in `pending`. */
   private flushed = 0;
   private pending = Buffer.allocUnsafe(BUFFER_BYTES);
@@ -31,12 +37,40 @@ export class TextStore {
   private dead = 0;
   private closed = false;
 
-  /** A new, empty store in `dir` (created if missing); its file has no name once open. */
+  /** A new, empty store in `dir` (created if missing), replacing the file there (a snapshot's link to it keeps its bytes). */
   constructor(dir: string) {
     mkdirSync(dir, { recursive: true });
-    const path = join(dir, `texts-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}.bin`);
-    this.fd = openSync(path, 'w+', 0o600);
-    unlinkSync(path);
+    this.path = join(dir, TEXT_FILE);
+    this.fd = TextStore.fresh(this.path);
+  }
+
+  private static fresh(path: string): number {
+    // Unlinked, never truncated: the inode may be a snapshot's too.
+    rmSync(path, { force: true });
+    return openSync(path, 'wx+', 0o600);
+  }
+
+  /**
+   * Take over a snapshot's copy of a store's file (`path`, its first `bytes`; whatever follows is
+   * not the snapshot's and is cut) in place of this empty store's, linked where it can be; `live`:
+   * how many of those bytes are texts that still answer. Texts are appended after them.
+   */
+  adopt(path: string, bytes: number, live: number): void {
+    if (this.flushed + this.pendingBytes > 0) throw new Error('only an empty text store can take over a file');
+    closeSync(this.fd);
+    rmSync(this.path, { force: true });
+    linkOrCopy(path, this.path);
+    this.fd = openSync(this.path, 'r+');
+    ftruncateSync(this.fd, bytes);
+    this.flushed = bytes;
+    this.live = live;
+    this.dead = bytes - live;
+  }
+
+  /** The file with every text written so far: its first `bytes` never change (what a snapshot links). */
+  writtenFile(): { path: string; bytes: number } {
+    this.flush();
+    return { path: this.path, bytes: this.flushed };
   }
 
   /** Bytes of live texts and of texts released since (the file holds both). */
@@ -105,10 +139,12 @@ export class TextStore {
     this.dead += size;
   }
 
+  /** Close the store; its file goes (a snapshot's link to it keeps the bytes). */
   close(): void {
     if (this.closed) return;
     this.closed = true;
     closeSync(this.fd);
+    rmSync(this.path, { force: true });
   }
 
   private flush(): void {

@@ -2,7 +2,7 @@
 // chunk table in columns. Each structure alone against the obvious one, then the engine: searches,
 // content reads, updates and deletes answer the same, and again after a restart.
 import { afterEach, describe, expect, test } from 'bun:test';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { linkSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine } from '../../engine';
@@ -58,13 +58,37 @@ describe('TextStore', () => {
     store.close();
   });
 
-  test('leaves no file behind: the store has no name once open', () => {
+  test('a new store replaces the file a link keeps; a store takes over a linked copy, cut to its length; close removes its file', () => {
     const dir = tempDir();
     const store = new TextStore(dir);
-    store.put('held by the descriptor only');
-    expect(readdirSync(dir)).toEqual([]);
-    expect(store.read({ at: 0, length: 4, wide: false })).toBe('held');
+    const first = store.put('kept by the link');
+    expect(readdirSync(dir)).toEqual(['texts.bin']);
+    const written = store.writtenFile();
+    expect(written.bytes).toBe(16);
+    const link = join(tempDir(), 'snapshot-texts.bin');
+    linkSync(written.path, link);
+    store.put(' and more after the link was taken');
+    expect(store.writtenFile().bytes).toBe(50);
     store.close();
+    expect(readdirSync(dir)).toEqual([]);
+
+    // A new store never writes into the linked inode.
+    const fresh = new TextStore(dir);
+    fresh.put('x'.repeat(100));
+    fresh.writtenFile();
+    expect(readFileSync(link, 'latin1')).toBe('kept by the link and more after the link was taken');
+    fresh.close();
+
+    const adopted = new TextStore(dir);
+    adopted.adopt(link, written.bytes, written.bytes);
+    expect(statSync(link).size).toBe(16);
+    expect(adopted.read(first)).toBe('kept by the link');
+    const next = adopted.put('Ünïcode ☃');
+    expect(next.at).toBe(16);
+    expect(adopted.read(next)).toBe('Ünïcode ☃');
+    expect(adopted.bytes).toEqual({ live: 16 + 18, dead: 0 });
+    expect(() => adopted.adopt(link, 16, 16)).toThrow(/empty/);
+    adopted.close();
   });
 });
 

@@ -5,7 +5,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Engine, EngineOptions } from '../../engine';
+import type { Engine, EngineOptions, MetadataFilter } from '../../engine';
 import { openEngine, RECORDS_FILE, type Snapshotter } from '../../snapshots';
 import { crc32File } from '../../snapshots/format';
 import { setSnapshotReading } from '../../snapshots/snapshotter';
@@ -92,7 +92,7 @@ describe('snapshot format 2', () => {
     const a = await open(dir);
     const { kbId, ids } = await fill(a, 24);
     const first = await snaps(a).snapshot();
-    expect(first.manifest.format).toBe(3);
+    expect(first.manifest.format).toBe(4);
     // The log after the snapshot, as written by any version (JSON).
     await a.addContent(ORG, kbId, { text: 'A late note about camels in the desert.' });
     await a.deleteContent(ORG, kbId, ids[2]!);
@@ -112,7 +112,7 @@ describe('snapshot format 2', () => {
     const vectors = b.knowledgeBase(kbId)!.vectors!;
     while (!vectors.graphReady) await Bun.sleep(20);
     const upgraded = await snaps(b).snapshot({ reuseGraphs: true });
-    expect(upgraded.manifest.format).toBe(3);
+    expect(upgraded.manifest.format).toBe(4);
     expect(upgraded.manifest.tails).toBeUndefined();
     expect(upgraded.manifest.graphs).toEqual([{ kbId, file: expect.any(String), vectors: vectors.size, from: 'memory', docs: expect.any(String) }]);
     expect(upgraded.manifest.indexes?.map((d) => d.kbId)).toEqual([kbId]);
@@ -211,7 +211,7 @@ describe('index dumps', () => {
     const e = await open(dir, { log: (level, message, details) => level === 'warn' && warnings.push({ message, details }) });
     return { e, warnings };
   };
-  const dumpFiles = (snap: { dir: string }) => readdirSync(snap.dir).filter((n) => n.endsWith('.dump'));
+  const dumpFiles = (snap: { dir: string }) => readdirSync(snap.dir).filter((n) => n.startsWith('index-') && n.endsWith('.dump'));
   const engineVectorFile = (dir: string, kbId: string, configId: string) => join(dir, 'vectors', `${kbId}.${configId}.vectors`);
   const sameFile = (x: string, y: string) => statSync(x).ino === statSync(y).ino;
 
@@ -251,9 +251,15 @@ describe('index dumps', () => {
     const damaged = readFileSync(rows);
     damaged[Math.floor(bytes / 2)]! ^= 0x40;
     writeFileSync(rows, damaged);
+    // The item dumps were loaded, then the file failed its checksum (checked in a worker meanwhile): the records are replayed.
     const { e: d, warnings: dWarnings } = await openLogged(dir);
-    expect(dWarnings.map((w) => w.message)).toEqual(['vector file unusable; its vectors are stored again from the snapshot records']);
+    expect(dWarnings.map((w) => w.message)).toEqual([
+      'item dumps unusable; the snapshot records are replayed',
+      'vector file unusable; its vectors are stored again from the snapshot records',
+    ]);
     expect(String(dWarnings[0]!.details?.reason)).toMatch(/checksum/);
+    expect(String(dWarnings[1]!.details?.reason)).toMatch(/checksum/);
+    expect(d.recovery.snapshot?.from).toBe('records');
     expect(d.recovery.snapshot?.seq).toBe(snap.seq);
     expect(sameFile(rows, engineVectorFile(dir, kbId, configId))).toBe(false);
     expect(await allAnswers(d, kbId)).toBe(before);
@@ -264,6 +270,7 @@ describe('index dumps', () => {
     const { e: f, warnings: fWarnings } = await openLogged(dir);
     expect(fWarnings.map((w) => [w.message, w.details?.reason])).toEqual([
       ['vector file unusable; its vectors are stored again from the snapshot records', 'missing'],
+      ['item dumps unusable; the snapshot records are replayed', `the vector file of ${kbId} (configuration ${configId}) is unusable`],
     ]);
     expect(await allAnswers(f, kbId)).toBe(before);
   }, 120_000);
@@ -289,6 +296,7 @@ describe('index dumps', () => {
       { kbId, configId, file: expect.stringMatching(/^index-.*\.dump$/), vectors: expect.stringMatching(/^vectors-.*\.rows$/) },
     ]);
     expect(dumpFiles(first)).toEqual([first.manifest.indexes![0]!.file]);
+    expect(first.manifest.items).toEqual({ files: [{ kbId, file: `items-${kbId}.dump` }], texts: 'texts.bin' });
     // The vector file is the engine's own, linked: its rows of the snapshot's documents, checksummed.
     const rowsEntry = first.manifest.files.find((f) => f.name === first.manifest.indexes![0]!.vectors)!;
     expect(rowsEntry.bytes).toBe(a.knowledgeBase(kbId)!.docSpace * 512 * 4);
@@ -300,6 +308,7 @@ describe('index dumps', () => {
     expect(warnings).toEqual([]);
     expect(b.recovery.snapshot?.seq).toBe(first.seq);
     expect(b.recovery.records).toBe(0);
+    expect(b.recovery.snapshot?.from).toBe('dumps');
     expect(b.recovery.chunks).toBe(first.manifest.stats.chunks);
     wide.forEach((id, i) => expect(b.getContent(ORG, kbId, id)!.current.text).toBe(texts[i]!));
     expect(b.searchFullText(ORG, kbId, { query: 'brûlée', limit: 1 })[0]?.text).toBe(texts[0]);
@@ -357,12 +366,14 @@ describe('index dumps', () => {
     const first = await snaps(a).snapshot();
     const before = await allAnswers(a, kbId);
     await close(a);
-    // The snapshot as the previous version wrote it: no dumps, no `indexes`.
+    // The snapshot as the previous version wrote it: no dumps, no `indexes`, no `items`.
     const manifestPath = join(first.dir, 'manifest.json');
     const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
     for (const d of manifest.indexes) rmSync(join(first.dir, d.file));
-    manifest.files = manifest.files.filter((f: { name: string }) => !f.name.endsWith('.dump'));
+    for (const d of manifest.items.files) rmSync(join(first.dir, d.file));
+    manifest.files = manifest.files.filter((f: { name: string }) => !f.name.endsWith('.dump') && f.name !== manifest.items.texts);
     delete manifest.indexes;
+    delete manifest.items;
     writeFileSync(manifestPath, JSON.stringify(manifest));
 
     const { e: b, warnings } = await openLogged(dir);
@@ -400,7 +411,10 @@ describe('index dumps', () => {
     bad[Math.floor(bad.length / 2)]! ^= 0x10;
     writeFileSync(path, bad);
     const { e: b, warnings } = await openLogged(dir);
-    expect(warnings.map((w) => w.message)).toEqual(['index dump unusable; its knowledge base is rebuilt from the snapshot records']);
+    expect(warnings.map((w) => w.message)).toEqual([
+      'index dump unusable; its knowledge base is rebuilt from the snapshot records',
+      'item dumps unusable; the snapshot records are replayed',
+    ]);
     expect(String(warnings[0]!.details?.reason)).toMatch(/checksum/);
     // The same snapshot, not an older one: its records hold everything.
     expect(b.recovery.snapshot?.seq).toBe(snap.seq);
@@ -409,8 +423,131 @@ describe('index dumps', () => {
 
     rmSync(path);
     const { e: c, warnings: cWarnings } = await openLogged(dir);
-    expect(cWarnings.map((w) => w.message)).toEqual(['index dump unusable; its knowledge base is rebuilt from the snapshot records']);
+    expect(cWarnings.map((w) => w.message)).toEqual([
+      'index dump unusable; its knowledge base is rebuilt from the snapshot records',
+      'item dumps unusable; the snapshot records are replayed',
+    ]);
     expect(c.recovery.snapshot?.seq).toBe(snap.seq);
     expect(await allAnswers(c, kbId)).toBe(before);
+  }, 120_000);
+});
+
+describe('item dumps', () => {
+  const CRASHY = new URL('../fixtures/crashy-worker.ts', import.meta.url);
+  /** Each item as reads give it, with its error and source; and searches that filter. */
+  async function itemsAndAnswers(e: Engine, kbId: string) {
+    const items = e
+      .listContents(ORG, kbId, 0, 1000)!
+      .items.map((c) => [
+        c.id,
+        c.status,
+        c.error,
+        c.current.version,
+        c.current.text,
+        c.current.metadata,
+        c.current.source,
+        c.current.pages,
+        c.live?.version.text,
+      ]);
+    const filtered = [];
+    for (const filter of [{ tag: 'pdf' }, { i: { $lt: 3 } }] as MetadataFilter[])
+      filtered.push(e.searchFullText(ORG, kbId, { query: 'lava glaciers note', limit: 8, filter }));
+    return JSON.stringify([items, filtered]) + (await answers(e, kbId));
+  }
+
+  test('a restart from them gives back every item: pending, updated while pending, failed, from a file; new ids sort after', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const a = await open(dir, { compute: { documentWorkers: 1, workerUrl: CRASHY }, batchItems: 1 });
+    const { kbId, ids } = await fill(a, 12);
+    const failed = await a.addContent(ORG, kbId, { text: 'This text says CRASH-WORKER every time.' });
+    const source = { kind: 'file' as const, fileName: 'notes.pdf', mediaType: 'application/pdf', size: 1234, pages: 2 };
+    const paged = await a.addContent(ORG, kbId, {
+      text: 'Page one is about glaciers. Page two is about lava flows.',
+      source,
+      pages: [0, 28],
+      metadata: { i: 100, tag: 'pdf' },
+    });
+    await a.waitForContent(failed, 30_000);
+    await settle(a);
+    expect(failed.status).toBe('failed');
+    await close(a);
+
+    // Indexing held: a new item and an update wait, texts on the heap; the update's old chunks still answer.
+    const b = await open(dir, { holdIngestion: true });
+    const waiting = await b.addContent(ORG, kbId, { text: 'A waiting note about coral reefs, with ☃ in it.', metadata: { i: 1 } });
+    await b.updateContent(ORG, kbId, ids[2]!, { text: 'Note two, rewritten while indexing waits: desert sand.' });
+    expect(b.getContent(ORG, kbId, ids[2]!)!.live!.version.text).toContain('Note 2 about');
+    const snap = await snaps(b).snapshot({ reuseGraphs: true });
+    expect(snap.manifest.items?.files.map((f) => f.kbId)).toEqual([kbId]);
+    const before = await itemsAndAnswers(b, kbId);
+    await close(b);
+
+    const c = await open(dir, { holdIngestion: true });
+    expect(c.recovery.snapshot).toMatchObject({ seq: snap.seq, from: 'dumps' });
+    expect(c.recovery.records).toBe(0);
+    expect(c.recovery.requeued).toBe(2);
+    expect(await itemsAndAnswers(c, kbId)).toBe(before);
+    const got = c.getContent(ORG, kbId, paged.id)!;
+    expect([got.current.source, got.current.pages, got.status]).toEqual([source, [0, 28], 'ready']);
+    expect(c.getContent(ORG, kbId, failed.id)).toMatchObject({ status: 'failed', error: expect.stringContaining('crashed') });
+    expect(c.getContent(ORG, kbId, waiting.id)!.status).toBe('pending');
+    // Ids made after the restart sort after every id it loaded (the id clock came with the dump).
+    const later = await c.addContent(ORG, kbId, { text: 'Written after the restart, about penguins.' });
+    expect(
+      later.id >
+        [...c.knowledgeBase(kbId)!.contents.keys()]
+          .filter((id) => id !== later.id)
+          .sort()
+          .at(-1)!,
+    ).toBe(true);
+    c.startIngestion();
+    await settle(c);
+    expect(c.getContent(ORG, kbId, waiting.id)!.status).toBe('ready');
+    expect(c.searchFullText(ORG, kbId, { query: 'desert sand rewritten', limit: 1 })[0]?.contentId).toBe(ids[2]);
+    expect(c.searchFullText(ORG, kbId, { query: 'coral reefs waiting', limit: 1 })[0]?.contentId).toBe(waiting.id);
+  }, 120_000);
+
+  test('none while another configuration is built, or when most of the text file is dead: the records are replayed', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const filled = await open(dir);
+    const { kbId, ids } = await fill(filled, 10);
+    await close(filled);
+    // Indexing held: the build stays under way.
+    const a = await open(dir, { holdIngestion: true });
+    expect(await a.reembed(ORG, kbId, { ...CONFIG, chunking: { size: 100, overlap: 0 } })).toBe('started');
+    const building = await snaps(a).snapshot({ reuseGraphs: true });
+    expect(building.manifest.indexes?.length).toBe(2);
+    expect(building.manifest.items).toBeUndefined();
+    const before = await answers(a, kbId);
+    await close(a);
+    const b = await open(dir);
+    expect(b.recovery.snapshot?.from).toBe('records');
+    expect(await answers(b, kbId)).toBe(before);
+    await settle(b);
+    while (b.knowledgeBase(kbId)!.building) await Bun.sleep(20);
+
+    // Most texts deleted: the file is more dead than alive.
+    for (const id of ids.slice(2)) await b.deleteContent(ORG, kbId, id);
+    const sparse = await snaps(b).snapshot({ reuseGraphs: true });
+    expect(sparse.manifest.items).toBeUndefined();
+    const after = await answers(b, kbId);
+    await close(b);
+    const c = await open(dir);
+    expect(c.recovery.snapshot?.from).toBe('records');
+    expect(await answers(c, kbId)).toBe(after);
+    // The deleted texts leave the records when a snapshot compacts them; a restart from that one
+    // writes the file anew, and the next snapshot has item dumps again.
+    await c.addContent(ORG, kbId, { text: 'One more note, about tundra.' });
+    await settle(c);
+    expect((await snaps(c).snapshot()).manifest.items).toBeUndefined();
+    await close(c);
+    const d = await open(dir);
+    expect(d.recovery.snapshot?.from).toBe('records');
+    await d.addContent(ORG, kbId, { text: 'And another, about steppes.' });
+    await settle(d);
+    const again = await snaps(d).snapshot({ reuseGraphs: true });
+    expect(again.manifest.items).toBeDefined();
   }, 120_000);
 });

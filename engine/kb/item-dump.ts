@@ -1,0 +1,202 @@
+// What a snapshot keeps of a knowledge base's content items (issue 25): every item with its newest
+// version and the version whose chunks answer searches, in columns, each stored text as its place
+// in the text store's file (which the snapshot links). A restart from a snapshot with item dumps
+// builds the item table from them instead of replaying a put and an indexed record per item: at a
+// million items that replay was most of the restart (decoding every record, and the item table
+// built one map lookup at a time).
+import type { Metadata } from '../filter/metadata';
+import type { ContentSource, ContentStatus, KnowledgeBaseRecord } from '../records';
+import type { TextStore } from '../text/text-store';
+import type { ContentItem } from './knowledge-base';
+import { ItemVersion } from './version';
+
+/** The columns of an item dump (snapshots/item-dump.ts writes them as sections). */
+export interface ItemDump {
+  /** The id clock when the dump was taken (engine/ids.ts): every id in it sorts at or before it. */
+  clock: { ms: number; counter: number };
+  kb: KnowledgeBaseRecord;
+  /** Items in list order (createdAt, id); per item, indexes into `versions`. */
+  items: {
+    ids: string[];
+    createdAt: string[];
+    /** 0: the same as createdAt. */
+    updatedAt: (string | 0)[];
+    /** STATUSES index; an item being processed is dumped pending (a restart queues it again). */
+    status: Uint8Array<ArrayBuffer>;
+    /** The error of each failed item, by item index. */
+    errors: [number, string][];
+    current: Uint32Array<ArrayBuffer>;
+    /** The version whose chunks answer searches; -1: none. */
+    live: Int32Array<ArrayBuffer>;
+    liveFirst: Int32Array<ArrayBuffer>;
+    liveCount: Uint32Array<ArrayBuffer>;
+    /** 1: the live chunks' vectors are rows of the set's vector file (0: none, their embedding failed). */
+    liveVectors: Uint8Array<ArrayBuffer>;
+  };
+  versions: {
+    number: Float64Array<ArrayBuffer>;
+    metadata: Metadata[];
+    /** Sources other than typed text, by version index. */
+    sources: [number, ContentSource][];
+    pages: [number, number[]][];
+    /** Byte offset of the text in the text store's file; -1: held on the heap (in `held`). */
+    textAt: Float64Array<ArrayBuffer>;
+    /** Characters (UTF-16 code units). */
+    textChars: Float64Array<ArrayBuffer>;
+    /** 1: UTF-16LE in the file, 0: Latin-1. */
+    textWide: Uint8Array<ArrayBuffer>;
+    held: [number, string][];
+  };
+}
+
+const STATUSES: readonly ContentStatus[] = ['pending', 'ready', 'failed'];
+
+/** What an item's live chunks are as the active index set holds them. */
+interface LiveOf {
+  first: number;
+  count: number;
+  /** Whether the chunks' vectors are stored (their first document has one). */
+  vectors: boolean;
+}
+
+/**
+ * The dump of `items` (in list order); `liveOf`: an item's live chunks in the active set. Texts in
+ * the store are dumped as their place in it, texts held on the heap (versions waiting for
+ * indexing) as they are.
+ */
+export function dumpItems(
+  kb: KnowledgeBaseRecord,
+  items: readonly ContentItem[],
+  liveOf: (item: ContentItem) => LiveOf | undefined,
+  clock: { ms: number; counter: number },
+): ItemDump {
+  const n = items.length;
+  const versions: ItemVersion[] = [];
+  const indexOf = (v: unknown): number => {
+    if (!(v instanceof ItemVersion)) throw new Error('an item dump holds item versions only');
+    return versions.push(v) - 1;
+  };
+  const out: ItemDump['items'] = {
+    ids: new Array(n),
+    createdAt: new Array(n),
+    updatedAt: new Array(n),
+    status: new Uint8Array(n),
+    errors: [],
+    current: new Uint32Array(n),
+    live: new Int32Array(n),
+    liveFirst: new Int32Array(n),
+    liveCount: new Uint32Array(n),
+    liveVectors: new Uint8Array(n),
+  };
+  for (let i = 0; i < n; i++) {
+    const item = items[i]!;
+    out.ids[i] = item.id;
+    out.createdAt[i] = item.createdAt;
+    out.updatedAt[i] = item.updatedAt === item.createdAt ? 0 : item.updatedAt;
+    const status = item.status === 'processing' ? 0 : STATUSES.indexOf(item.status);
+    out.status[i] = status;
+    if (item.status === 'failed' && item.error !== undefined) out.errors.push([i, item.error]);
+    const current = indexOf(item.current);
+    out.current[i] = current;
+    const live = item.live && liveOf(item);
+    if (!item.live || !live) {
+      out.live[i] = -1;
+      continue;
+    }
+    out.live[i] = item.live.version === item.current ? current : indexOf(item.live.version);
+    out.liveFirst[i] = live.first;
+    out.liveCount[i] = live.count;
+    out.liveVectors[i] = live.vectors ? 1 : 0;
+  }
+  const v = versions.length;
+  const columns: ItemDump['versions'] = {
+    number: new Float64Array(v),
+    metadata: new Array(v),
+    sources: [],
+    pages: [],
+    textAt: new Float64Array(v),
+    textChars: new Float64Array(v),
+    textWide: new Uint8Array(v),
+    held: [],
+  };
+  for (let i = 0; i < v; i++) {
+    const version = versions[i]!;
+    columns.number[i] = version.version;
+    columns.metadata[i] = version.metadata;
+    if (version.source.kind !== 'text' || Object.keys(version.source).length > 1) columns.sources.push([i, version.source]);
+    if (version.pages !== undefined) columns.pages.push([i, version.pages]);
+    const ref = version.storedRef;
+    if (ref) {
+      columns.textAt[i] = ref.at;
+      columns.textChars[i] = ref.length;
+      columns.textWide[i] = ref.wide ? 1 : 0;
+    } else {
+      columns.textAt[i] = -1;
+      columns.held.push([i, version.text]);
+    }
+  }
+  return { clock, kb, items: out, versions: columns };
+}
+
+/** Where a loaded item's chunks answer: its live version and documents (restoreLive). */
+export type PlaceLive = (item: ContentItem, version: ItemVersion, first: number, count: number, vectors: boolean) => void;
+
+/**
+ * The items of a dump, in list order, their stored texts read from `texts` (which took over the
+ * dumped file); `place` is given each item with live chunks. Throws when the dump is inconsistent.
+ * Returns the items and the bytes of texts they hold in the store.
+ */
+export function loadItems(dump: ItemDump, kbId: string, texts: TextStore | undefined, place: PlaceLive): { items: ContentItem[]; textBytes: number } {
+  const { items: d, versions: c } = dump;
+  const n = d.ids.length;
+  const v = c.number.length;
+  if (
+    [d.createdAt, d.updatedAt, d.status, d.current, d.live, d.liveFirst, d.liveCount, d.liveVectors].some((a) => a.length !== n) ||
+    [c.metadata, c.textAt, c.textChars, c.textWide].some((a) => a.length !== v)
+  )
+    throw new Error('item dump: columns do not match its counts');
+  const sources = new Map(c.sources);
+  const pages = new Map(c.pages);
+  const held = new Map(c.held);
+  const made = new Array<ItemVersion | undefined>(v);
+  let textBytes = 0;
+  const versionAt = (i: number): ItemVersion => {
+    if (!(i >= 0 && i < v)) throw new Error(`item dump: version ${i} out of range`);
+    let version = made[i];
+    if (version) return version;
+    const fields = {
+      version: c.number[i]!,
+      metadata: c.metadata[i]!,
+      source: sources.get(i) ?? { kind: 'text' as const },
+      ...(pages.has(i) ? { pages: pages.get(i) } : {}),
+    };
+    const at = c.textAt[i]!;
+    if (at < 0) {
+      const text = held.get(i);
+      if (text === undefined) throw new Error(`item dump: version ${i} has no text`);
+      version = new ItemVersion({ ...fields, text });
+    } else {
+      if (!texts) throw new Error('item dump: stored texts need a text store');
+      const wide = c.textWide[i] === 1;
+      textBytes += c.textChars[i]! * (wide ? 2 : 1);
+      version = ItemVersion.stored(fields, texts, { at, length: c.textChars[i]!, wide });
+    }
+    made[i] = version;
+    return version;
+  };
+  const errors = new Map(d.errors);
+  const items = new Array<ContentItem>(n);
+  for (let i = 0; i < n; i++) {
+    const createdAt = d.createdAt[i]!;
+    const updatedAt = d.updatedAt[i]!;
+    const status = STATUSES[d.status[i]!];
+    if (status === undefined) throw new Error(`item dump: status ${d.status[i]}`);
+    // The shape putContent gives an item (status last; live and error set after).
+    const item: ContentItem = { id: d.ids[i]!, kbId, createdAt, updatedAt: updatedAt === 0 ? createdAt : updatedAt, current: versionAt(d.current[i]!), status };
+    if (status === 'failed') item.error = errors.get(i);
+    const live = d.live[i]!;
+    if (live >= 0) place(item, versionAt(live), d.liveFirst[i]!, d.liveCount[i]!, d.liveVectors[i] === 1);
+    items[i] = item;
+  }
+  return { items, textBytes };
+}

@@ -1,0 +1,28 @@
+// What a restart from item dumps does not read on its way to a state: the record files (the next
+// full snapshot compacts them, so damage there must not go unnoticed) and the whole of the files
+// it links (vector rows, texts). They are checked in the snapshot worker while the main thread
+// loads the dumps; the engine opens only once they pass (Engine.open awaits StartingPoint.checks).
+import { readFramesSync } from '../engine';
+import { crc32File } from './format';
+
+export interface VerifyRequest {
+  /** Record files: against the manifest's CRC32 when it has one, else frame by frame. */
+  records: { path: string; bytes: number; crc32?: number }[];
+  /** Linked files: their first `bytes` against the CRC32. */
+  linked: { path: string; bytes: number; crc32: number }[];
+}
+
+export type VerifyResult = { ok: true } | { ok: false; damaged: 'records' | 'linked'; reason: string };
+
+export function verifyFiles(req: VerifyRequest): VerifyResult {
+  for (const f of req.records) {
+    if (f.crc32 !== undefined) {
+      if (crc32File(f.path, f.bytes) !== f.crc32) return { ok: false, damaged: 'records', reason: `${f.path} fails its checksum` };
+      continue;
+    }
+    const scan = readFramesSync(f.path, () => {});
+    if (!scan.ok) return { ok: false, damaged: 'records', reason: `${f.path} fails its frame checksums (${scan.reason})` };
+  }
+  for (const f of req.linked) if (crc32File(f.path, f.bytes) !== f.crc32) return { ok: false, damaged: 'linked', reason: `${f.path} fails its checksum` };
+  return { ok: true };
+}
