@@ -212,5 +212,9 @@ export async function verifySnapshot(
 export function readDocs(path: string): number[] {
   // An aligned copy: a small file's Buffer may sit at any offset of a shared pool.
   const bytes = Uint8Array.from(readFileSync(path));
-  return Array.from(new Uint32Array(bytes.buffer));
+  const docs = new Uint32Array(bytes.buffer);
+  // A loop: Array.from's iterator took 0.2 s at 300k documents.
+  const out = new Array<number>(docs.length);
+  for (let i = 0; i < docs.length; i++) out[i] = docs[i]!;
+  return out;
 }

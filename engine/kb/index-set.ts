@@ -81,6 +81,8 @@ export class IndexSet {
    * table and BM25 come from the dump. -1 otherwise.
    */
   private restoringDocs = -1;
+  /** While restoring: the documents the dump to come hands out (Infinity when not told). */
+  private restoreDocs = Number.POSITIVE_INFINITY;
 
   /** `exactThreshold`: below this many vectors searches are exact and no HNSW graph is kept. */
   constructor(
@@ -110,10 +112,19 @@ export class IndexSet {
     return this.restoringDocs >= 0 ? this.restoringDocs : this.chunks.length;
   }
 
-  /** Replay from here on only marks items live: loadDump supplies the chunk table and BM25. */
-  beginRestore(): void {
+  /**
+   * Replay from here on only marks items live: loadDump supplies the chunk table and BM25, whose
+   * dump hands out `docs` documents.
+   */
+  beginRestore(docs = Number.POSITIVE_INFINITY): void {
     if (this.chunks.length > 0 || this.liveChunks > 0) throw new Error('only an empty index set can wait for a dump');
     this.restoringDocs = 0;
+    this.restoreDocs = docs;
+  }
+
+  /** While restoring: the documents the dump to come hands out; live chunks lie below. */
+  get restoreSpace(): number {
+    return this.restoreDocs;
   }
 
   get restoring(): boolean {
@@ -235,7 +246,7 @@ export class IndexSet {
    */
   restoreLive(item: ContentItem, version: ContentVersion, first: number, count: number, vectors: boolean): LiveChunks {
     if (!this.restoring) throw new Error('restoreLive without beginRestore');
-    if (this.live.has(item.id)) throw new Error(`${item.id} has live chunks twice`);
+    if (first + count > this.restoreDocs) throw new Error(`documents from ${first} lie past the ${this.restoreDocs} of the dump`);
     const live = new ItemChunks(item, version, first, count);
     for (let i = 0; i < count; i++) this.metadataIndex.add(first + i, version.metadata);
     if (vectors && count > 0) {

@@ -8,7 +8,7 @@ import type { Metadata } from '../filter/metadata';
 import type { ContentSource, ContentStatus, KnowledgeBaseRecord } from '../records';
 import type { TextStore } from '../text/text-store';
 import type { ContentItem } from './knowledge-base';
-import { ItemVersion } from './version';
+import { isPlainTextSource, ItemVersion } from './version';
 
 /** The columns of an item dump (snapshots/item-dump.ts writes them as sections). */
 export interface ItemDump {
@@ -51,23 +51,15 @@ export interface ItemDump {
 
 const STATUSES: readonly ContentStatus[] = ['pending', 'ready', 'failed'];
 
-/** What an item's live chunks are as the active index set holds them. */
-interface LiveOf {
-  first: number;
-  count: number;
-  /** Whether the chunks' vectors are stored (their first document has one). */
-  vectors: boolean;
-}
-
 /**
- * The dump of `items` (in list order); `liveOf`: an item's live chunks in the active set. Texts in
- * the store are dumped as their place in it, texts held on the heap (versions waiting for
- * indexing) as they are.
+ * The dump of `items` (in list order, their live chunks those of the active set); `hasVector`:
+ * whether a document's vector is stored. Texts in the store are dumped as their place in it, texts
+ * held on the heap (versions waiting for indexing) as they are.
  */
 export function dumpItems(
   kb: KnowledgeBaseRecord,
   items: readonly ContentItem[],
-  liveOf: (item: ContentItem) => LiveOf | undefined,
+  hasVector: (doc: number) => boolean,
   clock: { ms: number; counter: number },
 ): ItemDump {
   const n = items.length;
@@ -98,15 +90,15 @@ export function dumpItems(
     if (item.status === 'failed' && item.error !== undefined) out.errors.push([i, item.error]);
     const current = indexOf(item.current);
     out.current[i] = current;
-    const live = item.live && liveOf(item);
-    if (!item.live || !live) {
+    const live = item.live;
+    if (!live) {
       out.live[i] = -1;
       continue;
     }
-    out.live[i] = item.live.version === item.current ? current : indexOf(item.live.version);
+    out.live[i] = live.version === item.current ? current : indexOf(live.version);
     out.liveFirst[i] = live.first;
     out.liveCount[i] = live.count;
-    out.liveVectors[i] = live.vectors ? 1 : 0;
+    out.liveVectors[i] = live.count > 0 && hasVector(live.first) ? 1 : 0;
   }
   const v = versions.length;
   const columns: ItemDump['versions'] = {
@@ -123,7 +115,7 @@ export function dumpItems(
     const version = versions[i]!;
     columns.number[i] = version.version;
     columns.metadata[i] = version.metadata;
-    if (version.source.kind !== 'text' || Object.keys(version.source).length > 1) columns.sources.push([i, version.source]);
+    if (!isPlainTextSource(version.source)) columns.sources.push([i, version.source]);
     if (version.pages !== undefined) columns.pages.push([i, version.pages]);
     const ref = version.storedRef;
     if (ref) {
@@ -138,15 +130,49 @@ export function dumpItems(
   return { clock, kb, items: out, versions: columns };
 }
 
+/** Indexes of the items with live chunks, by their first document (those without chunks first); `space`: documents handed out. */
+function liveByDocument(d: ItemDump['items'], space: number): Int32Array {
+  const n = d.live.length;
+  let live = 0;
+  for (let i = 0; i < n; i++) {
+    if (d.live[i]! < 0) continue;
+    live++;
+    if (d.liveCount[i]! > 0 && !(d.liveFirst[i]! >= 0 && d.liveFirst[i]! + d.liveCount[i]! <= space))
+      throw new Error(`item dump: documents from ${d.liveFirst[i]} past the ${space} handed out`);
+  }
+  // Items with chunks have distinct first documents: one slot each.
+  const slot = new Int32Array(space).fill(-1);
+  const out = new Int32Array(live);
+  let k = 0;
+  for (let i = 0; i < n; i++) {
+    if (d.live[i]! < 0) continue;
+    if (d.liveCount[i]! === 0) out[k++] = i;
+    else {
+      const first = d.liveFirst[i]!;
+      if (slot[first] !== -1) throw new Error(`item dump: document ${first} is live twice`);
+      slot[first] = i;
+    }
+  }
+  for (let doc = 0; doc < space; doc++) if (slot[doc]! >= 0) out[k++] = slot[doc]!;
+  return out;
+}
+
 /** Where a loaded item's chunks answer: its live version and documents (restoreLive). */
 export type PlaceLive = (item: ContentItem, version: ItemVersion, first: number, count: number, vectors: boolean) => void;
 
 /**
  * The items of a dump, in list order, their stored texts read from `texts` (which took over the
- * dumped file); `place` is given each item with live chunks. Throws when the dump is inconsistent.
- * Returns the items and the bytes of texts they hold in the store.
+ * dumped file); `place` is given each item with live chunks, which lie below `space` (the
+ * documents the set handed out). Throws when the dump is inconsistent.
+ * Returns the items, the bytes of texts they hold in the store, and where the last of those ends.
  */
-export function loadItems(dump: ItemDump, kbId: string, texts: TextStore | undefined, place: PlaceLive): { items: ContentItem[]; textBytes: number } {
+export function loadItems(
+  dump: ItemDump,
+  kbId: string,
+  texts: TextStore | undefined,
+  space: number,
+  place: PlaceLive,
+): { items: ContentItem[]; textBytes: number; textEnd: number } {
   const { items: d, versions: c } = dump;
   const n = d.ids.length;
   const v = c.number.length;
@@ -160,6 +186,7 @@ export function loadItems(dump: ItemDump, kbId: string, texts: TextStore | undef
   const held = new Map(c.held);
   const made = new Array<ItemVersion | undefined>(v);
   let textBytes = 0;
+  let textEnd = 0;
   const versionAt = (i: number): ItemVersion => {
     if (!(i >= 0 && i < v)) throw new Error(`item dump: version ${i} out of range`);
     let version = made[i];
@@ -178,7 +205,9 @@ export function loadItems(dump: ItemDump, kbId: string, texts: TextStore | undef
     } else {
       if (!texts) throw new Error('item dump: stored texts need a text store');
       const wide = c.textWide[i] === 1;
-      textBytes += c.textChars[i]! * (wide ? 2 : 1);
+      const bytes = c.textChars[i]! * (wide ? 2 : 1);
+      textBytes += bytes;
+      textEnd = Math.max(textEnd, at + bytes);
       version = ItemVersion.stored(fields, texts, { at, length: c.textChars[i]!, wide });
     }
     made[i] = version;
@@ -194,9 +223,10 @@ export function loadItems(dump: ItemDump, kbId: string, texts: TextStore | undef
     // The shape putContent gives an item (status last; live and error set after).
     const item: ContentItem = { id: d.ids[i]!, kbId, createdAt, updatedAt: updatedAt === 0 ? createdAt : updatedAt, current: versionAt(d.current[i]!), status };
     if (status === 'failed') item.error = errors.get(i);
-    const live = d.live[i]!;
-    if (live >= 0) place(item, versionAt(live), d.liveFirst[i]!, d.liveCount[i]!, d.liveVectors[i] === 1);
     items[i] = item;
   }
-  return { items, textBytes };
+  // Live chunks are placed in document order: a metadata posting list takes documents in order,
+  // and one out of order is an insertion (items updated since their creation are later documents).
+  for (const i of liveByDocument(d, space)) place(items[i]!, versionAt(d.live[i]!), d.liveFirst[i]!, d.liveCount[i]!, d.liveVectors[i] === 1);
+  return { items, textBytes, textEnd };
 }

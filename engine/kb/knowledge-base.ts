@@ -263,26 +263,19 @@ export class KnowledgeBase {
   dumpItems(clock: ItemDump['clock']): ItemDump | undefined {
     if (this.next || this.itemsElsewhere.size > 0) return undefined;
     const set = this.active;
-    return dumpItems(
-      this.record,
-      this.order,
-      (item) => {
-        const live = set.live.get(item.id);
-        return live && { first: live.first, count: live.count, vectors: live.count > 0 && set.hasVector(live.first) };
-      },
-      clock,
-    );
+    return dumpItems(this.record, this.order, (doc) => set.hasVector(doc), clock);
   }
 
   /**
    * Take over an item dump into this new, empty knowledge base: its items as they were, their live
    * chunks placed in the active set, which waits for its index dump (IndexSet.beginRestore). Returns
-   * the bytes of texts the items hold in the text store.
+   * the bytes of texts the items hold in the text store, and where the last of them ends.
    */
-  loadItems(dump: ItemDump): number {
+  loadItems(dump: ItemDump): { textBytes: number; textEnd: number } {
     if (this.contents.size > 0 || this.next) throw new Error('an item dump loads into an empty knowledge base');
     const set = this.active;
-    const { items, textBytes } = loadItems(dump, this.id, this.texts, (item, version, first, count, vectors) => {
+    if (!set.restoring) throw new Error('an item dump loads with the index dump of its active configuration');
+    const { items, textBytes, textEnd } = loadItems(dump, this.id, this.texts, set.restoreSpace, (item, version, first, count, vectors) => {
       item.live = set.restoreLive(item, version, first, count, vectors);
     });
     for (const item of items) {
@@ -290,7 +283,7 @@ export class KnowledgeBase {
       this.order.push(item);
     }
     if (this.contents.size !== items.length) throw new Error('item dump: an item id twice');
-    return textBytes;
+    return { textBytes, textEnd };
   }
 
   // --- vectors --------------------------------------------------------------------------------

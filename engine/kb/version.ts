@@ -11,7 +11,8 @@ import type { ContentVersion } from './knowledge-base';
 /** The source of every typed text, shared (one object per version otherwise). */
 const TEXT_SOURCE: ContentSource = Object.freeze({ kind: 'text' });
 
-function isPlainTextSource(source: ContentSource): boolean {
+/** Whether a source is typed text with nothing more (no object of its own needed). */
+export function isPlainTextSource(source: ContentSource): boolean {
   if (source.kind !== 'text') return false;
   for (const key in source) if (key !== 'kind') return false;
   return true;

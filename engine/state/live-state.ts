@@ -135,7 +135,9 @@ export class LiveState implements StateTarget {
       observeIdClock(dump.clock);
       if (this.kbs.has(dump.kb.id)) throw new Error(`item dump of ${dump.kb.id} twice`);
       this.createKnowledgeBase({ t: 'kb.create', kb: dump.kb });
-      textBytes += this.kbs.get(dump.kb.id)!.loadItems(dump);
+      const loaded = this.kbs.get(dump.kb.id)!.loadItems(dump);
+      if (loaded.textEnd > start.texts.bytes) throw new Error(`item dump of ${dump.kb.id}: texts lie past the ${start.texts.bytes} bytes of the text file`);
+      textBytes += loaded.textBytes;
     }
     // Nothing reads a text before the engine is open: the file is taken over last.
     texts.adopt(start.texts.path, start.texts.bytes, textBytes);
@@ -144,7 +146,7 @@ export class LiveState implements StateTarget {
   /** A new index set: it waits for its dump when there is one (restoreIndexes), and keeps its vectors in the vector directory. */
   private placeVectors(kbId: string, set: IndexSet | undefined): void {
     const restored = set && this.dumps.get(`${kbId} ${set.config.id}`);
-    if (restored) set.beginRestore();
+    if (restored) set.beginRestore(restored.dump.chunks.length);
     const dir = this.options.vectorDir;
     if (!dir || !set?.vectors) return;
     const configId = set.config.id;

@@ -383,22 +383,26 @@ export class VectorIndex {
       this.viewPath = view;
       this.basePath = view;
     } else graph.load(path);
-    const inGraph = new Set<number>();
-    const listed = [...graphDocs];
+    // Plain loops and a flag per document: at a million keys, iterators and a Set cost seconds.
+    const inGraph = new Uint8Array(this.end);
+    const listed = Array.isArray(graphDocs) ? (graphDocs as number[]) : [...graphDocs];
+    const keys = new BigUint64Array(listed.length);
+    for (let i = 0; i < listed.length; i++) keys[i] = BigInt(listed[i]!);
     // The list may name documents the file lacks (a snapshot's graph built without its list:
     // every live document, but members of duplicate groups are not keys): asked of the graph.
-    const present = listed.length > 0 ? (graph.contains(BigUint64Array.from(listed, (d) => BigInt(d))) as boolean[]) : [];
-    listed.forEach((d, i) => {
-      if (!present[i]) return;
+    const present = listed.length > 0 ? (graph.contains(keys) as boolean[]) : [];
+    for (let i = 0; i < listed.length; i++) {
+      const d = listed[i]!;
+      if (!present[i]) continue;
       if (this.alive[d]) {
-        inGraph.add(d);
+        inGraph[d] = 1;
         // Groups formed again as vectors were reloaded may name another key: both serve.
         this.groups.markKey(d);
       } else if (view) this.removals.push(d);
       else graph.remove(BigInt(d));
-    });
+    }
     this.hnsw = graph;
-    this.pending = this.keyDocs().filter((d) => !inGraph.has(d));
+    this.pending = this.keyDocs().filter((d) => inGraph[d] !== 1);
   }
 
   /** True when there is a graph (complete or still catching up). */

@@ -53,6 +53,13 @@ async function close(e: Engine) {
   engines.splice(engines.indexOf(e), 1);
 }
 
+/** Opened with its warnings kept. */
+async function openLogged(dir: string) {
+  const warnings: { message: string; details?: Record<string, unknown> }[] = [];
+  const e = await open(dir, { log: (level, message, details) => level === 'warn' && warnings.push({ message, details }) });
+  return { e, warnings };
+}
+
 const PROBE = Float32Array.from({ length: 512 }, (_, i) => Math.sin(i + 1));
 
 /** Every search mode, and every item as listed: what must be identical across restarts. */
@@ -206,11 +213,6 @@ describe('index dumps', () => {
     }
     return (await answers(e, kbId)) + JSON.stringify(filtered);
   }
-  const openLogged = async (dir: string) => {
-    const warnings: { message: string; details?: Record<string, unknown> }[] = [];
-    const e = await open(dir, { log: (level, message, details) => level === 'warn' && warnings.push({ message, details }) });
-    return { e, warnings };
-  };
   const dumpFiles = (snap: { dir: string }) => readdirSync(snap.dir).filter((n) => n.startsWith('index-') && n.endsWith('.dump'));
   const engineVectorFile = (dir: string, kbId: string, configId: string) => join(dir, 'vectors', `${kbId}.${configId}.vectors`);
   const sameFile = (x: string, y: string) => statSync(x).ino === statSync(y).ino;
@@ -506,6 +508,42 @@ describe('item dumps', () => {
     expect(c.getContent(ORG, kbId, waiting.id)!.status).toBe('ready');
     expect(c.searchFullText(ORG, kbId, { query: 'desert sand rewritten', limit: 1 })[0]?.contentId).toBe(ids[2]);
     expect(c.searchFullText(ORG, kbId, { query: 'coral reefs waiting', limit: 1 })[0]?.contentId).toBe(waiting.id);
+  }, 120_000);
+
+  test("a damaged item dump or text file is reported and the same snapshot's records are replayed", async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const a = await open(dir);
+    const { kbId } = await fill(a, 16);
+    const snap = await snaps(a).snapshot({ reuseGraphs: true });
+    const before = await answers(a, kbId);
+    await close(a);
+    const texts = join(snap.dir, snap.manifest.items!.texts);
+    const items = join(snap.dir, snap.manifest.items!.files[0]!.file);
+    const flip = (path: string, at: number) => {
+      const bytes = readFileSync(path);
+      bytes[at]! ^= 0x20;
+      writeFileSync(path, bytes);
+    };
+    const reopen = async () => {
+      const { e, warnings } = await openLogged(dir);
+      expect(e.recovery.snapshot).toMatchObject({ seq: snap.seq, from: 'records' });
+      expect(await answers(e, kbId)).toBe(before);
+      await close(e);
+      return warnings.map((w) => [w.message, String(w.details?.reason)]);
+    };
+    // A text changed: found by the worker's checksum after the dumps were loaded.
+    flip(texts, 5);
+    expect(await reopen()).toEqual([['item dumps unusable; the snapshot records are replayed', expect.stringMatching(/texts\.bin fails its checksum/)]]);
+    flip(texts, 5);
+    // A section of the item dump changed: found as it is read.
+    flip(items, statSync(items).size - 200);
+    expect(await reopen()).toEqual([['item dumps unusable; the snapshot records are replayed', expect.stringMatching(/checksum/)]]);
+    flip(items, statSync(items).size - 200);
+    // The text file cut short.
+    const whole = readFileSync(texts);
+    writeFileSync(texts, whole.subarray(0, 10));
+    expect(await reopen()).toEqual([['item dumps unusable; the snapshot records are replayed', expect.stringMatching(/expected at least/)]]);
   }, 120_000);
 
   test('none while another configuration is built, or when most of the text file is dead: the records are replayed', async () => {
