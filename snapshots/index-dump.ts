@@ -65,8 +65,14 @@ export function writeIndexDump(path: string, kbId: string, configId: string, dum
 /**
  * Read a dump written by writeIndexDump, every section checked against its CRC32 and, given the
  * manifest's entry (`whole`), the file against its size and CRC32; throws with the reason when the
- * file is not a complete, intact dump of `kbId`'s configuration `configId`.
+ * file is not a complete, intact dump of `kbId`'s configuration `configId` (`options`: readDumpFile's).
  */
-export function readIndexDump(path: string, kbId: string, configId: string, whole?: { bytes: number; crc32?: number }): IndexSetDump {
-  return readDumpFile(path, FORMAT, { kbId, configId }, whole) as IndexSetDump;
+export function readIndexDump(
+  path: string,
+  kbId: string,
+  configId: string,
+  whole?: { bytes: number; crc32?: number },
+  options?: { checksums?: boolean },
+): IndexSetDump {
+  return readDumpFile(path, FORMAT, { kbId, configId }, whole, options) as IndexSetDump;
 }

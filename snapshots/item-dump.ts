@@ -45,9 +45,9 @@ export function writeItemDump(path: string, dump: ItemDump): { bytes: number; cr
   return writeDumpFile(path, FORMAT, { kbId: dump.kb.id }, dump);
 }
 
-/** Read a dump written by writeItemDump; throws with the reason when it is not a complete, intact dump of `kbId`. */
-export function readItemDump(path: string, kbId: string, whole?: { bytes: number; crc32?: number }): ItemDump {
-  const dump = readDumpFile(path, FORMAT, { kbId }, whole) as ItemDump;
+/** Read a dump written by writeItemDump; throws with the reason when it is not a complete, intact dump of `kbId` (`options`: readDumpFile's). */
+export function readItemDump(path: string, kbId: string, whole?: { bytes: number; crc32?: number }, options?: { checksums?: boolean }): ItemDump {
+  const dump = readDumpFile(path, FORMAT, { kbId }, whole, options) as ItemDump;
   if (dump.kb?.id !== kbId) throw new Error(`holds the items of ${String(dump.kb?.id)}`);
   return dump;
 }

@@ -78,22 +78,12 @@ export async function newestSnapshot(
       info('snapshot skipped: it lacks shards this node holds', { snapshot: candidate.name, shards: manifest.shards });
       continue;
     }
-    // With item dumps, whole-file checks run in a worker while the state loads (`checks`).
-    const deferred: LinkedCheck[] | undefined = manifest.items && !noItems.has(candidate.dir) ? [] : undefined;
+    // With item dumps, whole-file checksums run in a worker while the state loads (`checks`).
+    const deferred: FileCheck[] | undefined = manifest.items && !noItems.has(candidate.dir) ? [] : undefined;
     const indexes = readIndexDumps(candidate.dir, manifest, candidate.name, warn, deferred);
     const items = deferred && readItemDumps(candidate.dir, manifest, indexes, candidate.name, warn, deferred);
-    // No item dumps after all: the vector files are checked here, before the records replay.
-    if (deferred && !items)
-      for (const check of deferred) {
-        const d = indexes.find((x) => x.vectors?.path === check.path);
-        if (!d || crc32File(check.path, check.bytes) === check.crc32) continue;
-        warn('vector file unusable; its vectors are stored again from the snapshot records', {
-          snapshot: candidate.name,
-          file: basename(check.path),
-          reason: 'fails its checksum',
-        });
-        delete d.vectors;
-      }
+    // No item dumps after all: the index dumps and vector files are checked here, before the records replay.
+    if (deferred && !items) for (const check of deferred) if (crc32File(check.path, check.bytes) !== check.crc32) check.failed?.();
     const checks = items && verifyInWorker(candidate.dir, manifest, deferred);
     // Indexed records of a dumped set need no terms: only their head is decoded.
     const dumped = new Set(indexes.map((d) => `${d.kbId} ${d.configId}`));
@@ -138,24 +128,36 @@ export async function newestSnapshot(
  * The snapshot's index dumps that read back whole and intact. One that does not is reported and
  * left out: its knowledge base is rebuilt from the records instead.
  */
-function readIndexDumps(dir: string, manifest: SnapshotManifest, snapshot: string, warn: Warn, deferred?: LinkedCheck[]): RestoredIndex[] {
+function readIndexDumps(dir: string, manifest: SnapshotManifest, snapshot: string, warn: Warn, deferred?: FileCheck[]): RestoredIndex[] {
   const out: RestoredIndex[] = [];
+  const unusable = (file: string, reason: string) =>
+    warn('index dump unusable; its knowledge base is rebuilt from the snapshot records', { snapshot, file, reason });
   for (const { kbId, configId, file, vectors } of manifest.indexes ?? []) {
     try {
       const entry = manifest.files.find((f) => f.name === file);
       if (!entry) throw new Error('not among the snapshot files');
-      out.push({
+      const path = join(dir, file);
+      // Deferred: its whole-file checksum goes to `deferred` (read here without one).
+      const checksums = deferred === undefined || entry.crc32 === undefined;
+      const restored: RestoredIndex = {
         kbId,
         configId,
-        dump: readIndexDump(join(dir, file), kbId, configId, entry),
+        dump: readIndexDump(path, kbId, configId, entry, { checksums }),
         ...vectorFile(dir, manifest, vectors, snapshot, warn, deferred),
-      });
+      };
+      out.push(restored);
+      if (!checksums)
+        deferred!.push({
+          path,
+          bytes: entry.bytes,
+          crc32: entry.crc32!,
+          failed: () => {
+            unusable(file, 'fails its checksum');
+            out.splice(out.indexOf(restored), 1);
+          },
+        });
     } catch (err) {
-      warn('index dump unusable; its knowledge base is rebuilt from the snapshot records', {
-        snapshot,
-        file,
-        reason: err instanceof Error ? err.message : String(err),
-      });
+      unusable(file, err instanceof Error ? err.message : String(err));
     }
   }
   return out;
@@ -172,7 +174,7 @@ function readItemDumps(
   indexes: readonly RestoredIndex[],
   snapshot: string,
   warn: Warn,
-  deferred: LinkedCheck[],
+  deferred: FileCheck[],
 ): StartingItems | undefined {
   const given = manifest.items;
   if (!given) return undefined;
@@ -187,7 +189,9 @@ function readItemDumps(
     const kbs = given.files.map(({ kbId, file }) => {
       const entry = manifest.files.find((f) => f.name === file);
       if (!entry) throw new Error(`${file} is not among the snapshot files`);
-      const dump = readItemDump(join(dir, file), kbId, entry);
+      const path = join(dir, file);
+      const dump = readItemDump(path, kbId, entry, { checksums: entry.crc32 === undefined });
+      if (entry.crc32 !== undefined) deferred.push({ path, bytes: entry.bytes, crc32: entry.crc32 });
       if (!indexes.some((x) => x.kbId === kbId && x.configId === dump.kb.config.id)) throw new Error(`${kbId} has no index dump of its configuration`);
       return dump;
     });
@@ -209,23 +213,36 @@ function vectorFile(
   name: string | undefined,
   snapshot: string,
   warn: Warn,
-  deferred?: LinkedCheck[],
+  deferred?: FileCheck[],
 ): Partial<Pick<RestoredIndex, 'vectors'>> {
   if (!name) return {};
+  const unusable = (reason: string) => warn('vector file unusable; its vectors are stored again from the snapshot records', { snapshot, file: name, reason });
   const file = linkedFile(dir, manifest, name, deferred);
-  if (!('reason' in file)) return { vectors: file };
-  warn('vector file unusable; its vectors are stored again from the snapshot records', { snapshot, file: name, reason: file.reason });
-  return {};
+  if ('reason' in file) {
+    unusable(file.reason);
+    return {};
+  }
+  const restored = { vectors: file } as Partial<Pick<RestoredIndex, 'vectors'>>;
+  const check = deferred?.at(-1);
+  if (check?.path === file.path)
+    check.failed = () => {
+      unusable('fails its checksum');
+      delete restored.vectors;
+    };
+  return restored;
 }
 
-/** A checksum of a linked file left to verifyInWorker. */
-type LinkedCheck = { path: string; bytes: number; crc32: number };
+/**
+ * A whole-file checksum left to verifyInWorker (a linked file's, a dump's); `failed`: what to do
+ * should it fail when checked here instead (the records are replayed after all).
+ */
+type FileCheck = { path: string; bytes: number; crc32: number; failed?: () => void };
 
 /**
  * A file of the engine's linked into the snapshot: its first `bytes` (its files entry's) when
  * intact (CRC32), else why not. `deferred`: its checksum is added there instead of checked.
  */
-function linkedFile(dir: string, manifest: SnapshotManifest, name: string, deferred?: LinkedCheck[]): { path: string; bytes: number } | { reason: string } {
+function linkedFile(dir: string, manifest: SnapshotManifest, name: string, deferred?: FileCheck[]): { path: string; bytes: number } | { reason: string } {
   const path = join(dir, name);
   const entry = manifest.files.find((f) => f.name === name);
   const size = statSync(path, { throwIfNoEntry: false })?.size;
@@ -247,14 +264,16 @@ function linkedFile(dir: string, manifest: SnapshotManifest, name: string, defer
 /**
  * What a start from item dumps does not read, checked in a worker (snapshots/verify.ts): the
  * record files (damaged ones reject with DamagedSnapshot: the snapshot is skipped, as when a
- * replay finds them so) and the linked files' checksums (UnusableItems: the records are replayed).
+ * replay finds them so) and the checksums of the dumps and linked files (UnusableItems: the
+ * records are replayed).
  */
-function verifyInWorker(dir: string, manifest: SnapshotManifest, linked: LinkedCheck[]): Promise<void> {
+function verifyInWorker(dir: string, manifest: SnapshotManifest, files: FileCheck[]): Promise<void> {
   const records = recordFiles(manifest).map((name) => {
     const entry = manifest.files.find((f) => f.name === name);
     return { path: join(dir, name), bytes: entry?.bytes ?? 0, ...(entry?.crc32 !== undefined ? { crc32: entry.crc32 } : {}) };
   });
   const pool = new WorkerPool({ size: 1, workerUrl: workerUrl('snapshot'), retries: 0 });
+  const linked = files.map(({ path, bytes, crc32 }) => ({ path, bytes, crc32 }));
   const checked = pool.run<VerifyResult>({ verify: { records, linked } satisfies VerifyRequest }).then(
     async (result) => {
       await pool.close();

@@ -8,7 +8,7 @@ import { crc32File } from './format';
 export interface VerifyRequest {
   /** Record files: against the manifest's CRC32 when it has one, else frame by frame. */
   records: { path: string; bytes: number; crc32?: number }[];
-  /** Linked files: their first `bytes` against the CRC32. */
+  /** Dumps and linked files: their first `bytes` against the CRC32. */
   linked: { path: string; bytes: number; crc32: number }[];
 }
 
