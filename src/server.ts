@@ -306,11 +306,12 @@ export async function createServer(config: Config, options: CreateServerOptions 
     stopped ??= (async () => {
       notReady.add('shutting down');
       logger.info({ signal: reason }, 'shutting down: draining in-flight requests');
+      const drainStarted = performance.now();
       const drained = await Promise.race([server.stop().then(() => true), Bun.sleep(config.shutdownDrainMs).then(() => false)]);
       if (!drained) {
         logger.warn({ drainMs: config.shutdownDrainMs }, 'requests still running after the drain period; closing them');
         await server.stop(true);
-      }
+      } else logger.info({ ms: Math.round(performance.now() - drainStarted) }, 'in-flight requests done');
       // A start-up step still running (replay, model loading) finishes before what it uses is closed.
       await starting.catch(() => {});
       if (config.snapshots.onShutdown) await snapshots?.shutdown(30_000);

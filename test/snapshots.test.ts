@@ -81,6 +81,28 @@ describe('local snapshots', () => {
     expect((await b.api('GET', `/api/v1/knowledge-bases/${kb}/contents/${extra}`)).status).toBe(200);
   }, 60_000);
 
+  test('a graceful stop leaves old snapshots to the next start, which prunes them', async () => {
+    const a = await start({ env: { SNAPSHOT_KEEP: '1', SNAPSHOT_INTERVAL_MIN: '60' } });
+    const kb = await seed(a);
+    await addContent(a, kb, 'A first note before the stop.');
+    expect(await a.stop()).toBe(0);
+    const snaps = (dir: string) => readdirSync(join(dir, 'snapshots')).filter((n) => n.startsWith('snap-'));
+    expect(snaps(a.dataDir).length).toBe(1);
+    const b = await start({ dataDir: a.dataDir, env: { SNAPSHOT_KEEP: '1', SNAPSHOT_INTERVAL_MIN: '60' } });
+    await addContent(b, kb, 'A second note before the second stop.');
+    expect(await b.stop()).toBe(0);
+    // The shutdown wrote a second snapshot and removed nothing.
+    const left = snaps(a.dataDir).sort();
+    expect(left.length).toBe(2);
+    const c = await start({ dataDir: a.dataDir, env: { SNAPSHOT_KEEP: '1', SNAPSHOT_INTERVAL_MIN: '60' } });
+    expect((await c.api('GET', '/ready')).body.recovery.snapshot.seq).toBe(Number(left[1]!.slice(5)));
+    await until('the older snapshot pruned', () => (snaps(a.dataDir).length === 1 ? true : undefined));
+    expect(snaps(a.dataDir)).toEqual([left[1]!]);
+    expect((await c.api('POST', `/api/v1/knowledge-bases/${kb}/search/full-text`, { query: 'second note', limit: 1 })).body.data[0].contentChunk).toContain(
+      'second note',
+    );
+  }, 60_000);
+
   test('a corrupt newest snapshot falls back to the previous one (and the log kept after it)', async () => {
     const a = await start({ env: { SNAPSHOT_KEEP: '2' } });
     const kb = await seed(a);

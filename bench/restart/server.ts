@@ -35,8 +35,19 @@ const env = {
 const statusKiB = (s: Server, field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${s.pid}/status`, 'utf8'))![1]);
 const peakMiB = (s: Server) => Math.round(statusKiB(s, 'VmHWM') / 1024);
 
+/** The server's log lines as they arrive (info level), with when: the shutdown's steps are read from them. */
+const logged: { at: number; msg: string; ms?: number }[] = [];
+function onLine(line: string) {
+  try {
+    const { msg, ms } = JSON.parse(line) as { msg?: string; ms?: number };
+    if (msg) logged.push({ at: performance.now(), msg, ...(ms !== undefined ? { ms } : {}) });
+  } catch {
+    // not a log line
+  }
+}
+
 async function start() {
-  const s = await launchServer({ env });
+  const s = await launchServer({ env, logLevel: 'info', onLine });
   const readyMs = Math.round(await waitFor(s, '/ready', { intervalMs: 10, timeoutMs: 600_000 }));
   const ready = (await (await fetch(`${s.base}/ready`)).json()) as { recovery?: { chunks?: number } };
   // RSS once ready, and per chunk (what a restart leaves resident; the heap not yet collected).
@@ -71,7 +82,12 @@ for (let i = 0; i < tail; i += 50) {
 }
 await Bun.sleep(2000); // the graph catches up with the last vectors (as bench/scale.ts waits for it)
 const peakBeforeStop = peakMiB(first.s);
+const stopAt = performance.now();
 const shutdownMs = Math.round(await first.s.stop(120_000));
+// What the shutdown logged, ms after SIGTERM (a snapshot's own `ms` beside it).
+const shutdownSteps = logged
+  .filter((l) => l.at >= stopAt)
+  .map((l) => ({ afterMs: Math.round(l.at - stopAt), msg: l.msg, ...(l.ms !== undefined ? { ms: l.ms } : {}) }));
 const second = await start();
 await second.s.stop(120_000);
 await stub.stop();
@@ -90,6 +106,7 @@ console.log(
       },
       peakRssMiBBeforeStop: peakBeforeStop,
       shutdownMs,
+      shutdownSteps,
       exitCode: first.s.exitCode(),
       second: {
         readyMs: second.readyMs,
