@@ -126,9 +126,10 @@ export class SnapshotManager {
       this.status.lastError = undefined;
       this.status.nextRetryAt = undefined;
       this.retryAt = 0;
-      // Not at shutdown: the next start prunes. Removing a snapshot written whole (gigabytes) took
-      // about a second at 1M chunks, which a stop need not wait for.
-      const truncated = reason === 'shutdown' ? 0 : await this.prune();
+      // At shutdown old snapshots stay for the next start to remove: removing one written whole
+      // (gigabytes) took about a second at 1M chunks, which a stop need not wait for. The log is
+      // truncated all the same (in a cluster, the stream purged below the snapshots kept).
+      const truncated = await this.prune({ remove: reason !== 'shutdown' });
       this.logger.info(
         { reason, seq: snap.seq, store: this.store.name, ms: this.status.lastDurationMs, stats: snap.manifest.stats, logSegmentsRemoved: truncated },
         'snapshot written',
@@ -148,12 +149,15 @@ export class SnapshotManager {
     }
   }
 
-  /** Keep the newest `keep` snapshots locally and in the store; drop the log the oldest kept one covers. */
-  private async prune(): Promise<number> {
+  /**
+   * Keep the newest `keep` snapshots locally and in the store (`remove: false`: the others are
+   * left for later); drop the log the oldest kept one covers.
+   */
+  private async prune({ remove = true }: { remove?: boolean } = {}): Promise<number> {
     const local = await listSnapshotDirs(this.snapshots.dir);
     const keptLocal = local.slice(0, this.policy.keep);
-    for (const old of local.slice(this.policy.keep)) await rm(old.dir, { recursive: true, force: true });
-    if (!this.store.isLocal) {
+    if (remove) for (const old of local.slice(this.policy.keep)) await rm(old.dir, { recursive: true, force: true });
+    if (remove && !this.store.isLocal) {
       const remote = await this.store.list();
       for (const old of remote.slice(this.policy.keep)) await this.store.delete(old.seq);
     }

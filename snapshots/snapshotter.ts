@@ -289,7 +289,7 @@ function verifyInWorker(dir: string, manifest: SnapshotManifest, files: FileChec
   return checked;
 }
 
-/** A linked file failed its checksum after the state was loaded from item dumps: the engine opens again from the records. */
+/** A dump or linked file failed its checksum after the state was loaded from item dumps: the engine opens again from the records. */
 class UnusableItems extends Error {}
 
 /** How record files are read: bytes at a time (a larger frame is read whole); `poison`, see readFramesSync. */
