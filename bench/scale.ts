@@ -464,7 +464,7 @@ async function measureSize(targetChunks: number) {
       const secondShutdownMs = await r.server.stop(30 * 60_000);
       server = undefined;
       console.log(
-        `  /ready ${fmtInt(r.readyMs)} ms after spawn: runtime start ${fmtInt(r.split.runtimeStartMs)}, snapshot load ${fmtInt(r.split.snapshotLoadMs)}, log replay ${fmtInt(r.split.logReplayMs)} (${fmtInt(r.recovery.records)} records), ` +
+        `  /ready ${fmtInt(r.readyMs)} ms after spawn: runtime start ${fmtInt(r.split.runtimeStartMs)}, snapshot load ${fmtInt(r.split.snapshotLoadMs)} (from its ${r.recovery.snapshot?.from ?? 'records'}), log replay ${fmtInt(r.split.logReplayMs)} (${fmtInt(r.recovery.records)} records), ` +
           `other recovery ${fmtInt(r.split.otherRecoveryMs)}, models + ready ${fmtInt(r.split.modelsAndReadyMs)} ms; RSS ${(rssReady / 2 ** 20).toFixed(0)} MiB at ready, ${(rssWarm / 2 ** 20).toFixed(0)} MiB after first searches ` +
           `(${fmtInt((rssWarm - rssEmpty) / chunks)} B/chunk), peak ${(peakRss / 2 ** 20).toFixed(0)} MiB; first searches ${MODES.map((m) => `${m} ${fmtMs(firstSearchMs[m])}`).join(', ')} ms`,
       );
