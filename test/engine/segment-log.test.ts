@@ -164,6 +164,39 @@ describe('segments for snapshots', () => {
     await second.wal.close();
   });
 
+  test('segments a snapshot covers whole are not read at open; the one it ends in is, and a damaged one after it still is', async () => {
+    const dir = tempDir();
+    const first = await openCollect(dir);
+    for (const batch of [
+      ['a1', 'a2', 'a3'],
+      ['b4', 'b5'],
+      ['c6', 'c7'],
+    ]) {
+      for (const t of batch) await first.wal.append(enc(t));
+      await first.wal.roll();
+    }
+    await first.wal.close();
+    const segments = readdirSync(dir)
+      .filter((n) => n.endsWith('.log'))
+      .sort();
+    expect(segments.length).toBeGreaterThanOrEqual(3);
+    // The first segment's bytes damaged: covered by a snapshot at 4, it is never read.
+    const damaged = readFileSync(join(dir, segments[0]!));
+    damaged[damaged.length - 2]! ^= 0xff;
+    writeFileSync(join(dir, segments[0]!), damaged);
+    const warnings: unknown[] = [];
+    const covered = await openCollect(dir, warnings, undefined, 4);
+    expect(covered.texts()).toEqual(['b5', 'c6', 'c7']);
+    expect(warnings).toEqual([]);
+    expect(await covered.wal.append(enc('d8'))).toBe(8);
+    await covered.wal.close();
+    // From a snapshot at 2 (an older one) the damaged segment is read, and reported.
+    const older = await openCollect(dir, warnings, undefined, 2);
+    expect(warnings.length).toBeGreaterThan(0);
+    expect(older.texts()).not.toContain('a3');
+    await older.wal.close();
+  });
+
   test('after every segment is gone, numbering continues after the snapshot', async () => {
     const dir = tempDir();
     const wal = await openCollect(dir, [], undefined, 41);
