@@ -457,10 +457,12 @@ describe('snapshots from the binary (the snapshot worker), with S3', () => {
     expect(manifest.seq).toBe(shutdown.seq);
     expect(manifest.stats.contents).toBe(4);
 
-    // 3. Restart on the same data directory: from the shutdown snapshot.
+    // 3. Restart on the same data directory: from the shutdown snapshot, its item and index dumps
+    //    (the binary's snapshot worker checks the records and linked files meanwhile).
+    expect(manifest.items?.files).toHaveLength(1);
     const third = await BinaryServer.start(binary, appDir, base);
     try {
-      expect(third.logged('state recovered')[0]?.recovery?.snapshot?.seq).toBe(shutdown.seq);
+      expect(third.logged('state recovered')[0]?.recovery?.snapshot).toMatchObject({ seq: shutdown.seq, from: 'dumps' });
       expect(await everySearch(third, kb)).toEqual(before);
     } finally {
       await third.stop();
@@ -470,6 +472,7 @@ describe('snapshots from the binary (the snapshot worker), with S3', () => {
     const fresh = await BinaryServer.start(binary, appDir, { ...base, DATA_DIR: mkdtempSync(join(work, 'data-fresh-')) });
     try {
       expect(fresh.logged('restored snapshot from the store').map((r) => r.seq)).toEqual([shutdown.seq]);
+      expect(fresh.logged('state recovered')[0]?.recovery?.snapshot?.from).toBe('dumps');
       expect(await everySearch(fresh, kb)).toEqual(before);
     } finally {
       await fresh.stop();
