@@ -24,10 +24,11 @@ import { sha256File, type ShardSet } from '../engine';
 
 /**
  * Written: 4, as 3 with item dumps and the text store's file (a server reading only 3 would check
- * that file's length as the file's, which grows). 3, as 2 with content records in the binary encoding too, and vector files beside index
- * dumps (a server reading only 2 would decode neither, and would check a vector file's length as
- * the file's, which grows). 2: records.log with indexed records in the binary encoding after a term
- * dictionary (engine/log/codec.ts). Read: 2 and 1 too, all records JSON as in the write-ahead log.
+ * that file's length as the file's, which grows). 3: as 2 with content records in the binary
+ * encoding too, and vector files beside index dumps (a server reading only 2 would decode neither,
+ * and would check a vector file's length as the file's). 2: records.log with indexed records in
+ * the binary encoding after a term dictionary (engine/log/codec.ts). Read: 3, 2 and 1 too (1: all
+ * records JSON as in the write-ahead log).
  */
 export const SNAPSHOT_FORMAT = 4;
 const FORMATS_READ = [1, 2, 3, 4];
