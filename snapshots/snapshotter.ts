@@ -184,8 +184,9 @@ function readItemDumps(
       if (!read) throw new Error(`the index dump of ${d.kbId} (configuration ${d.configId}) is unusable`);
       if (d.vectors && !read.vectors) throw new Error(`the vector file of ${d.kbId} (configuration ${d.configId}) is unusable`);
     }
-    const texts = linkedFile(dir, manifest, given.texts, deferred);
-    if ('reason' in texts) throw new Error(`${given.texts} ${texts.reason}`);
+    const linked = linkedFile(dir, manifest, given.texts, deferred);
+    if ('reason' in linked) throw new Error(`${given.texts} ${linked.reason}`);
+    const texts = { path: linked.path, bytes: linked.bytes };
     const kbs = given.files.map(({ kbId, file }) => {
       const entry = manifest.files.find((f) => f.name === file);
       if (!entry) throw new Error(`${file} is not among the snapshot files`);
@@ -222,9 +223,9 @@ function vectorFile(
     unusable(file.reason);
     return {};
   }
-  const restored = { vectors: file } as Partial<Pick<RestoredIndex, 'vectors'>>;
-  const check = deferred?.at(-1);
-  if (check?.path === file.path)
+  const { check, ...vectors } = file;
+  const restored: Partial<Pick<RestoredIndex, 'vectors'>> = { vectors };
+  if (check)
     check.failed = () => {
       unusable('fails its checksum');
       delete restored.vectors;
@@ -240,9 +241,15 @@ type FileCheck = { path: string; bytes: number; crc32: number; failed?: () => vo
 
 /**
  * A file of the engine's linked into the snapshot: its first `bytes` (its files entry's) when
- * intact (CRC32), else why not. `deferred`: its checksum is added there instead of checked.
+ * intact (CRC32), else why not. `deferred`: its checksum is added there instead of checked (and
+ * returned as `check`, for what its failure would mean).
  */
-function linkedFile(dir: string, manifest: SnapshotManifest, name: string, deferred?: FileCheck[]): { path: string; bytes: number } | { reason: string } {
+function linkedFile(
+  dir: string,
+  manifest: SnapshotManifest,
+  name: string,
+  deferred?: FileCheck[],
+): { path: string; bytes: number; check?: FileCheck } | { reason: string } {
   const path = join(dir, name);
   const entry = manifest.files.find((f) => f.name === name);
   const size = statSync(path, { throwIfNoEntry: false })?.size;
@@ -257,8 +264,10 @@ function linkedFile(dir: string, manifest: SnapshotManifest, name: string, defer
             ? 'fails its checksum'
             : undefined;
   if (reason !== undefined) return { reason };
-  deferred?.push({ path, bytes: entry!.bytes, crc32: entry!.crc32! });
-  return { path, bytes: entry!.bytes };
+  if (!deferred) return { path, bytes: entry!.bytes };
+  const check: FileCheck = { path, bytes: entry!.bytes, crc32: entry!.crc32! };
+  deferred.push(check);
+  return { path, bytes: entry!.bytes, check };
 }
 
 /**
