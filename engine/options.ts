@@ -79,6 +79,12 @@ export interface ClusterOptions {
   /** An indexing job its node stopped reporting on goes to another node after this long (default 30 s). */
   jobAckWaitMs?: number;
   /**
+   * A job pulled before this node applied the record that made its version waits this long for it,
+   * then goes back to the queue for a node that has (default 30 s). Jobs waiting count against
+   * the node's room, so a node whose log stalls cannot pull every job in the cluster.
+   */
+  jobFollowWaitMs?: number;
+  /**
    * How often a node looks for items pending with no job queued (their writer died between
    * logging them and queuing the job) and queues one (default 30 s; an item is looked at once it
    * was pending at two looks in a row).

@@ -122,6 +122,7 @@ function clusterConfig(env: Env) {
     /** Knowledge bases hash to this many shards; fixed when the cluster's stream is made. */
     shards: shardsHeld(env),
     jobAckWaitMs: int(env, 'CLUSTER_JOB_ACK_WAIT_MS', 30_000, 1000),
+    jobFollowWaitMs: int(env, 'CLUSTER_JOB_FOLLOW_WAIT_MS', 30_000, 100),
     jobSweepMs: int(env, 'CLUSTER_JOB_SWEEP_MS', 30_000, 100),
     /** Records kept in the stream below what this node's snapshots cover. */
     purgeMarginRecords: int(env, 'CLUSTER_PURGE_MARGIN', 10_000, 0),

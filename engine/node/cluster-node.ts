@@ -19,6 +19,8 @@ export class ClusterNode implements Node {
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
   /** Items pending at the last sweep (key → version). */
   private pendingAtLastSweep = new Map<string, number>();
+  /** Jobs pulled that wait for this node to apply the record of their version. */
+  private awaitingLog = 0;
 
   private constructor(
     readonly log: JetStreamLog,
@@ -126,7 +128,10 @@ export class ClusterNode implements Node {
   start(): void {
     if (this.sweepTimer) return;
     this.liveNodes.announce();
-    this.jobs.start(this.options.room, (job, settle) => this.takeJob(job, settle));
+    this.jobs.start(
+      () => this.options.room() - this.awaitingLog,
+      (job, settle) => this.takeJob(job, settle),
+    );
     let sweeping = false;
     this.sweepTimer = setInterval(() => {
       if (sweeping) return;
@@ -138,19 +143,37 @@ export class ClusterNode implements Node {
     this.sweepTimer.unref?.();
   }
 
-  /** Take a job pulled from the shared queue once its version is applied here. */
+  /**
+   * Take a job pulled from the shared queue once its version is applied here. Unbounded, a node
+   * whose log stopped moving would hold every job it pulled for ever (its keep-alive says it is
+   * working), and the cluster's items would stay pending: after a while the job goes back.
+   */
   private takeJob(job: IndexingJob, settle: (outcome: 'done' | 'failed') => void): void {
-    this.log.whenFollowed(job.seq).then(
-      () => {
+    this.awaitingLog++;
+    this.log
+      .waitFollowed(job.seq, this.options.jobFollowWaitMs ?? 30_000)
+      .then((followed) => {
+        this.awaitingLog--;
+        if (!followed) {
+          this.ctx.say('warn', 'an indexing job waited for a record this node has not applied; handed back', {
+            kbId: job.kbId,
+            id: job.id,
+            seq: job.seq,
+            appliedSeq: this.log.lastSequence,
+          });
+          return settle('failed');
+        }
         const kb = this.ctx.state.kbs.get(job.kbId);
         const item = kb?.contents.get(job.id);
         const set = kb?.indexSet(job.configId);
         const status = item && set && kb!.statusIn(set, item);
         if (!item || !set || item.current.version !== job.version || status === 'ready' || status === 'failed') return settle('done');
         this.ctx.ingestion.enqueue(job.kbId, job.id, job.version, settle, job.configId);
-      },
-      () => settle('failed'),
-    );
+      })
+      .catch((err) => {
+        this.ctx.say('warn', 'could not take an indexing job; handed back', { kbId: job.kbId, id: job.id, error: String(err) });
+        settle('failed');
+      });
   }
 
   /**
