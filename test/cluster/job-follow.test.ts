@@ -78,7 +78,7 @@ test('jobs waiting for unapplied records are bounded by the room, handed back, a
 
     // Records written past that point: the waiting jobs are taken (their items do not exist: done),
     // and the new items' own jobs get their turn.
-    const items = [];
+    const items: { id: string }[] = [];
     for (let i = 0; i < 12; i++) items.push(await engine.addContent(ORG, kb.id, { text: `Refund policy number ${i}: returns within thirty days.` }));
     await eventually(
       'every job is over and every item indexed',
