@@ -318,8 +318,8 @@ async function importThroughHttp(
   const serverCoresDuringAcks = (cpuSecondsOf(s.pid) - cpu0) / ackSeconds;
   const progress: { t: number; chunks: number; queue: number; rss: number }[] = [];
   let final: { chunks: number; failed: number };
-  // Progress from the knowledge base's own counts: a /metrics reading (prom-client's heap
-  // statistics, every item walked) took a tenth of the main thread at a 500 ms poll.
+  // Progress from the knowledge base's own counts: a /metrics reading walks every item (and, until
+  // the heap-space gauges went, the whole heap: a tenth of the main thread at a 500 ms poll).
   for (;;) {
     const kb = (await call(s, 'GET', `/api/v1/knowledge-bases/${kbId}`)).json?.data?.ingestion?.contents as
       | { pending: number; processing: number; ready: number; failed: number }

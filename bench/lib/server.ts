@@ -1,6 +1,7 @@
 // The real server (`bun src/main.ts`) as a child process of a benchmark: spawned with its
 // environment, its output drained for its whole life (so it never blocks on a full pipe), polled
-// until a route answers, stopped. The one launcher of every benchmark.
+// until a route answers, stopped. The one launcher of every benchmark. With BENCH_CPU_PROF=<dir>
+// the server writes a CPU profile of its main thread there when it exits.
 import { join } from 'node:path';
 import { followOutput, portOf } from '../../support/output';
 import { REPO_ROOT } from './paths';
@@ -54,7 +55,8 @@ export async function launchServer(options: ServerOptions): Promise<Server> {
   const logLevel = options.logLevel ?? 'warn';
   const chosen = logLevel === 'info' ? 0 : freePort();
   const spawnedAt = performance.now();
-  const proc = Bun.spawn(['bun', join(REPO_ROOT, 'src/main.ts')], {
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const proc = Bun.spawn(['bun', ...profile, join(REPO_ROOT, 'src/main.ts')], {
     cwd: REPO_ROOT,
     env: { ...process.env, LOG_LEVEL: logLevel, HOST: '127.0.0.1', PORT: String(chosen), ...options.env },
     stdin: 'ignore',
