@@ -1,7 +1,9 @@
 // The real server (`bun src/main.ts`) as a child process of a benchmark: spawned with its
 // environment, its output drained for its whole life (so it never blocks on a full pipe), polled
 // until a route answers, stopped. The one launcher of every benchmark. With BENCH_CPU_PROF=<dir>
-// the server writes a CPU profile of its main thread there when it exits.
+// the server writes a CPU profile of its main thread there when it exits; with
+// BENCH_SERVER_LOG=<file> its output lines are appended to that file as well.
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { followOutput, portOf } from '../../support/output';
 import { REPO_ROOT } from './paths';
@@ -66,7 +68,14 @@ export async function launchServer(options: ServerOptions): Promise<Server> {
   let exitCode: number | undefined;
   let stopping = false;
   const exited = proc.exited.then((code) => (exitCode = code));
-  const output = followOutput(proc, options.keep ?? 200, options.onLine);
+  const logFile = process.env.BENCH_SERVER_LOG;
+  const onLine = logFile
+    ? (line: string, stream: 'stdout' | 'stderr') => {
+        appendFileSync(logFile, `${line}\n`);
+        options.onLine?.(line, stream);
+      }
+    : options.onLine;
+  const output = followOutput(proc, options.keep ?? 200, onLine);
   let port = chosen;
   let listenMs = NaN;
   if (chosen === 0) {

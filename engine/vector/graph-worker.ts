@@ -6,6 +6,7 @@ import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Index, MetricKind, ScalarKind } from 'usearch';
 import { createPrivateFile } from '../fsync';
+import { insertIntoGraph } from './graph-insert';
 import { BACKGROUND_NICENESS, lowerThreadPriority } from '../workers/priority';
 import type { GraphJob } from './vector-index';
 
@@ -83,14 +84,13 @@ function add(req: Extract<GraphRequest, { t: 'add' }>): void {
     const gone = keys.filter((_k, i) => present[i]);
     if (gone.length > 0) index.remove(gone);
   }
-  if (req.docs.length > 0) {
-    const keys = BigUint64Array.from(req.docs, (d) => BigInt(d));
-    // A document stored again replaces its old vector.
-    const present = index.contains(keys) as boolean[];
-    const stale = keys.filter((_k, i) => present[i]);
-    if (stale.length > 0) index.remove(stale);
-    index.add(keys, req.vectors, req.threads);
-  }
+  if (req.docs.length > 0)
+    insertIntoGraph(
+      index,
+      BigUint64Array.from(req.docs, (d) => BigInt(d)),
+      req.vectors,
+      req.threads,
+    );
   held.seq = req.seq;
 }
 

@@ -20,6 +20,7 @@ import { Index, MetricKind, ScalarKind } from 'usearch';
 import { TopK, type Scored } from '../topk';
 import { DocSet } from '../filter/doc-set';
 import { DuplicateGroups, i8Of, quantizedHash, type DuplicateGroupsDump } from './duplicate-groups';
+import { insertIntoGraph } from './graph-insert';
 import { FileRows, MemoryRows, type RowStore } from './row-store';
 
 export type Quantization = 'f32' | 'i8';
@@ -468,12 +469,13 @@ export class VectorIndex {
         .filter((d) => this.alive[d])
         .sort((a, b) => a - b);
       if (docs.length === 0) continue;
-      const keys = BigUint64Array.from(docs, (d) => BigInt(d));
       // A document stored again (or in a graph the builder made) may still have its old key.
-      const present = this.hnsw.contains(keys) as boolean[];
-      const stale = keys.filter((_k, i) => present[i]);
-      if (stale.length > 0) this.hnsw.remove(stale);
-      this.hnsw.add(keys, this.rowsOf(docs), threads);
+      insertIntoGraph(
+        this.hnsw,
+        BigUint64Array.from(docs, (d) => BigInt(d)),
+        this.rowsOf(docs),
+        threads,
+      );
     }
     return this.pending.length === 0;
   }

@@ -11,6 +11,7 @@ import type { Engine } from '../../engine';
 import { normalize } from '../../engine/embedding/provider';
 import type { KnowledgeBase } from '../../engine/kb/knowledge-base';
 import { GraphBuilder } from '../../engine/vector/graph-builder';
+import { insertIntoGraph } from '../../engine/vector/graph-insert';
 import { VectorIndex } from '../../engine/vector/vector-index';
 import { openEngine } from '../../snapshots';
 import { textKbConfig } from '../helpers/kb-config';
@@ -88,7 +89,74 @@ function mainThreadCpuSeconds(): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+describe('insertIntoGraph', () => {
+  const graph = () =>
+    new Index({
+      dimensions: DIMS,
+      metric: MetricKind.Cos,
+      quantization: ScalarKind.I8,
+      connectivity: 16,
+      expansion_add: 64,
+      expansion_search: 64,
+      multi: false,
+    });
+  const keysFrom = (from: number, n: number) => BigUint64Array.from({ length: n }, (_, i) => BigInt(from + i));
+  const rows = (n: number) => {
+    const out = new Float32Array(n * DIMS);
+    for (let i = 0; i < n; i++) out.set(randomUnit(DIMS), i * DIMS);
+    return out;
+  };
+
+  test('a batch on more threads than the graph reserved for is inserted whole', () => {
+    const index = graph();
+    // Room reserved by a one-thread batch, then a batch that fits on two threads: USearch alone
+    // fails part-way through it ("Reserve capacity ahead of insertions!").
+    insertIntoGraph(index, keysFrom(0, 3000), rows(3000), 1);
+    insertIntoGraph(index, keysFrom(3000, 1000), rows(1000), 2);
+    insertIntoGraph(index, keysFrom(4000, 500), rows(500), 0);
+    expect(Number(index.size())).toBe(4500);
+    expect((index.contains(keysFrom(0, 4500)) as boolean[]).every(Boolean)).toBe(true);
+  });
+
+  test('keys already held take their new vectors', () => {
+    const index = graph();
+    insertIntoGraph(index, keysFrom(0, 200), rows(200), 1);
+    const moved = rows(10);
+    insertIntoGraph(index, keysFrom(50, 10), moved, 2);
+    expect(Number(index.size())).toBe(200);
+    for (let i = 0; i < 10; i++) {
+      const hit = index.search(moved.subarray(i * DIMS, (i + 1) * DIMS), 1, 1);
+      expect(hit.keys[0]).toBe(BigInt(50 + i));
+    }
+  });
+});
+
 describe('graphs built by the worker', () => {
+  test('busy, then idle: the thread count changes and the worker keeps building', async () => {
+    const { index } = filled(3000);
+    let idle = false;
+    const warnings: string[] = [];
+    const kb = { vectorIndexes: () => [index] } as unknown as KnowledgeBase;
+    const builder = new GraphBuilder(
+      () => [kb],
+      () => idle,
+      // The worker keeps its copy between the phases, as during a bulk load that never catches up.
+      { lingerMs: 60_000, log: (_level, message) => warnings.push(message) },
+    );
+    builders.push(builder);
+    // One thread while requests run (the graph reserves for one), every core once idle.
+    builder.schedule();
+    await until(() => index.graphReady, 'the graph built while busy');
+    idle = true;
+    for (let doc = 3000; doc < 6000; doc++) index.add(doc, index.quantize(randomUnit(DIMS)));
+    builder.schedule();
+    await until(() => index.graphReady && index.graphPending === 0, 'the graph built while idle');
+    expect(warnings).toEqual([]);
+    const queries = Array.from({ length: 40 }, () => randomUnit(DIMS));
+    expect(recallAt10(index, queries)).toBeGreaterThanOrEqual(0.95);
+    index.close();
+  }, 120_000);
+
   test('recall as a graph built on this thread, with the main thread a small part of the work', async () => {
     const n = 6000;
     const { index, vecs } = filled(n);
