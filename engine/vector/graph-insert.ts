@@ -1,4 +1,4 @@
-// Inserting into a USearch graph, on the worker and on the main thread alike.
+// Inserting into and removing from a USearch graph, on the worker and on the main thread alike.
 import { availableParallelism } from 'node:os';
 import type { Index } from 'usearch';
 
@@ -16,9 +16,7 @@ import type { Index } from 'usearch';
  * often: 3 of 5,000 vectors were not their own nearest in test/engine/graph-builder.test.ts.)
  */
 export function insertIntoGraph(index: Index, keys: BigUint64Array, vectors: Float32Array, threads: number): void {
-  const present = index.contains(keys) as boolean[];
-  const stale = keys.filter((_k, i) => present[i]);
-  if (stale.length > 0) index.remove(stale);
+  removeFromGraph(index, keys);
   const wanted = threads > 0 ? threads : availableParallelism();
   try {
     index.add(keys, vectors, wanted);
@@ -33,4 +31,11 @@ export function insertIntoGraph(index: Index, keys: BigUint64Array, vectors: Flo
     for (let i = 0; i < keys.length; i++) if (!added[i]) rows.set(vectors.subarray(i * dims, (i + 1) * dims), dims * r++);
     index.add(rest, rows, 1);
   }
+}
+
+/** Remove those of `keys` the graph holds (USearch refuses to remove a key it lacks). */
+export function removeFromGraph(index: Index, keys: BigUint64Array): void {
+  const present = index.contains(keys) as boolean[];
+  const held = keys.filter((_k, i) => present[i]);
+  if (held.length > 0) index.remove(held);
 }

@@ -6,7 +6,7 @@ import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Index, MetricKind, ScalarKind } from 'usearch';
 import { createPrivateFile } from '../fsync';
-import { insertIntoGraph } from './graph-insert';
+import { insertIntoGraph, removeFromGraph } from './graph-insert';
 import { BACKGROUND_NICENESS, lowerThreadPriority } from '../workers/priority';
 import type { GraphJob } from './vector-index';
 
@@ -78,12 +78,11 @@ function add(req: Extract<GraphRequest, { t: 'add' }>): void {
     graphs.set(req.id, held);
   }
   const { index } = held;
-  if (req.removes.length > 0) {
-    const keys = BigUint64Array.from(req.removes, (d) => BigInt(d));
-    const present = index.contains(keys) as boolean[];
-    const gone = keys.filter((_k, i) => present[i]);
-    if (gone.length > 0) index.remove(gone);
-  }
+  if (req.removes.length > 0)
+    removeFromGraph(
+      index,
+      BigUint64Array.from(req.removes, (d) => BigInt(d)),
+    );
   if (req.docs.length > 0)
     insertIntoGraph(
       index,
