@@ -24,7 +24,7 @@ function processRegistry(): client.Registry {
  * requests and took a quarter of the main thread of a bulk load read every 500 ms.
  * kb_nodejs_heap_size_*_bytes (process.memoryUsage) stays.
  */
-export const HEAP_WALKING_DEFAULTS = ['total', 'used', 'available'].map((k) => `kb_nodejs_heap_space_size_${k}_bytes`);
+const HEAP_WALKING_DEFAULTS = ['total', 'used', 'available'].map((k) => `kb_nodejs_heap_space_size_${k}_bytes`);
 
 export class Metrics {
   readonly registry = new client.Registry();
