@@ -64,27 +64,20 @@ export class ThroughputMeter {
   }
 }
 
-/** Chunks an item's text will make: its length over the chunk step (size less overlap). */
-export function estimatedChunks(textLength: number, chunking: { size: number; overlap: number }): number {
-  if (textLength === 0) return 0;
-  const step = Math.max(1, chunking.size - chunking.overlap);
-  return Math.max(1, Math.ceil(Math.max(0, textLength - chunking.overlap) / step));
-}
-
-function waiting(item: ContentItem): boolean {
-  return item.status === 'pending' || item.status === 'processing';
-}
-
-/** `done`: chunks already indexed of an item still processing (a large one, in runs). */
+/**
+ * From each knowledge base's tally (no item walked but those processing, the batches in flight).
+ * `done`: chunks already indexed of an item still processing (a large one, in runs).
+ */
 export function progressOf(kbs: Iterable<KnowledgeBase>, chunksPerSecond: number, done: (item: ContentItem) => number = () => 0): IngestionProgress {
   const contents = { pending: 0, processing: 0, ready: 0, failed: 0 };
   let chunksWaiting = 0;
-  for (const kb of kbs) {
-    const { chunking } = kb.record.config;
-    for (const item of kb.contents.values()) {
-      contents[item.status]++;
-      if (waiting(item)) chunksWaiting += Math.max(0, estimatedChunks(item.current.text.length, chunking) - done(item));
-    }
+  for (const { tally } of kbs) {
+    contents.pending += tally.counts.pending;
+    contents.processing += tally.counts.processing;
+    contents.ready += tally.counts.ready;
+    contents.failed += tally.counts.failed;
+    chunksWaiting += tally.waitingChunks;
+    for (const item of tally.processing) chunksWaiting -= Math.min(tally.estimate(item), done(item));
   }
   const etaSeconds = chunksWaiting === 0 ? 0 : chunksPerSecond > 0 ? Math.ceil(chunksWaiting / chunksPerSecond) : null;
   return { contents, chunksWaiting, chunksPerSecond: Math.round(chunksPerSecond * 10) / 10, etaSeconds };

@@ -143,7 +143,7 @@ export class IngestionQueue {
   requeueUnfinished(): number {
     let requeued = 0;
     for (const { kbId, item } of unfinishedItems(this.options.knowledgeBases)) {
-      markPending(item);
+      markPending(this.options.knowledgeBases.get(kbId)!, item);
       this.push({ kbId, id: item.id, version: item.current.version });
       requeued++;
     }
@@ -206,7 +206,7 @@ export class IngestionQueue {
     this.inFlight++;
     const building = set !== kb.indexSet(undefined);
     const versions = batch.map(({ item }) => {
-      if (!building) markProcessing(item);
+      if (!building) markProcessing(kb, item);
       return item.current;
     });
     const { chunking, embedding } = set.config;
@@ -338,7 +338,8 @@ export class IngestionQueue {
     const retry = this.options.embeddingRetry ?? DEFAULT_EMBEDDING_RETRY;
     const attempt = job.attempt ?? 1;
     if (attempt >= retry.attempts) return false;
-    if (!job.configId) markPending(item);
+    const kb = this.options.knowledgeBases.get(job.kbId);
+    if (!job.configId && kb) markPending(kb, item);
     const delay = backoffDelay(attempt, retry);
     this.options.log('warn', 'embedding failed; retrying', { kbId: job.kbId, id: job.id, attempt, retryInMs: delay, error });
     const timer = setTimeout(() => {

@@ -10,6 +10,7 @@ import type { TextStore } from '../text/text-store';
 import type { VectorIndex } from '../vector/vector-index';
 import { dumpItems, loadItems, type ItemDump } from './item-dump';
 import { IndexSet, type AllowedDocs, type BuildOutcome, type LiveChunks, type StoredVector } from './index-set';
+import { StatusTally } from './status-tally';
 import { ItemVersion } from './version';
 
 export type { AllowedDocs, StoredVector } from './index-set';
@@ -31,8 +32,8 @@ export interface ContentItem {
   current: ContentVersion;
   /** The version whose chunks answer searches, with their document numbers (in the active set). */
   live?: LiveChunks;
-  /** Of the newest version, in the active set. */
-  status: ContentStatus;
+  /** Of the newest version, in the active set; changed only through KnowledgeBase.setStatus (it is counted). */
+  readonly status: ContentStatus;
   error?: string;
 }
 
@@ -54,6 +55,8 @@ export class KnowledgeBase {
   readonly contents = new Map<string, ContentItem>();
   /** Cluster mode, on a node not holding this knowledge base's shard: ids of its items (kept by other nodes). */
   readonly itemsElsewhere = new Set<string>();
+  /** The items counted by status, kept as they change (progress reads walk no items). */
+  readonly tally: StatusTally;
   /** Content items by (createdAt, id), for stable pagination. */
   private readonly order: ContentItem[] = [];
   /** The indexes searches read: those of `record.config`. */
@@ -71,6 +74,15 @@ export class KnowledgeBase {
     private readonly texts?: TextStore,
   ) {
     this.active = new IndexSet(record.config, exactThreshold);
+    this.tally = new StatusTally(record.config.chunking);
+  }
+
+  /** The one way an item's status changes, so that the tally follows. */
+  setStatus(item: ContentItem, status: ContentStatus, error?: string): void {
+    this.tally.leave(item);
+    (item as { status: ContentStatus }).status = status;
+    item.error = error;
+    this.tally.enter(item);
   }
 
   get id(): string {
@@ -143,18 +155,15 @@ export class KnowledgeBase {
     for (const item of this.contents.values()) {
       item.live = next.live.get(item.id);
       const outcome = next.outcomes.get(item.id);
-      if (outcome && outcome.version === item.current.version) {
-        item.status = outcome.status;
-        item.error = outcome.error;
-      } else {
-        item.status = 'pending';
-        item.error = undefined;
-      }
+      const settled = outcome && outcome.version === item.current.version;
+      (item as { status: ContentStatus }).status = settled ? outcome.status : 'pending';
+      item.error = settled ? outcome.error : undefined;
     }
     next.outcomes.clear();
     this.active = next;
     this.next = undefined;
     this.record = { ...this.record, config: next.config, updatedAt: at };
+    this.tally.recount(this.contents.values(), next.config.chunking);
   }
 
   // --- contents -------------------------------------------------------------------------------
@@ -169,13 +178,17 @@ export class KnowledgeBase {
     if (encoded) version.takeEncoded(encoded, this.texts);
     const existing = this.contents.get(id);
     if (existing) {
+      // Its text may change while it waits: counted again with the new one.
+      this.tally.leave(existing);
       existing.current = version;
+      this.tally.enter(existing);
       existing.updatedAt = at;
       return existing;
     }
     // One string for both times when equal (a decoded record carries two copies).
     const item: ContentItem = { id, kbId: this.id, createdAt, updatedAt: at === createdAt ? createdAt : at, current: version, status: 'pending' };
     this.contents.set(id, item);
+    this.tally.enter(item);
     const last = this.order[this.order.length - 1];
     if (!last || compareOrder(last, item) < 0) {
       this.order.push(item);
@@ -205,6 +218,7 @@ export class KnowledgeBase {
     item.live = undefined;
     this.next?.drop(id);
     this.next?.outcomes.delete(id);
+    this.tally.leave(item);
     this.contents.delete(id);
     const at = this.orderIndex(item);
     if (this.order[at] === item) this.order.splice(at, 1);
@@ -250,6 +264,7 @@ export class KnowledgeBase {
     }
     this.next = undefined;
     this.contents.clear();
+    this.tally.clear();
     this.itemsElsewhere.clear();
     this.order.length = 0;
   }
@@ -280,6 +295,7 @@ export class KnowledgeBase {
     });
     for (const item of items) {
       this.contents.set(item.id, item);
+      this.tally.enter(item);
       this.order.push(item);
     }
     if (this.contents.size !== items.length) throw new Error('item dump: an item id twice');

@@ -5,7 +5,7 @@
 // the two at once. A build survives restarts (its results are logged; what is missing is queued
 // again at start-up) and runs once in a cluster (its jobs go to the shared queue).
 import { newId } from '../ids';
-import { estimatedChunks } from '../ingest/progress';
+import { estimatedChunks, textLengthOf } from '../kb/status-tally';
 import { indexesAlike, type KnowledgeBaseConfig, type KnowledgeBaseRecord } from '../records';
 import { heldKbOf, now, type EngineCore } from './core';
 
@@ -81,7 +81,8 @@ export function reembedProgress(core: EngineCore, kbId: string, chunksPerSecond:
   if (!kb || !building || !progress) return undefined;
   const set = kb.indexSet(building.id)!;
   let chunksLeft = 0;
-  for (const item of kb.contents.values()) if (kb.statusIn(set, item) === 'pending') chunksLeft += estimatedChunks(item.current.text.length, building.chunking);
+  for (const item of kb.contents.values())
+    if (kb.statusIn(set, item) === 'pending') chunksLeft += estimatedChunks(textLengthOf(item.current), building.chunking);
   return {
     configurationId: building.id,
     model: building.embedding.model,

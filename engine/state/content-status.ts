@@ -1,27 +1,25 @@
-// Every change of a content item's status, in one place:
+// Every change of a content item's status, in one place (each through its knowledge base, which
+// counts items by status):
 //   pending ──(sent to a worker)──▶ processing ──(indexed)──▶ ready
 //      ▲                                 │  └──(unreadable, or embedding kept failing)──▶ failed
 //      └──(new version, re-index of a failed item, embedding retry, restart)──┘
-import type { ContentItem } from '../kb/knowledge-base';
+import type { ContentItem, KnowledgeBase } from '../kb/knowledge-base';
 
 /** Waiting for (another) indexing run: a new version, a retry, or a restart while processing. */
-export function markPending(item: ContentItem): void {
-  item.status = 'pending';
-  item.error = undefined;
+export function markPending(kb: KnowledgeBase, item: ContentItem): void {
+  kb.setStatus(item, 'pending');
 }
 
-export function markProcessing(item: ContentItem): void {
-  item.status = 'processing';
+export function markProcessing(kb: KnowledgeBase, item: ContentItem): void {
+  kb.setStatus(item, 'processing', item.error);
 }
 
-export function markReady(item: ContentItem): void {
-  item.status = 'ready';
-  item.error = undefined;
+export function markReady(kb: KnowledgeBase, item: ContentItem): void {
+  kb.setStatus(item, 'ready');
 }
 
-export function markFailed(item: ContentItem, error: string): void {
-  item.status = 'failed';
-  item.error = error;
+export function markFailed(kb: KnowledgeBase, item: ContentItem, error: string): void {
+  kb.setStatus(item, 'failed', error);
 }
 
 /** Whether the item's newest version has an outcome (what `?wait=true` waits for). */

@@ -269,7 +269,7 @@ export class LiveState implements StateTarget {
       record.createdAt,
       text,
     );
-    markPending(item);
+    markPending(kb, item);
   }
 
   deleteContent(record: RecordOf<'content.delete'>): void {
@@ -293,8 +293,8 @@ export class LiveState implements StateTarget {
     const status = statusAfterIndexed(record);
     if (set !== kb.indexSet(undefined))
       kb.recordOutcome(set, item.id, { version: record.version, status, ...(record.embeddingError ? { error: record.embeddingError } : {}) });
-    else if (status === 'ready') markReady(item);
-    else markFailed(item, record.embeddingError!);
+    else if (status === 'ready') markReady(kb, item);
+    else markFailed(kb, item, record.embeddingError!);
     if (vectors) this.options.onVectorsAdded();
     if (set === kb.indexSet(undefined)) this.options.onIndexed?.(record.kbId);
   }
@@ -304,7 +304,7 @@ export class LiveState implements StateTarget {
     const item = kb.contents.get(record.id)!;
     const set = kb.indexSet(record.configId)!;
     if (set !== kb.indexSet(undefined)) kb.recordOutcome(set, item.id, { version: record.version, status: 'failed', error: record.error });
-    else markFailed(item, record.error);
+    else markFailed(kb, item, record.error);
   }
 
   /** Save every HNSW graph (to `pathOf(kbId)`), with the documents each holds. */
@@ -320,6 +320,7 @@ export class LiveState implements StateTarget {
 
   retryContent(record: RecordOf<'content.retry'>): void {
     // Re-queued by the caller, or at start-up after a crash.
-    markPending(this.kbs.get(record.kbId)!.contents.get(record.id)!);
+    const kb = this.kbs.get(record.kbId)!;
+    markPending(kb, kb.contents.get(record.id)!);
   }
 }

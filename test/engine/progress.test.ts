@@ -1,8 +1,12 @@
 // Ingestion progress (engine/ingest/progress.ts): the pace over a sliding minute and the estimate
-// of what is left, on a clock the test moves.
+// of what is left, on a clock the test moves; the counts by status a knowledge base keeps as items
+// change (engine/kb/status-tally.ts), which must always equal a walk over its items.
 import { expect, test } from 'bun:test';
-import { estimatedChunks, progressOf, ThroughputMeter } from '../../engine/ingest/progress';
+import fc from 'fast-check';
+import { progressOf, ThroughputMeter } from '../../engine/ingest/progress';
 import { KnowledgeBase } from '../../engine/kb/knowledge-base';
+import { estimatedChunks } from '../../engine/kb/status-tally';
+import type { ContentStatus } from '../../engine/records';
 
 function meterAt(start = 1_000_000) {
   const clock = { now: start };
@@ -53,7 +57,7 @@ test('chunks are estimated from the text length over the chunk step', () => {
   expect(estimatedChunks(1901, chunking)).toBe(3);
 });
 
-function knowledgeBase(): KnowledgeBase {
+function knowledgeBase(chunking = { size: 1000, overlap: 100 }): KnowledgeBase {
   const at = new Date().toISOString();
   return new KnowledgeBase({
     id: 'kb_p',
@@ -68,7 +72,7 @@ function knowledgeBase(): KnowledgeBase {
       createdAt: at,
       type: 'TEXT_HIGH_QUALITY',
       embedding: { provider: 'none' },
-      chunking: { size: 1000, overlap: 100 },
+      chunking,
       bm25: { k1: 1.2, b: 0.75 },
       hnsw: { connectivity: 16, expansionAdd: 128, expansionSearch: 64 },
       modalities: ['text'],
@@ -78,8 +82,8 @@ function knowledgeBase(): KnowledgeBase {
 
 test('progress counts items by status, the chunks still waiting, and the time left at the pace', () => {
   const kb = knowledgeBase();
-  const add = (id: string, text: string, status: 'pending' | 'processing' | 'ready' | 'failed') => {
-    kb.putContent(id, { version: 1, text, metadata: {}, source: { kind: 'text' } }, new Date().toISOString()).status = status;
+  const add = (id: string, text: string, status: ContentStatus) => {
+    kb.setStatus(kb.putContent(id, { version: 1, text, metadata: {}, source: { kind: 'text' } }, new Date().toISOString()), status);
   };
   add('c1', 'x'.repeat(1901), 'pending'); // 3 chunks
   add('c2', 'x'.repeat(500), 'processing'); // 1
@@ -87,7 +91,47 @@ test('progress counts items by status, the chunks still waiting, and the time le
   add('c4', 'x', 'failed');
   expect(progressOf([kb], 0)).toEqual({ contents: { pending: 1, processing: 1, ready: 1, failed: 1 }, chunksWaiting: 4, chunksPerSecond: 0, etaSeconds: null });
   expect(progressOf([kb], 3)).toMatchObject({ chunksWaiting: 4, chunksPerSecond: 3, etaSeconds: 2 });
-  kb.contents.get('c1')!.status = 'ready';
-  kb.contents.get('c2')!.status = 'ready';
-  expect(progressOf([kb], 3)).toMatchObject({ chunksWaiting: 0, etaSeconds: 0 });
+  // A large item processing in runs: what it has done leaves the waiting count.
+  expect(progressOf([kb], 3, (item) => (item.id === 'c2' ? 1 : 0))).toMatchObject({ chunksWaiting: 3 });
+  kb.setStatus(kb.contents.get('c1')!, 'ready');
+  kb.setStatus(kb.contents.get('c2')!, 'ready');
+  expect(progressOf([kb], 3)).toMatchObject({ contents: { pending: 0, processing: 0, ready: 3, failed: 1 }, chunksWaiting: 0, etaSeconds: 0 });
+});
+
+/** What the tally must say: a walk over every item. */
+function walked(kb: KnowledgeBase) {
+  const contents = { pending: 0, processing: 0, ready: 0, failed: 0 };
+  let chunksWaiting = 0;
+  for (const item of kb.contents.values()) {
+    contents[item.status]++;
+    if (item.status === 'pending' || item.status === 'processing') chunksWaiting += estimatedChunks(item.current.text.length, kb.record.config.chunking);
+  }
+  return { contents, chunksWaiting };
+}
+
+test('the counts by status follow every change: new items, new texts while waiting, statuses, deletions, clearing', () => {
+  const statuses: ContentStatus[] = ['pending', 'processing', 'ready', 'failed'];
+  const step = fc.oneof(
+    fc.record({ op: fc.constant('put' as const), id: fc.integer({ min: 0, max: 7 }), length: fc.integer({ min: 0, max: 4000 }) }),
+    fc.record({ op: fc.constant('status' as const), id: fc.integer({ min: 0, max: 7 }), status: fc.constantFrom(...statuses) }),
+    fc.record({ op: fc.constant('delete' as const), id: fc.integer({ min: 0, max: 7 }) }),
+    fc.record({ op: fc.constant('clear' as const) }),
+  );
+  fc.assert(
+    fc.property(fc.array(step, { maxLength: 60 }), (steps) => {
+      const kb = knowledgeBase();
+      let version = 0;
+      for (const s of steps) {
+        const id = 'id' in s ? `c${s.id}` : '';
+        const item = kb.contents.get(id);
+        if (s.op === 'put')
+          kb.putContent(id, { version: ++version, text: 'x'.repeat(s.length), metadata: {}, source: { kind: 'text' } }, new Date().toISOString());
+        else if (s.op === 'status' && item) kb.setStatus(item, s.status, s.status === 'failed' ? 'no' : undefined);
+        else if (s.op === 'delete') kb.deleteContent(id);
+        else if (s.op === 'clear') kb.clear();
+        expect(progressOf([kb], 0)).toMatchObject(walked(kb));
+      }
+    }),
+    { numRuns: 300 },
+  );
 });
