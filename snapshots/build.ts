@@ -342,10 +342,6 @@ async function writeManifest(outDir: string, manifest: SnapshotManifest): Promis
   fsyncFile(outDir);
 }
 
-/** An engine's graph lacking at most this many vectors, or this share of them, goes into a snapshot as it is. */
-const MAIN_GRAPH_LAG = 10_000;
-const MAIN_GRAPH_LAG_SHARE = 0.05;
-
 /** Document numbers with vectors per knowledge base, from kept records. */
 function vectorDocs(kept: KeptRecord[]): Map<string, number[]> {
   const out = new Map<string, number[]>();
@@ -401,12 +397,13 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
     for (const [kbId, docs] of vectorDocs(kept)) {
       const kb = kbRecords.get(kbId);
       if (!kb || docs.length < req.graphThreshold) continue;
-      // The engine's graph of the configuration active here, when it lacks few vectors: no vectors to
-      // gather, nothing to build (a restart builds what it lacks). One far behind (the builder lags a
-      // bulk load) is completed here instead, so that a restart from this snapshot does not start
-      // with most vectors outside the graph, each searched exactly.
+      // The engine's graph of the configuration active here goes in as it is, with the documents it
+      // holds: no vectors to gather, nothing to build. One behind its vectors (the builder lags a bulk
+      // load) is not completed here: that built the same vectors twice, once in each worker (300k
+      // JSONL load: a quarter of the server's CPU); a restart from it builds what it lacks, searching
+      // those vectors exactly meanwhile.
       const mainGraph = mainGraphOf(kbId);
-      if (mainGraph && mainGraph.pending <= Math.max(MAIN_GRAPH_LAG, docs.length * MAIN_GRAPH_LAG_SHARE)) {
+      if (mainGraph) {
         graphs.push(await placeMainGraph(req.outDir, mainGraph, files, prevGraphPath(req.prevDir, prevManifest, kbId)));
         continue;
       }

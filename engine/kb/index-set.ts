@@ -322,11 +322,11 @@ export class IndexSet {
     return this.vectors?.graphPending ?? 0;
   }
 
-  /** Save the graph (see KnowledgeBase.saveGraph); the documents it holds and how many vectors it lacks. */
-  saveGraph(path: string, viewsOnly = false): { docs: number[]; pending: number } | undefined {
+  /** Save the graph (see KnowledgeBase.saveGraph); the documents it holds. */
+  saveGraph(path: string, viewsOnly = false): { docs: number[] } | undefined {
     if (!this.vectors?.hasGraph || (viewsOnly && !this.vectors.servesView)) return undefined;
     this.vectors.saveGraph(path);
-    return { docs: this.vectors.graphDocs(), pending: this.vectors.graphPending };
+    return { docs: this.vectors.graphDocs() };
   }
 
   /** Serve a saved graph (a snapshot's): as a view of it when the vectors are in a file (VectorIndex.attachGraph). */

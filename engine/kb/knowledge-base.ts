@@ -343,7 +343,7 @@ export class KnowledgeBase {
    * Save the active graph to `path` when there is one (`viewsOnly`: only a view of a file the
    * builder wrote, which is saved as a link); its configuration and the documents it holds.
    */
-  saveGraph(path: string, viewsOnly = false): { configId: string; docs: number[]; pending: number } | undefined {
+  saveGraph(path: string, viewsOnly = false): { configId: string; docs: number[] } | undefined {
     const saved = this.active.saveGraph(path, viewsOnly);
     return saved && { configId: this.active.config.id, ...saved };
   }

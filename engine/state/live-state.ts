@@ -23,8 +23,6 @@ export interface SavedGraph {
   configId: string;
   path: string;
   docs: number[];
-  /** Vectors the graph lacks (not built into it yet). */
-  pending: number;
 }
 
 export interface LiveStateOptions {
