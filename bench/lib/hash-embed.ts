@@ -74,13 +74,22 @@ export function startHashEmbedder(embed: (text: string) => Float32Array = (t) =>
     async fetch(req) {
       const path = new URL(req.url).pathname;
       if (req.method !== 'POST' || !path.endsWith('/embeddings')) return new Response('not found', { status: 404 });
-      const body = (await req.json().catch(() => undefined)) as { input?: string | string[]; model?: string } | undefined;
+      const body = (await req.json().catch(() => undefined)) as { input?: string | string[]; model?: string; encoding_format?: string } | undefined;
       const texts = typeof body?.input === 'string' ? [body.input] : body?.input;
       if (!Array.isArray(texts)) return Response.json({ error: { message: 'input must be a string or an array of strings' } }, { status: 400 });
       requests++;
       inputs += texts.length;
-      // Five decimals are plenty for benchmark vectors and keep responses small.
-      const data = texts.map((t, index) => ({ object: 'embedding', index, embedding: Array.from(embed(String(t)), (x) => Math.round(x * 1e5) / 1e5) }));
+      // As OpenAI answers: base64 float32 when asked (the server asks), else numbers, five decimals
+      // (plenty for benchmark vectors, and smaller responses).
+      const base64 = body?.encoding_format === 'base64';
+      const data = texts.map((t, index) => {
+        const v = embed(String(t));
+        return {
+          object: 'embedding',
+          index,
+          embedding: base64 ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') : Array.from(v, (x) => Math.round(x * 1e5) / 1e5),
+        };
+      });
       return Response.json({ object: 'list', model: body?.model ?? HASH_MODEL, data, usage: { prompt_tokens: 0, total_tokens: 0 } });
     },
   });

@@ -36,7 +36,8 @@ test('embeds a batch in order, normalized, with the API key and model sent', asy
   expect(out.length).toBe(3);
   expect(seen.length).toBe(2); // batches of two
   expect(seen[0]!.auth).toBe('Bearer sk-test');
-  expect(seen[0]!.body).toEqual({ model: 'm1', input: ['a', 'bbb'] });
+  // Vectors asked for as base64; an endpoint answering with numbers (as this one) is read too.
+  expect(seen[0]!.body).toEqual({ model: 'm1', input: ['a', 'bbb'], encoding_format: 'base64' });
   const norm = (v: Float32Array) => Math.hypot(...v);
   for (const v of out) expect(norm(v)).toBeCloseTo(1, 6);
   // "bbb" → [3,1,0,0]/√10
@@ -83,4 +84,38 @@ test('wrong dimensions or counts are refused', async () => {
   await expect(p.embed(['x'], 'query')).rejects.toThrow(/2 dimensions, expected 4/);
   const { url: url2 } = serve(() => Response.json({ data: [] }));
   await expect(createHttpProvider({ url: url2, model: 'm', dimensions: 4, retries: 0 }).embed(['x'], 'query')).rejects.toThrow(/0 embeddings for 1 inputs/);
+});
+
+/** A vector as OpenAI sends it with encoding_format "base64": little-endian float32 bytes. */
+const base64Of = (v: number[]) => Buffer.from(Float32Array.from(v).buffer).toString('base64');
+
+test('base64 vectors are decoded exactly as numbers would be', async () => {
+  const { url } = serve((_req, body) =>
+    Response.json({
+      data: body.input.map((t: string, index: number) => ({ index, embedding: body.encoding_format === 'base64' ? base64Of(vectorFor(t)) : vectorFor(t) })),
+    }),
+  );
+  const out = await createHttpProvider({ url, model: 'm', dimensions: 4 }).embed(['a', 'bbb'], 'document');
+  expect(out[1]![0]).toBeCloseTo(3 / Math.sqrt(10), 6);
+  expect(out[1]![1]).toBeCloseTo(1 / Math.sqrt(10), 6);
+  expect(Math.hypot(...out[0]!)).toBeCloseTo(1, 6);
+  // A base64 vector of the wrong length is refused like a wrong array.
+  const { url: short } = serve((_req, body) =>
+    Response.json({ data: body.input.map((_t: string, index: number) => ({ index, embedding: base64Of([1, 2]) })) }),
+  );
+  await expect(createHttpProvider({ url: short, model: 'm', dimensions: 4, retries: 0 }).embed(['x'], 'query')).rejects.toThrow(/2 dimensions, expected 4/);
+});
+
+test('an endpoint refusing encoding_format is asked again without it, and never with it after', async () => {
+  const bodies: any[] = [];
+  const { url, calls } = serve((_req, body) => {
+    bodies.push(body);
+    if ('encoding_format' in body) return Response.json({ detail: [{ loc: ['body', 'encoding_format'], msg: 'extra fields not permitted' }] }, { status: 422 });
+    return Response.json({ data: body.input.map((t: string, index: number) => ({ index, embedding: vectorFor(t) })) });
+  });
+  const p = createHttpProvider({ url, model: 'm', dimensions: 4, retries: 0 });
+  expect((await p.embed(['a'], 'query')).length).toBe(1);
+  expect((await p.embed(['b'], 'query')).length).toBe(1);
+  expect(calls()).toBe(3);
+  expect(bodies.map((b) => 'encoding_format' in b)).toEqual([true, false, false]);
 });
