@@ -190,7 +190,8 @@ export class Engine {
     return this.node.log.lastSequence;
   }
 
-  logBytes = (): Promise<number> => this.node.log.sizeBytes();
+  /** Bytes of the log (after `afterSeq`: of the records after it). */
+  logBytes = (afterSeq?: number): Promise<number> => this.node.log.sizeBytes(afterSeq);
   /** Seal the log written so far; resolves with the last sealed sequence number. */
   sealLog(): Promise<number> {
     return this.closed ? Promise.reject(new EngineError('ENGINE_CLOSED', 'The engine is closed')) : this.node.log.roll();

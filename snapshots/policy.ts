@@ -1,5 +1,6 @@
 // Snapshot policy: snapshot every SNAPSHOT_INTERVAL_MIN minutes (when something was written) or
-// once the log passes SNAPSHOT_LOG_MB, and on graceful shutdown; copy each snapshot to the
+// once the log written since the newest snapshot passes SNAPSHOT_LOG_MB and SNAPSHOT_LOG_GROWTH
+// times that snapshot's size, and on graceful shutdown; copy each snapshot to the
 // configured store (S3/MinIO) and keep the newest SNAPSHOT_KEEP there and locally. The log is
 // truncated only up to a snapshot that is both confirmed in the store and still kept locally, so
 // a restart can always fall back one snapshot. Store failures never stop the service: they are
@@ -20,6 +21,12 @@ export interface SnapshotLogger {
 export interface SnapshotPolicy {
   intervalMs: number;
   logBytes: number;
+  /**
+   * The log since the newest snapshot must also reach this share of that snapshot's bytes: each
+   * snapshot rewrites the whole state, so a fixed step made a bulk load rewrite it over and over
+   * (quadratic in its size); a share makes the rewrites a bounded multiple of the data.
+   */
+  logGrowth: number;
   keep: number;
   checkMs: number;
   /** Longest wait between retries after failures. */
@@ -94,11 +101,21 @@ export class SnapshotManager {
       return;
     }
     const written = this.engine.lastSequence > this.seqAtLastSnapshot;
-    // The log may be out of reach for a moment (cluster mode: NATS): decide at the next check.
-    const logBytes = await this.engine.logBytes().catch(() => undefined);
+    // Only what was written since the newest snapshot: the log also keeps the part the snapshot
+    // before it needs (a fallback), which counted made every check after the first two snapshots
+    // of a bulk load take another. The log may be out of reach for a moment (cluster mode: NATS):
+    // decide at the next check.
+    const logBytes = await this.engine.logBytes(this.seqAtLastSnapshot).catch(() => undefined);
     if (logBytes === undefined) return;
-    if (logBytes >= this.policy.logBytes && written) await this.run('log size');
+    if (logBytes >= this.logThreshold() && written) await this.run('log size');
     else if (written && now - this.lastAttempt >= this.policy.intervalMs) await this.run('interval');
+  }
+
+  /** Log bytes since the newest snapshot that call for the next one. */
+  logThreshold(): number {
+    let snapshotBytes = 0;
+    for (const f of this.snapshots.latest?.manifest.files ?? []) snapshotBytes += f.bytes;
+    return Math.max(this.policy.logBytes, this.policy.logGrowth * snapshotBytes);
   }
 
   /** Take a snapshot now, copy it to the store, prune, truncate the log. Never throws. */

@@ -368,13 +368,21 @@ export class JetStreamLog implements RecordLog {
   }
 
   private knownBytes = 0;
+  private knownRange = { first: 1, last: 0 };
 
-  /** The stream's size; while NATS is out of reach, the last size read. */
-  async sizeBytes(): Promise<number> {
+  /**
+   * The stream's size; while NATS is out of reach, the last size read. After `afterSeq`: its share
+   * of the stream's messages (the stream tells no bytes by sequence).
+   */
+  async sizeBytes(afterSeq = 0): Promise<number> {
     try {
-      this.knownBytes = (await this.jsm.streams.info(this.options.stream)).state.bytes;
+      const { state } = await this.jsm.streams.info(this.options.stream);
+      this.knownBytes = state.bytes;
+      this.knownRange = { first: state.first_seq, last: state.last_seq };
     } catch {}
-    return this.knownBytes;
+    const { first, last } = this.knownRange;
+    if (afterSeq < first || last < first) return this.knownBytes;
+    return Math.round((this.knownBytes * Math.max(0, last - afterSeq)) / (last - first + 1));
   }
 
   async close(): Promise<void> {

@@ -42,7 +42,10 @@ export interface RecordLog {
   range(afterSeq: number, throughSeq: number): LogRange;
   /** Discard records below `seq` (a snapshot covers them); whole parts only. Resolves with the parts removed. */
   truncateBefore(seq: number): Promise<number>;
-  /** Bytes the log occupies (for metrics and snapshot policy). */
-  sizeBytes(): Promise<number>;
+  /**
+   * Bytes the log occupies (metrics); with `afterSeq`, those of the records after it (snapshot
+   * policy: the log written since the newest snapshot, not the part kept for the one before).
+   */
+  sizeBytes(afterSeq?: number): Promise<number>;
   close(): Promise<void>;
 }

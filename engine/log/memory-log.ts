@@ -67,9 +67,9 @@ export class MemoryLog implements RecordLog {
   }
 
   /** What the records would take on disk, framed (the segment log's size for the same records). */
-  async sizeBytes(): Promise<number> {
+  async sizeBytes(afterSeq = 0): Promise<number> {
     let total = 0;
-    for (const e of this.entries) total += FRAME_HEADER + e.payload.length;
+    for (const e of this.entries) if (e.seq > afterSeq) total += FRAME_HEADER + e.payload.length;
     return total;
   }
 

@@ -159,9 +159,14 @@ export class SegmentLog implements RecordLog {
   }
 
   /** Total bytes of all segments (for metrics and snapshot policy). */
-  async sizeBytes(): Promise<number> {
+  async sizeBytes(afterSeq = 0): Promise<number> {
     let total = 0;
-    for (const s of this.segments) total += Bun.file(join(this.options.dir, s.name)).size;
+    // A segment holding `afterSeq` counts whole (a snapshot rolls the log, so its seq ends one).
+    for (let i = 0; i < this.segments.length; i++) {
+      const next = this.segments[i + 1];
+      if (next && next.firstSeq <= afterSeq + 1) continue;
+      total += Bun.file(join(this.options.dir, this.segments[i]!.name)).size;
+    }
     return total;
   }
 

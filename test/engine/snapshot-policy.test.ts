@@ -1,0 +1,91 @@
+// When the snapshot policy (snapshots/policy.ts) takes a snapshot for the log's size: on the log
+// written since the newest snapshot (not the part kept for the one before, which made every check
+// of a bulk load take another snapshot), and only once that also reaches SNAPSHOT_LOG_GROWTH of the
+// newest snapshot's size.
+import { afterEach, expect, test } from 'bun:test';
+import { rmSync } from 'node:fs';
+import { LocalSnapshotStore, openEngine, SnapshotManager, type Snapshotter } from '../../snapshots';
+import { NO_EMBEDDING, textKbConfig } from '../helpers/kb-config';
+import { TestServer } from '../helpers/server';
+
+const ORG = 'org_p';
+const quiet = { info() {}, warn() {}, error() {} };
+const cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.splice(0).reverse()) await c();
+});
+
+async function setUp(policy: { logBytes: number; logGrowth: number }) {
+  const dir = TestServer.tempDir();
+  const { engine, snapshots } = await openEngine({ dataDir: dir, compute: { documentWorkers: 1 }, log: () => {} });
+  const manager = new SnapshotManager(
+    engine,
+    snapshots,
+    new LocalSnapshotStore(snapshots.dir),
+    { intervalMs: 3_600_000, keep: 2, checkMs: 20, maxBackoffMs: 1000, ...policy },
+    quiet,
+  );
+  cleanup.push(async () => {
+    await manager.stop();
+    await engine.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const kb = await engine.createKnowledgeBase(ORG, { name: 'p', description: '', type: 'TEXT_HIGH_QUALITY', config: textKbConfig(NO_EMBEDDING) });
+  let n = 0;
+  /** Write items until the log since the newest snapshot holds at least `bytes`. */
+  const writeUntil = async (bytes: number, snapshots: Snapshotter) => {
+    while ((await engine.logBytes(snapshots.latest?.seq ?? 0)) < bytes)
+      await engine.addContent(ORG, kb.id, { text: `Item ${n++} ${'words about glaciers '.repeat(40)}` });
+  };
+  return { engine, snapshots, manager, writeUntil, write: () => engine.addContent(ORG, kb.id, { text: `Item ${n++}` }) };
+}
+
+/** Lets the manager check a few times (checkMs 20). */
+const checks = () => Bun.sleep(300);
+
+async function snapshotAfter(snapshots: Snapshotter, seq: number): Promise<number> {
+  const until = Date.now() + 20_000;
+  while ((snapshots.latest?.seq ?? 0) <= seq) {
+    if (Date.now() > until) throw new Error('no snapshot came');
+    await Bun.sleep(20);
+  }
+  return snapshots.latest!.seq;
+}
+
+test('the log since the newest snapshot decides, not the part kept for the snapshot before it', async () => {
+  const { engine, snapshots, manager, writeUntil, write } = await setUp({ logBytes: 64 * 1024, logGrowth: 0 });
+  await manager.start();
+  await writeUntil(64 * 1024, snapshots);
+  const first = await snapshotAfter(snapshots, 0);
+  await writeUntil(64 * 1024, snapshots);
+  const second = await snapshotAfter(snapshots, first);
+  // The log still holds what the first snapshot needs (more than 64 KiB): a small write is no
+  // reason for a third.
+  expect(await engine.logBytes()).toBeGreaterThan(64 * 1024);
+  await write();
+  await checks();
+  expect(snapshots.latest!.seq).toBe(second);
+  expect(await engine.logBytes(second)).toBeLessThan(64 * 1024);
+}, 60_000);
+
+test('past SNAPSHOT_LOG_MB, the log must also reach SNAPSHOT_LOG_GROWTH of the newest snapshot', async () => {
+  const { engine, snapshots, manager, writeUntil } = await setUp({ logBytes: 16 * 1024, logGrowth: 1 });
+  await manager.start();
+  await writeUntil(128 * 1024, snapshots);
+  // A snapshot of everything written (the first call may join one the writes started).
+  await manager.run('test');
+  await manager.run('test');
+  expect(snapshots.latest!.seq).toBe(engine.lastSequence);
+  const first = snapshots.latest!.seq;
+  const threshold = manager.logThreshold();
+  const snapshotBytes = snapshots.latest!.manifest.files.reduce((sum, f) => sum + f.bytes, 0);
+  expect(threshold).toBe(snapshotBytes);
+  expect(threshold).toBeGreaterThan(16 * 1024); // the share decides, not SNAPSHOT_LOG_MB
+  // Well past SNAPSHOT_LOG_MB, short of the snapshot's size: no snapshot.
+  await writeUntil(threshold / 2, snapshots);
+  await checks();
+  expect(snapshots.latest!.seq).toBe(first);
+  // Past the snapshot's size: one.
+  await writeUntil(threshold, snapshots);
+  await snapshotAfter(snapshots, first);
+}, 60_000);
