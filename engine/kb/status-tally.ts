@@ -1,7 +1,7 @@
 // A knowledge base's items counted by status as they change, with the chunks the waiting ones will
 // make: progress reads (a knowledge base's GET, /metrics) answer from these counts instead of
-// walking every item, which at a million items cost a scrape a third of a second of the main
-// thread while a bulk load was polled.
+// walking every item (~95 ms of the main thread a read at 300k items, growing with them; 7.5 s
+// of a 100k bulk load polled every 500 ms).
 import type { ContentStatus } from '../records';
 import type { ContentItem, ContentVersion } from './knowledge-base';
 import { ItemVersion } from './version';
