@@ -63,6 +63,12 @@ export class KnowledgeBase {
   private active: IndexSet;
   /** The indexes of the configuration being built (re-embedding), if any. */
   private next: IndexSet | undefined;
+  /**
+   * Items whose newest version has an outcome in `next`, kept as outcomes and versions change:
+   * every build result asks whether the build is complete, and walking the items for it made a
+   * re-embedding quadratic in the items.
+   */
+  private builtCount = 0;
 
   /**
    * `exactThreshold`: below this many vectors searches are exact and no HNSW graph is kept.
@@ -127,10 +133,18 @@ export class KnowledgeBase {
   /** Start building `config` beside the active one (a build of another configuration is dropped). */
   startBuilding(config: KnowledgeBaseConfig): void {
     this.next = new IndexSet(config, this.exactThreshold);
+    this.builtCount = 0;
   }
 
   cancelBuilding(): void {
     this.next = undefined;
+    this.builtCount = 0;
+  }
+
+  /** Whether the item's newest version has an outcome in the set being built. */
+  private builtInNext(item: ContentItem): boolean {
+    const outcome = this.next?.outcomes.get(item.id);
+    return outcome !== undefined && outcome.version === item.current.version;
   }
 
   /** The item's indexing state in a set: its newest version and where indexing it ended there. */
@@ -144,9 +158,7 @@ export class KnowledgeBase {
   buildProgress(): { done: number; total: number } | undefined {
     const next = this.next;
     if (!next) return undefined;
-    let done = 0;
-    for (const item of this.contents.values()) if (this.statusIn(next, item) !== 'pending') done++;
-    return { done, total: this.contents.size };
+    return { done: this.builtCount, total: this.contents.size };
   }
 
   /** The built configuration answers from now on: items take their state in it, the old set is dropped. */
@@ -162,6 +174,7 @@ export class KnowledgeBase {
     next.outcomes.clear();
     this.active = next;
     this.next = undefined;
+    this.builtCount = 0;
     this.record = { ...this.record, config: next.config, updatedAt: at };
     this.tally.recount(this.contents.values(), next.config.chunking);
   }
@@ -178,9 +191,12 @@ export class KnowledgeBase {
     if (encoded) version.takeEncoded(encoded, this.texts);
     const existing = this.contents.get(id);
     if (existing) {
-      // Its text may change while it waits: counted again with the new one.
+      // Its text may change while it waits: counted again with the new one. A new version's
+      // outcome in a build is still to come.
       this.tally.leave(existing);
+      if (this.builtInNext(existing)) this.builtCount--;
       existing.current = version;
+      if (this.builtInNext(existing)) this.builtCount++;
       this.tally.enter(existing);
       existing.updatedAt = at;
       return existing;
@@ -217,6 +233,7 @@ export class KnowledgeBase {
     this.active.drop(id);
     item.live = undefined;
     this.next?.drop(id);
+    if (this.builtInNext(item)) this.builtCount--;
     this.next?.outcomes.delete(id);
     this.tally.leave(item);
     this.contents.delete(id);
@@ -252,7 +269,10 @@ export class KnowledgeBase {
 
   /** Where indexing ended in the set being built. */
   recordOutcome(set: IndexSet, itemId: string, outcome: BuildOutcome): void {
+    const item = set === this.next ? this.contents.get(itemId) : undefined;
+    if (item && this.builtInNext(item)) this.builtCount--;
     set.outcomes.set(itemId, outcome);
+    if (item && this.builtInNext(item)) this.builtCount++;
   }
 
   /** Drop every chunk (knowledge base deletion). */
@@ -263,6 +283,7 @@ export class KnowledgeBase {
       item.live = undefined;
     }
     this.next = undefined;
+    this.builtCount = 0;
     this.contents.clear();
     this.tally.clear();
     this.itemsElsewhere.clear();

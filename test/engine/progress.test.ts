@@ -135,3 +135,41 @@ test('the counts by status follow every change: new items, new texts while waiti
     { numRuns: 300 },
   );
 });
+
+test('a build counts the items whose newest version has an outcome in it, as outcomes, versions and items change', () => {
+  const id = fc.integer({ min: 0, max: 5 });
+  const step = fc.oneof(
+    { weight: 4, arbitrary: fc.record({ op: fc.constant('put' as const), id }) },
+    { weight: 6, arbitrary: fc.record({ op: fc.constant('outcome' as const), id, stale: fc.boolean(), failed: fc.boolean() }) },
+    { weight: 2, arbitrary: fc.record({ op: fc.constant('delete' as const), id }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constantFrom('start' as const, 'cancel' as const, 'activate' as const, 'clear' as const) }) },
+  );
+  fc.assert(
+    fc.property(fc.array(step, { minLength: 10, maxLength: 80 }), (steps) => {
+      const kb = knowledgeBase();
+      let version = 0;
+      let configs = 0;
+      kb.startBuilding({ ...kb.record.config, id: `cfg_${++configs}` });
+      for (const s of steps) {
+        const id = 'id' in s ? `c${s.id}` : '';
+        const item = kb.contents.get(id);
+        const building = kb.building && kb.indexSet(kb.building.id);
+        if (s.op === 'put') kb.putContent(id, { version: ++version, text: 'x', metadata: {}, source: { kind: 'text' } }, new Date().toISOString());
+        else if (s.op === 'outcome' && item && building)
+          kb.recordOutcome(building, id, { version: item.current.version - (s.stale ? 1 : 0), status: s.failed ? 'failed' : 'ready' });
+        else if (s.op === 'delete') kb.deleteContent(id);
+        else if (s.op === 'start') kb.startBuilding({ ...kb.record.config, id: `cfg_${++configs}` });
+        else if (s.op === 'cancel') kb.cancelBuilding();
+        else if (s.op === 'activate' && kb.building) kb.activateBuilding(new Date().toISOString());
+        else if (s.op === 'clear') kb.clear();
+        const set = kb.building && kb.indexSet(kb.building.id);
+        const built = set ? [...kb.contents.values()].filter((i) => kb.statusIn(set, i) !== 'pending').length : undefined;
+        expect(kb.buildProgress()?.done).toBe(built);
+        if (set) expect(kb.buildProgress()?.total).toBe(kb.contents.size);
+        // Activation gives items their outcomes as statuses: the status counts follow.
+        expect(progressOf([kb], 0)).toMatchObject(walked(kb));
+      }
+    }),
+    { numRuns: 300 },
+  );
+});
