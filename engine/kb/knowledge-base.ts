@@ -141,10 +141,9 @@ export class KnowledgeBase {
     this.builtCount = 0;
   }
 
-  /** Whether the item's newest version has an outcome in the set being built. */
+  /** Whether the item's newest version has an outcome in the set being built (statusIn's rule). */
   private builtInNext(item: ContentItem): boolean {
-    const outcome = this.next?.outcomes.get(item.id);
-    return outcome !== undefined && outcome.version === item.current.version;
+    return this.next !== undefined && this.statusIn(this.next, item) !== 'pending';
   }
 
   /** The item's indexing state in a set: its newest version and where indexing it ended there. */
