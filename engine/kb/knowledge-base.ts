@@ -10,7 +10,7 @@ import type { TextStore } from '../text/text-store';
 import type { VectorIndex } from '../vector/vector-index';
 import { dumpItems, loadItems, type ItemDump } from './item-dump';
 import { IndexSet, type AllowedDocs, type BuildOutcome, type LiveChunks, type StoredVector } from './index-set';
-import { StatusTally } from './status-tally';
+import { estimatedChunks, StatusTally, textLengthOf } from './status-tally';
 import { ItemVersion } from './version';
 
 export type { AllowedDocs, StoredVector } from './index-set';
@@ -69,6 +69,8 @@ export class KnowledgeBase {
    * re-embedding quadratic in the items.
    */
   private builtCount = 0;
+  /** The estimated chunks of the other items (not built in `next` yet), for the time a build has left. */
+  private buildChunksLeft = 0;
 
   /**
    * `exactThreshold`: below this many vectors searches are exact and no HNSW graph is kept.
@@ -134,16 +136,26 @@ export class KnowledgeBase {
   startBuilding(config: KnowledgeBaseConfig): void {
     this.next = new IndexSet(config, this.exactThreshold);
     this.builtCount = 0;
+    this.buildChunksLeft = 0;
+    for (const item of this.contents.values()) this.countInBuild(item, 1);
   }
 
   cancelBuilding(): void {
     this.next = undefined;
     this.builtCount = 0;
+    this.buildChunksLeft = 0;
   }
 
-  /** Whether the item's newest version has an outcome in the set being built (statusIn's rule). */
-  private builtInNext(item: ContentItem): boolean {
-    return this.next !== undefined && this.statusIn(this.next, item) !== 'pending';
+  /**
+   * Count the item in (1) or out of (-1) the build's tallies: built when its newest version has an
+   * outcome in the set being built (statusIn's rule), else its estimated chunks are still to come.
+   * Called around every change of an item's version or outcome.
+   */
+  private countInBuild(item: ContentItem, sign: 1 | -1): void {
+    const next = this.next;
+    if (!next) return;
+    if (this.statusIn(next, item) !== 'pending') this.builtCount += sign;
+    else this.buildChunksLeft += sign * estimatedChunks(textLengthOf(item.current), next.config.chunking);
   }
 
   /** The item's indexing state in a set: its newest version and where indexing it ended there. */
@@ -153,11 +165,14 @@ export class KnowledgeBase {
     return outcome && outcome.version === item.current.version ? outcome.status : 'pending';
   }
 
-  /** Items whose newest version has an outcome in the set being built, and all items. */
-  buildProgress(): { done: number; total: number } | undefined {
+  /**
+   * Items whose newest version has an outcome in the set being built, all items, and the estimated
+   * chunks of those still to be built.
+   */
+  buildProgress(): { done: number; total: number; chunksLeft: number } | undefined {
     const next = this.next;
     if (!next) return undefined;
-    return { done: this.builtCount, total: this.contents.size };
+    return { done: this.builtCount, total: this.contents.size, chunksLeft: this.buildChunksLeft };
   }
 
   /** The built configuration answers from now on: items take their state in it, the old set is dropped. */
@@ -174,6 +189,7 @@ export class KnowledgeBase {
     this.active = next;
     this.next = undefined;
     this.builtCount = 0;
+    this.buildChunksLeft = 0;
     this.record = { ...this.record, config: next.config, updatedAt: at };
     this.tally.recount(this.contents.values(), next.config.chunking);
   }
@@ -193,9 +209,9 @@ export class KnowledgeBase {
       // Its text may change while it waits: counted again with the new one. A new version's
       // outcome in a build is still to come.
       this.tally.leave(existing);
-      if (this.builtInNext(existing)) this.builtCount--;
+      this.countInBuild(existing, -1);
       existing.current = version;
-      if (this.builtInNext(existing)) this.builtCount++;
+      this.countInBuild(existing, 1);
       this.tally.enter(existing);
       existing.updatedAt = at;
       return existing;
@@ -204,6 +220,7 @@ export class KnowledgeBase {
     const item: ContentItem = { id, kbId: this.id, createdAt, updatedAt: at === createdAt ? createdAt : at, current: version, status: 'pending' };
     this.contents.set(id, item);
     this.tally.enter(item);
+    this.countInBuild(item, 1);
     const last = this.order[this.order.length - 1];
     if (!last || compareOrder(last, item) < 0) {
       this.order.push(item);
@@ -231,8 +248,8 @@ export class KnowledgeBase {
     for (const v of versions) if (v instanceof ItemVersion) v.release();
     this.active.drop(id);
     item.live = undefined;
+    this.countInBuild(item, -1);
     this.next?.drop(id);
-    if (this.builtInNext(item)) this.builtCount--;
     this.next?.outcomes.delete(id);
     this.tally.leave(item);
     this.contents.delete(id);
@@ -269,9 +286,9 @@ export class KnowledgeBase {
   /** Where indexing ended in the set being built. */
   recordOutcome(set: IndexSet, itemId: string, outcome: BuildOutcome): void {
     const item = set === this.next ? this.contents.get(itemId) : undefined;
-    if (item && this.builtInNext(item)) this.builtCount--;
+    if (item) this.countInBuild(item, -1);
     set.outcomes.set(itemId, outcome);
-    if (item && this.builtInNext(item)) this.builtCount++;
+    if (item) this.countInBuild(item, 1);
   }
 
   /** Drop every chunk (knowledge base deletion). */
@@ -283,6 +300,7 @@ export class KnowledgeBase {
     }
     this.next = undefined;
     this.builtCount = 0;
+    this.buildChunksLeft = 0;
     this.contents.clear();
     this.tally.clear();
     this.itemsElsewhere.clear();

@@ -5,7 +5,6 @@
 // the two at once. A build survives restarts (its results are logged; what is missing is queued
 // again at start-up) and runs once in a cluster (its jobs go to the shared queue).
 import { newId } from '../ids';
-import { estimatedChunks, textLengthOf } from '../kb/status-tally';
 import { indexesAlike, type KnowledgeBaseConfig, type KnowledgeBaseRecord } from '../records';
 import { heldKbOf, now, type EngineCore } from './core';
 
@@ -79,14 +78,12 @@ export function reembedProgress(core: EngineCore, kbId: string, chunksPerSecond:
   const building = kb?.building;
   const progress = kb?.buildProgress();
   if (!kb || !building || !progress) return undefined;
-  const set = kb.indexSet(building.id)!;
-  let chunksLeft = 0;
-  for (const item of kb.contents.values())
-    if (kb.statusIn(set, item) === 'pending') chunksLeft += estimatedChunks(textLengthOf(item.current), building.chunking);
+  const { done, total, chunksLeft } = progress;
   return {
     configurationId: building.id,
     model: building.embedding.model,
-    ...progress,
+    done,
+    total,
     chunksPerSecond,
     etaSeconds: chunksLeft === 0 ? 0 : chunksPerSecond > 0 ? Math.ceil(chunksLeft / chunksPerSecond) : null,
     startedAt: building.createdAt,

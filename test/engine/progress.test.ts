@@ -136,10 +136,10 @@ test('the counts by status follow every change: new items, new texts while waiti
   );
 });
 
-test('a build counts the items whose newest version has an outcome in it, as outcomes, versions and items change', () => {
+test('a build counts the items whose newest version has an outcome in it, and the chunks of the others, as outcomes, versions and items change', () => {
   const id = fc.integer({ min: 0, max: 5 });
   const step = fc.oneof(
-    { weight: 4, arbitrary: fc.record({ op: fc.constant('put' as const), id }) },
+    { weight: 4, arbitrary: fc.record({ op: fc.constant('put' as const), id, length: fc.integer({ min: 0, max: 5000 }) }) },
     { weight: 6, arbitrary: fc.record({ op: fc.constant('outcome' as const), id, stale: fc.boolean(), failed: fc.boolean() }) },
     { weight: 2, arbitrary: fc.record({ op: fc.constant('delete' as const), id }) },
     { weight: 1, arbitrary: fc.record({ op: fc.constantFrom('start' as const, 'cancel' as const, 'activate' as const, 'clear' as const) }) },
@@ -154,7 +154,8 @@ test('a build counts the items whose newest version has an outcome in it, as out
         const id = 'id' in s ? `c${s.id}` : '';
         const item = kb.contents.get(id);
         const building = kb.building && kb.indexSet(kb.building.id);
-        if (s.op === 'put') kb.putContent(id, { version: ++version, text: 'x', metadata: {}, source: { kind: 'text' } }, new Date().toISOString());
+        if (s.op === 'put')
+          kb.putContent(id, { version: ++version, text: 'x'.repeat(s.length), metadata: {}, source: { kind: 'text' } }, new Date().toISOString());
         else if (s.op === 'outcome' && item && building)
           kb.recordOutcome(building, id, { version: item.current.version - (s.stale ? 1 : 0), status: s.failed ? 'failed' : 'ready' });
         else if (s.op === 'delete') kb.deleteContent(id);
@@ -165,6 +166,13 @@ test('a build counts the items whose newest version has an outcome in it, as out
         const set = kb.building && kb.indexSet(kb.building.id);
         const built = set ? [...kb.contents.values()].filter((i) => kb.statusIn(set, i) !== 'pending').length : undefined;
         expect(kb.buildProgress()?.done).toBe(built);
+        // What reembedProgress reports as the chunks left: the estimate of every item not built yet.
+        const chunksLeft = set
+          ? [...kb.contents.values()]
+              .filter((i) => kb.statusIn(set, i) === 'pending')
+              .reduce((sum, i) => sum + estimatedChunks(i.current.text.length, set.config.chunking), 0)
+          : undefined;
+        expect(kb.buildProgress()?.chunksLeft).toBe(chunksLeft);
         if (set) expect(kb.buildProgress()?.total).toBe(kb.contents.size);
         // Activation gives items their outcomes as statuses: the status counts follow.
         expect(progressOf([kb], 0)).toMatchObject(walked(kb));

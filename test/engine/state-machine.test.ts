@@ -86,7 +86,7 @@ describe('the state machine', () => {
               ? k
               : {
                   ...k,
-                  kb: { ...k.kb, progress: k.kb.progress && { done: 0, total: 0 } },
+                  kb: { ...k.kb, progress: k.kb.progress && { done: 0, total: 0, chunksLeft: 0 } },
                   items: [],
                   walrus: [],
                   built: k.built && [],
