@@ -13,7 +13,7 @@ export function textKbConfig(embedding: KbConfigInput['embedding'], overrides: P
     embedding,
     chunking: { size: 2000, overlap: 200 },
     bm25: { k1: 1.2, b: 0.75 },
-    hnsw: { connectivity: 16, expansionAdd: 128, expansionSearch: 64 },
+    hnsw: { connectivity: 32, expansionAdd: 128, expansionSearch: 256 },
     modalities: ['text'],
     analyzer: ANALYZER_VERSION,
     ...overrides,
