@@ -36,19 +36,12 @@ export function createHttpProvider(options: HttpProviderOptions): EmbeddingProvi
 
   /** One embedding as the endpoint sent it (base64 or numbers), checked against the dimensions. */
   function vectorOf(embedding: unknown): Float32Array {
-    if (typeof embedding === 'string') {
-      const bytes = Buffer.from(embedding, 'base64');
-      if (bytes.length !== options.dimensions * 4) {
-        throw new EmbeddingError(`embedding endpoint returned a vector of ${bytes.length / 4} dimensions, expected ${options.dimensions}`);
-      }
-      return normalize(new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length)));
-    }
-    if (!Array.isArray(embedding) || embedding.length !== options.dimensions) {
-      throw new EmbeddingError(
-        `embedding endpoint returned a vector of ${Array.isArray(embedding) ? embedding.length : 0} dimensions, expected ${options.dimensions}`,
-      );
-    }
-    return normalize(Float32Array.from(embedding as number[]));
+    const bytes = typeof embedding === 'string' ? Buffer.from(embedding, 'base64') : undefined;
+    const length = bytes ? bytes.length / 4 : Array.isArray(embedding) ? embedding.length : 0;
+    if (length !== options.dimensions) throw new EmbeddingError(`embedding endpoint returned a vector of ${length} dimensions, expected ${options.dimensions}`);
+    return normalize(
+      bytes ? new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length)) : Float32Array.from(embedding as number[]),
+    );
   }
 
   async function request(input: string[]): Promise<Float32Array[]> {
