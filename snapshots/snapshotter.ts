@@ -449,15 +449,20 @@ export class Snapshotter {
    * graph in memory and every insert done twice). `reuseGraphs` (for the last snapshot before
    * exit, when nothing else needs the main thread): graphs held in memory are saved too, which
    * blocks the main thread for a moment.
+   *
+   * `dumps` (default true): whether the snapshot may hold dumps of the engine's state (index and
+   * item dumps: a restart from it replays no record). They are written on the main thread, which
+   * serves nothing meanwhile (4.8 s at a million chunks): SnapshotManager asks for them at shutdown
+   * and for small nodes only.
    */
-  snapshot(options: { reuseGraphs?: boolean } = {}): Promise<SnapshotInfo> {
-    this.running ??= this.take(options.reuseGraphs === true).finally(() => {
+  snapshot(options: { reuseGraphs?: boolean; dumps?: boolean } = {}): Promise<SnapshotInfo> {
+    this.running ??= this.take(options.reuseGraphs === true, options.dumps !== false).finally(() => {
       this.running = undefined;
     });
     return this.running;
   }
 
-  private async take(reuseGraphs: boolean): Promise<SnapshotInfo> {
+  private async take(reuseGraphs: boolean, dumps: boolean): Promise<SnapshotInfo> {
     const seq = await this.engine.sealLog();
     const prev = this.latest;
     if (prev && prev.seq >= seq) return prev;
@@ -469,7 +474,7 @@ export class Snapshotter {
       const mainGraphs = this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`), { viewsOnly: !reuseGraphs });
       // The indexes as they are, when they are exactly the snapshot's state (a single node with
       // nothing applied after the sealed log; written in this same synchronous step).
-      const exact = range.kind === 'segments' && this.engine.shards.holdsAll && this.engine.lastSequence === seq;
+      const exact = dumps && range.kind === 'segments' && this.engine.shards.holdsAll && this.engine.lastSequence === seq;
       const dumped = exact ? this.engine.dumpIndexes() : [];
       const indexes = writeIndexDumps(tmp, dumped, prev);
       // With the items too (and the text store's file), a restart replays no record.

@@ -1,7 +1,8 @@
 // When the snapshot policy (snapshots/policy.ts) takes a snapshot for the log's size: on the log
 // written since the newest snapshot (not the part kept for the one before, which made every check
 // of a bulk load take another snapshot), and only once that also reaches SNAPSHOT_LOG_GROWTH of the
-// newest snapshot's size.
+// newest snapshot's size. Whether a snapshot holds dumps of the engine's state: at shutdown always,
+// while serving only up to SNAPSHOT_DUMP_MAX_CHUNKS (they are written on the main thread).
 import { afterEach, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { LocalSnapshotStore, openEngine, SnapshotManager, type Snapshotter } from '../../snapshots';
@@ -15,14 +16,14 @@ afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-async function setUp(policy: { logBytes: number; logGrowth: number }) {
+async function setUp(policy: { logBytes: number; logGrowth: number; dumpChunks?: number }) {
   const dir = TestServer.tempDir();
   const { engine, snapshots } = await openEngine({ dataDir: dir, compute: { documentWorkers: 1 }, log: () => {} });
   const manager = new SnapshotManager(
     engine,
     snapshots,
     new LocalSnapshotStore(snapshots.dir),
-    { intervalMs: 3_600_000, keep: 2, checkMs: 20, maxBackoffMs: 1000, ...policy },
+    { intervalMs: 3_600_000, keep: 2, checkMs: 20, maxBackoffMs: 1000, dumpChunks: 1_000_000, ...policy },
     quiet,
   );
   cleanup.push(async () => {
@@ -37,7 +38,7 @@ async function setUp(policy: { logBytes: number; logGrowth: number }) {
     while ((await engine.logBytes(snapshots.latest?.seq ?? 0)) < bytes)
       await engine.addContent(ORG, kb.id, { text: `Item ${n++} ${'words about glaciers '.repeat(40)}` });
   };
-  return { engine, snapshots, manager, writeUntil, write: () => engine.addContent(ORG, kb.id, { text: `Item ${n++}` }) };
+  return { dir, kb, engine, snapshots, manager, writeUntil, write: () => engine.addContent(ORG, kb.id, { text: `Item ${n++}` }) };
 }
 
 /** Lets the manager check a few times (checkMs 20). */
@@ -72,6 +73,8 @@ test('past SNAPSHOT_LOG_MB, the log must also reach SNAPSHOT_LOG_GROWTH of the n
   const { engine, snapshots, manager, writeUntil } = await setUp({ logBytes: 16 * 1024, logGrowth: 1 });
   await manager.start();
   await writeUntil(128 * 1024, snapshots);
+  // Indexed first: an item indexed after the snapshots would log a record they lack.
+  while (engine.stats().queueDepth > 0) await Bun.sleep(10);
   // A snapshot of everything written (the first call may join one the writes started).
   await manager.run('test');
   await manager.run('test');
@@ -88,4 +91,49 @@ test('past SNAPSHOT_LOG_MB, the log must also reach SNAPSHOT_LOG_GROWTH of the n
   // Past the snapshot's size: one.
   await writeUntil(threshold, snapshots);
   await snapshotAfter(snapshots, first);
+}, 60_000);
+
+test('snapshots while serving hold dumps up to SNAPSHOT_DUMP_MAX_CHUNKS chunks, the one at shutdown always', async () => {
+  const { dir, kb, engine, snapshots, manager, write } = await setUp({ logBytes: 1 << 30, logGrowth: 0, dumpChunks: 3 });
+  const indexed = async () => {
+    while (engine.stats().queueDepth > 0) await Bun.sleep(10);
+  };
+  const dumps = () => ({ items: snapshots.latest!.manifest.items !== undefined, indexes: snapshots.latest!.manifest.indexes?.length ?? 0 });
+  for (let i = 0; i < 3; i++) await write();
+  await indexed();
+  expect(engine.stats().chunks).toBe(3);
+  await manager.run('interval');
+  expect(dumps()).toEqual({ items: true, indexes: 1 });
+  await write();
+  await indexed();
+  await manager.run('interval');
+  const noDumps = snapshots.latest!.seq;
+  expect(noDumps).toBe(engine.lastSequence);
+  expect(dumps()).toEqual({ items: false, indexes: 0 });
+  // A start from it replays its records into the same state.
+  const before = engine.searchFullText(ORG, kb.id, { query: 'item', limit: 10 }).map((h) => h.chunkId);
+  expect(before).toHaveLength(4);
+  await manager.stop();
+  await engine.close();
+  const again = await openEngine({ dataDir: dir, compute: { documentWorkers: 1 }, log: () => {} });
+  try {
+    expect(again.snapshots.latest!.seq).toBe(noDumps);
+    expect(again.engine.searchFullText(ORG, kb.id, { query: 'item', limit: 10 }).map((h) => h.chunkId)).toEqual(before);
+    // At shutdown, past the bound all the same: dumps.
+    const atShutdown = new SnapshotManager(
+      again.engine,
+      again.snapshots,
+      new LocalSnapshotStore(again.snapshots.dir),
+      { intervalMs: 3_600_000, keep: 2, checkMs: 20, maxBackoffMs: 1000, logBytes: 1 << 30, logGrowth: 0, dumpChunks: 3 },
+      quiet,
+    );
+    await again.engine.addContent(ORG, kb.id, { text: 'Item after the restart' });
+    while (again.engine.stats().queueDepth > 0) await Bun.sleep(10);
+    await atShutdown.shutdown(30_000);
+    expect(again.snapshots.latest!.seq).toBeGreaterThan(noDumps);
+    expect(again.snapshots.latest!.manifest.items).toBeDefined();
+    expect(again.snapshots.latest!.manifest.indexes).toHaveLength(1);
+  } finally {
+    await again.engine.close();
+  }
 }, 60_000);
