@@ -6,7 +6,7 @@ import { buildKey, type IngestionQueue } from './ingest/queue';
 import { ContentWaiters } from './ingest/waiters';
 import type { ContentItem, KnowledgeBase } from './kb/knowledge-base';
 import type { LogRange } from './log/log';
-import { checkOrgQuota, contentOf, heldKbOf, kbOf, type EngineCore } from './methods/core';
+import { checkOrgQuota, contentOf, heldKbOf, kbOf, now, type EngineCore } from './methods/core';
 import * as contents from './methods/contents';
 import * as imports from './methods/import';
 import * as kbs from './methods/knowledge-bases';
@@ -195,6 +195,15 @@ export class Engine {
   /** Seal the log written so far; resolves with the last sealed sequence number. */
   sealLog(): Promise<number> {
     return this.closed ? Promise.reject(new EngineError('ENGINE_CLOSED', 'The engine is closed')) : this.node.log.roll();
+  }
+
+  /** Log a record that changes nothing (LogRecord 'log.mark'): a later log position for the next snapshot. */
+  markLog = async (): Promise<void> => {
+    await this.commit({ t: 'log.mark', at: now() });
+  };
+  /** Whether snapshots can hold dumps of this engine's state: it holds every shard (a single node). */
+  get dumpsState(): boolean {
+    return this.shards.holdsAll;
   }
 
   /** Sealed log records (afterSeq, throughSeq], readable from a worker thread (readLogRange). */

@@ -104,7 +104,13 @@ export type LogRecord =
     }
   | { t: 'content.failed'; kbId: string; id: string; version: number; error: string; configId?: string; at: string }
   /** A failed item's version is queued for indexing again (the re-index API). */
-  | { t: 'content.retry'; kbId: string; id: string; version: number; at: string };
+  | { t: 'content.retry'; kbId: string; id: string; version: number; at: string }
+  /**
+   * Changes nothing. Logged at graceful shutdown when nothing was written since the newest
+   * snapshot but that snapshot lacks dumps of the state: the snapshot at shutdown, which must
+   * cover a later log position than the one before it, can then hold them (SnapshotManager.shutdown).
+   */
+  | { t: 'log.mark'; at: string };
 
 /**
  * Whether two configurations index alike: the same embedding (model, export, dimensions, vector

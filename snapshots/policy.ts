@@ -202,7 +202,14 @@ export class SnapshotManager {
   /** Final snapshot on graceful shutdown (bounded by `timeoutMs`). */
   async shutdown(timeoutMs: number): Promise<void> {
     await this.stop();
-    if (this.engine.lastSequence <= this.seqAtLastSnapshot && this.status.confirmedSeq === this.status.lastSeq) return;
+    if (this.engine.lastSequence <= this.seqAtLastSnapshot && this.status.confirmedSeq === this.status.lastSeq) {
+      // Nothing new, but the newest snapshot was taken without dumps (a node past dumpChunks): a
+      // restart from it would replay every record. A record that changes nothing lets the snapshot
+      // at shutdown, with them, follow it.
+      const latest = this.snapshots.latest;
+      if (!latest || latest.manifest.items !== undefined || !this.engine.dumpsState) return;
+      await this.engine.markLog();
+    }
     await Promise.race([this.run('shutdown'), Bun.sleep(timeoutMs)]);
   }
 }

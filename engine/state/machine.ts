@@ -133,6 +133,8 @@ export function applyRecord(target: StateTarget, record: LogRecord, attachment?:
       target.failContent(record);
       return true;
     }
+    case 'log.mark':
+      return false;
     case 'content.retry': {
       const item = target.contentState(record.kbId, record.id);
       if (!item || item.version !== record.version || item.status !== 'failed') return false;

@@ -23,7 +23,8 @@ export type Op =
   | { op: 'failed'; kb: number; item: number; stale: boolean; next: boolean }
   | { op: 'retry'; kb: number; item: number; stale: boolean }
   | { op: 'reconfigure'; kb: number; shape: number }
-  | { op: 'activate'; kb: number };
+  | { op: 'activate'; kb: number }
+  | { op: 'mark'; kb: number };
 
 const kb = fc.integer({ min: 0, max: KBS.length - 1 });
 const item = fc.integer({ min: 0, max: ITEMS.length - 1 });
@@ -52,6 +53,8 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
   // Shape 0 indexes as the configuration knowledge bases are created with (a cancel while it is active).
   { arbitrary: fc.record({ op: fc.constant('reconfigure' as const), kb, shape: fc.integer({ min: 0, max: 2 }) }), weight: 3 },
   { arbitrary: fc.record({ op: fc.constant('activate' as const), kb }), weight: 2 },
+  // Changes nothing (logged at shutdown so that a snapshot with dumps can follow one without).
+  { arbitrary: fc.record({ op: fc.constant('mark' as const), kb }), weight: 1 },
 );
 
 /** Chunk sizes of the configuration shapes a build may ask for (shape 0: as knowledge bases are created). */
@@ -87,6 +90,10 @@ export function toRecords(ops: Op[]): LogRecord[] {
     }
     if (o.op === 'update') {
       out.push({ t: 'kb.update', id: kbId, name: `renamed ${out.length}`, description: 'd', at: AT });
+      continue;
+    }
+    if (o.op === 'mark') {
+      out.push({ t: 'log.mark', at: AT });
       continue;
     }
     if (o.op === 'deleteKb') {
