@@ -216,7 +216,7 @@ export class Engine {
   }
   /** Save every in-memory HNSW graph (to `pathOf(kbId)`), with the documents each holds. */
   saveGraphs = (pathOf: (kbId: string) => string, options: { viewsOnly?: boolean } = {}) => this.state.saveGraphs(pathOf, options.viewsOnly);
-  /** Every index set as flat arrays (views of the live indexes: write them out before anything else runs). */
+  /** Every index set as flat arrays that later changes leave as they are (a snapshot writes them while the engine goes on). */
   dumpIndexes = () => this.state.dumpIndexes();
   /** Every knowledge base's items and the text store's file, when all can be dumped (LiveState.dumpItems); same rule as dumpIndexes. */
   dumpItems = () => this.state.dumpItems();

@@ -7,12 +7,16 @@
 // an array of its own (aligned, none kept alive by another) and checked against its CRC32, or the
 // whole file against the manifest's: a dump that fails any check is not used, and the records
 // (which still hold everything) are replayed instead.
-import { closeSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { PRIVATE_FILE } from '../engine';
 
 const PREFIX_BYTES = 24;
-/** Small pieces (most posting lists) are gathered into writes of up to this many bytes. */
-const STAGE_BYTES = 1 << 20;
+/**
+ * Every piece is copied into a buffer of this many bytes, written when full: small pieces (most
+ * posting lists) make large writes, and what is written is what was checked (PreparedDump).
+ */
+const STAGE_BYTES = 4 << 20;
 
 export type Kind = 'i32' | 'u32' | 'u8' | 'f64' | 'json' | 'number';
 const ARRAYS = { i32: Int32Array, u32: Uint32Array, u8: Uint8Array, f64: Float64Array } as const;
@@ -55,15 +59,28 @@ const bytesOf = (a: ArrayBufferView) => new Uint8Array(a.buffer, a.byteOffset, a
 const pad8 = (n: number) => (n + 7) & ~7;
 const optionalGroup = (format: DumpFormat, path: string) => format.optional?.find((p) => path.startsWith(p));
 
+/** A dump whose content was fixed when it was prepared (prepareDumpFile), to be written to a file. */
+export interface PreparedDump {
+  /**
+   * Write it to `path` (a new file; the caller makes it durable), off the calling thread but for
+   * copying it through a staging buffer 4 MiB at a time. Rejects when an array it holds changed
+   * since it was prepared (the file would not be the state it was taken from). Resolves with its
+   * size and the CRC32 of the whole file (the manifest's entry).
+   */
+  write(path: string): Promise<{ bytes: number; crc32: number }>;
+}
+
 /**
- * Write `value` as a dump of `format` to `path` (a new file; the caller makes it durable), with
- * `identity` in its header. Returns its size and the CRC32 of the whole file (the manifest's entry).
+ * Prepare `value` as a dump of `format` with `identity` in its header: every section's checksum
+ * is taken now, over the arrays as they are (views, not copies), and write() copies them out
+ * later, checking that each section still has that checksum. The caller keeps the arrays from
+ * changing until then (append beyond a view, or replace an array, but never write inside one).
  * A field given as an array of arrays is written as their concatenation.
  */
-export function writeDumpFile(path: string, format: DumpFormat, identity: Record<string, string>, value: unknown): { bytes: number; crc32: number } {
+export function prepareDumpFile(format: DumpFormat, identity: Record<string, string>, value: unknown): PreparedDump {
   const scalars: Record<string, number> = {};
   // Each section as pieces (views: a posting list each), checksummed first, since the header before
-  // them lists their checksums; then copied out through one staging buffer.
+  // them lists their checksums.
   const bodies: Uint8Array[][] = [];
   const sections: Section[] = [];
   let offset = 0;
@@ -97,45 +114,69 @@ export function writeDumpFile(path: string, format: DumpFormat, identity: Record
   view.setUint32(12, header.length, true);
   view.setUint32(16, Bun.hash.crc32(header), true);
   prefix.set(header, PREFIX_BYTES);
-  const fd = openSync(path, 'wx', PRIVATE_FILE);
+  return { write: (path) => writeSections(path, format, prefix, sections, bodies) };
+}
+
+/** The prefix and each section's pieces (zero-padded to 8), through one staging buffer, written asynchronously. */
+async function writeSections(
+  path: string,
+  format: DumpFormat,
+  prefix: Uint8Array,
+  sections: readonly Section[],
+  bodies: readonly Uint8Array[][],
+): Promise<{ bytes: number; crc32: number }> {
+  const file = await open(path, 'wx', PRIVATE_FILE);
   const stage = new Uint8Array(STAGE_BYTES);
   let staged = 0;
   let crc = 0;
   let at = 0;
-  const flush = () => {
+  const flush = async () => {
+    crc = Bun.hash.crc32(stage.subarray(0, staged), crc);
     let done = 0;
-    while (done < staged) done += writeSync(fd, stage, done, staged - done, at + done);
+    while (done < staged) done += (await file.write(stage, done, staged - done, at + done)).bytesWritten;
     at += staged;
     staged = 0;
   };
-  const write = (b: Uint8Array) => {
-    crc = Bun.hash.crc32(b, crc);
-    if (staged + b.length > stage.length) flush();
-    if (b.length > stage.length) {
-      let done = 0;
-      while (done < b.length) done += writeSync(fd, b, done, b.length - done, at + done);
-      at += b.length;
-    } else {
-      stage.set(b, staged);
-      staged += b.length;
+  /** Copy `b` into the stage (flushing it when full); returns the CRC32 of what was copied, continuing `from`. */
+  const put = async (b: Uint8Array, from: number): Promise<number> => {
+    let sectionCrc = from;
+    for (let off = 0; off < b.length; ) {
+      if (staged === stage.length) await flush();
+      const n = Math.min(b.length - off, stage.length - staged);
+      stage.set(b.subarray(off, off + n), staged);
+      // Checked on the copy: the bytes written are the bytes checked.
+      sectionCrc = Bun.hash.crc32(stage.subarray(staged, staged + n), sectionCrc);
+      staged += n;
+      off += n;
     }
+    return sectionCrc;
   };
   try {
-    write(prefix);
+    await put(prefix, 0);
     const zeros = new Uint8Array(8);
-    for (const pieces of bodies) {
+    for (let i = 0; i < sections.length; i++) {
+      let sectionCrc = 0;
       let bytes = 0;
-      for (const b of pieces) {
-        write(b);
+      for (const b of bodies[i]!) {
+        // Only a piece that reaches a flush waits: the rest copies without a turn of its own.
+        sectionCrc = staged + b.length < stage.length ? copyInto(b, sectionCrc) : await put(b, sectionCrc);
         bytes += b.length;
       }
-      if (bytes % 8 !== 0) write(zeros.subarray(0, 8 - (bytes % 8)));
+      if (sectionCrc !== sections[i]!.crc32) throw new Error(`${format.name}: ${sections[i]!.path} changed while it was written`);
+      if (bytes % 8 !== 0) await put(zeros.subarray(0, 8 - (bytes % 8)), 0);
     }
-    flush();
+    await flush();
   } finally {
-    closeSync(fd);
+    await file.close();
   }
   return { bytes: at, crc32: crc };
+
+  function copyInto(b: Uint8Array, from: number): number {
+    stage.set(b, staged);
+    const next = Bun.hash.crc32(stage.subarray(staged, staged + b.length), from);
+    staged += b.length;
+    return next;
+  }
 }
 
 function readExactly(fd: number, into: Uint8Array, position: number, path: string): void {
@@ -148,7 +189,7 @@ function readExactly(fd: number, into: Uint8Array, position: number, path: strin
 }
 
 /**
- * Read a dump written by writeDumpFile, every section checked against its CRC32 and, given the
+ * Read a dump written by prepareDumpFile, every section checked against its CRC32 and, given the
  * manifest's entry (`whole`), the file against its size and CRC32; throws with the reason when the
  * file is not a complete, intact dump of `format` with `identity`. `checksums: false`: only the
  * header's is checked (the caller has the whole file's checked elsewhere before using the dump).

@@ -3,7 +3,7 @@
 // so a restart loads them in a few large reads instead of re-adding every chunk of the records.
 // The file is a dump file (snapshots/dump-file.ts) whose header names the knowledge base and configuration.
 import type { IndexSetDump } from '../engine';
-import { readDumpFile, writeDumpFile, type DumpFormat, type Kind } from './dump-file';
+import { prepareDumpFile, readDumpFile, type DumpFormat, type Kind, type PreparedDump } from './dump-file';
 
 /** Bumped when the sections change: a dump of another version is not used (the records are). */
 export const INDEX_DUMP_VERSION = 1;
@@ -54,12 +54,9 @@ const FORMAT: DumpFormat = { name: 'an index dump', magic: 'KBIXDUMP', version: 
 
 export const indexDumpFileName = (kbId: string, configId: string) => `index-${kbId}-${configId}.dump`;
 
-/**
- * Write a dump to `path` (a new file; the caller makes it durable). Returns its size and the
- * CRC32 of the whole file (the manifest's entry).
- */
-export function writeIndexDump(path: string, kbId: string, configId: string, dump: IndexSetDump): { bytes: number; crc32: number } {
-  return writeDumpFile(path, FORMAT, { kbId, configId }, dump);
+/** An index set's dump, fixed now and written later (PreparedDump: its arrays must not change meanwhile). */
+export function prepareIndexDump(kbId: string, configId: string, dump: IndexSetDump): PreparedDump {
+  return prepareDumpFile(FORMAT, { kbId, configId }, dump);
 }
 
 /**

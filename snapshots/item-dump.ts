@@ -4,7 +4,7 @@
 // builds its state from these and replays no record. The file is a dump file
 // (snapshots/dump-file.ts) whose header names the knowledge base.
 import type { ItemDump } from '../engine';
-import { readDumpFile, writeDumpFile, type DumpFormat } from './dump-file';
+import { prepareDumpFile, readDumpFile, type DumpFormat, type PreparedDump } from './dump-file';
 
 /** Bumped when the sections change: a dump of another version is not used (the records are). */
 export const ITEM_DUMP_VERSION = 1;
@@ -40,9 +40,9 @@ const FORMAT: DumpFormat = {
 
 export const itemDumpFileName = (kbId: string) => `items-${kbId}.dump`;
 
-/** Write a dump to `path` (a new file; the caller makes it durable): its size and CRC32 (the manifest's entry). */
-export function writeItemDump(path: string, dump: ItemDump): { bytes: number; crc32: number } {
-  return writeDumpFile(path, FORMAT, { kbId: dump.kb.id }, dump);
+/** A knowledge base's item dump, fixed now and written later (PreparedDump). */
+export function prepareItemDump(dump: ItemDump): PreparedDump {
+  return prepareDumpFile(FORMAT, { kbId: dump.kb.id }, dump);
 }
 
 /** Read a dump written by writeItemDump; throws with the reason when it is not a complete, intact dump of `kbId` (`options`: readDumpFile's). */

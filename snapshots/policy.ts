@@ -29,10 +29,10 @@ export interface SnapshotPolicy {
   logGrowth: number;
   /**
    * Snapshots taken while serving hold dumps of the engine's state (a restart from one replays no
-   * record) only while the node holds at most this many chunks: the dumps are written on the main
-   * thread, which answers nothing meanwhile (about 5 µs a chunk on 2 shared cores: 4.8 s at a
-   * million). A larger node dumps at graceful shutdown only; a restart after a crash replays the
-   * newest snapshot's records instead (slower, and no pause while serving).
+   * record) only while the node holds at most this many chunks: the dumps are taken on the main
+   * thread, which answers nothing meanwhile (0.74 s at a million chunks on 2 shared cores; they are
+   * written after, off it). A larger node dumps at graceful shutdown only; a restart after a crash
+   * replays the newest snapshot's records instead (85 s at a million chunks, against about 3).
    */
   dumpChunks: number;
   keep: number;

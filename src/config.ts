@@ -172,7 +172,7 @@ export function loadConfig(env: Env = process.env) {
       intervalMs: num(env, 'SNAPSHOT_INTERVAL_MIN', 15) * 60_000,
       logBytes: num(env, 'SNAPSHOT_LOG_MB', 256) * MiB,
       logGrowth: num(env, 'SNAPSHOT_LOG_GROWTH', 0.5),
-      dumpChunks: int(env, 'SNAPSHOT_DUMP_MAX_CHUNKS', 50_000, 0),
+      dumpChunks: int(env, 'SNAPSHOT_DUMP_MAX_CHUNKS', 1_000_000, 0),
       keep: int(env, 'SNAPSHOT_KEEP', 2, 1),
       checkMs: int(env, 'SNAPSHOT_CHECK_MS', 5000, 10),
       maxBackoffMs: int(env, 'SNAPSHOT_MAX_BACKOFF_MS', 300_000, 10),

@@ -6,15 +6,16 @@
 // The snapshot is then kept and the engine opened on it again (restart after that shutdown).
 //   bun bench/restart/shutdown.ts [--dir .bench-out/restart/base-100000] [--tail 2000] [--full]
 // `--full`: the snapshot written whole, as before incremental snapshots (the code after them).
-// The index dumps are written (and vector files linked) on the main thread as the Snapshotter writes
-// them ('index dumps (main thread)'), made durable (vector files checksummed) by the build ('index dumps').
+// The dumps are taken (and vector files linked) on the main thread as the Snapshotter takes them
+// ('dumps taken (main thread)'), written off it ('dumps written'), made durable (vector files
+// checksummed) by the build ('index dumps').
 import { cpSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildSnapshot } from '../../snapshots/build';
 import { openEngine } from '../../snapshots';
+import { writeDumps } from '../../snapshots/snapshotter';
 import { snapshotDirName } from '../../snapshots/format';
-import { indexDumpFileName, writeIndexDump } from '../../snapshots/index-dump';
 import { loadCorpus, replicaText } from '../lib/corpus';
 import { BENCH_OUT } from '../lib/paths';
 import { spawnStub } from '../snapshot/stub';
@@ -57,31 +58,13 @@ mkdirSync(tmp);
 t = performance.now();
 const mainGraphs = engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`));
 phases['save graphs (main thread)'] = Math.round(performance.now() - t);
-// The index dumps, as Snapshotter.take() writes them (code that knows them).
+// The index and item dumps, as Snapshotter.take() writes them: taken on the main thread, written after.
 t = performance.now();
-// Code that links vector files beside the dumps does it as the Snapshotter does (writeIndexDumps).
-const snapshotter = (await import('../../snapshots/snapshotter')) as {
-  writeIndexDumps?: (dir: string, dumps: unknown, prev?: unknown) => unknown[];
-  writeItemDumps?: (dir: string, items: unknown, dumped: unknown, indexes: unknown, prev?: unknown) => unknown;
-};
-const dumped = 'dumpIndexes' in engine ? engine.dumpIndexes() : [];
-const indexes = (
-  !('dumpIndexes' in engine)
-    ? []
-    : snapshotter.writeIndexDumps
-      ? snapshotter.writeIndexDumps(tmp, dumped, prev)
-      : engine.dumpIndexes().map(({ kbId, configId, dump }) => {
-          const name = indexDumpFileName(kbId, configId);
-          return { kbId, configId, file: { name, ...writeIndexDump(join(tmp, name), kbId, configId, dump) } };
-        })
-) as Parameters<typeof buildSnapshot>[0]['indexes'];
-phases['index dumps (main thread)'] = Math.round(performance.now() - t);
-// Item dumps and the text store's file, as Snapshotter.take() writes them (code that has them).
+const written = writeDumps(tmp, engine.dumpIndexes(), engine.dumpItems(), prev);
+phases['dumps taken (main thread)'] = Math.round(performance.now() - t);
 t = performance.now();
-const items = (
-  snapshotter.writeItemDumps && 'dumpItems' in engine ? snapshotter.writeItemDumps(tmp, engine.dumpItems(), dumped, indexes, prev) : undefined
-) as Parameters<typeof buildSnapshot>[0]['items'];
-phases['item dumps (main thread)'] = Math.round(performance.now() - t);
+const { indexes, items } = await written;
+phases['dumps written'] = Math.round(performance.now() - t);
 t = performance.now();
 const manifest = await buildSnapshot(
   {

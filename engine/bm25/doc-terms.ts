@@ -137,9 +137,10 @@ export class DocTerms {
     return at;
   }
 
-  /** The pool and offsets as they are (views: write them out before the next change). */
+  /** The pool as it is (a view: later entries go past it, a compaction into a new pool) and a copy of the offsets. */
   dump(): DocTermsDump {
-    return { pool: this.pool.subarray(0, this.used), offsets: this.offsets, dead: this.dead };
+    // The pool is only appended to or replaced; offsets change in place (deletes): a copy.
+    return { pool: this.pool.subarray(0, this.used), offsets: this.offsets.slice(), dead: this.dead };
   }
 
   /** Take over a dump; the pool becomes a view of its array (no copy) until it next grows. */

@@ -77,7 +77,15 @@ class PostingList {
     }
   }
 
+  /**
+   * Drop the postings of dead documents, into new arrays: a dump being written may still be reading
+   * the old ones (InvertedIndex.dump: postings are only ever appended past a list's length, or moved).
+   */
   compact(alive: Uint8Array, docLength: Uint32Array): void {
+    let live = 0;
+    for (let r = 0; r < this.length; r++) live += alive[this.docs[r]!]!;
+    const docs = new Int32Array(Math.max(4, live));
+    const tfs = new Uint8Array(docs.length);
     let w = 0;
     this.maxTf = 0;
     this.minDocLength = Infinity;
@@ -85,13 +93,15 @@ class PostingList {
       const d = this.docs[r]!;
       if (alive[d]) {
         const tf = this.tfAt(r, d);
-        this.docs[w] = d;
-        this.tfs[w] = this.tfs[r]!;
+        docs[w] = d;
+        tfs[w] = this.tfs[r]!;
         if (tf > this.maxTf) this.maxTf = tf;
         if (docLength[d]! < this.minDocLength) this.minDocLength = docLength[d]!;
         w++;
       }
     }
+    this.docs = docs;
+    this.tfs = tfs;
     this.length = w;
     this.dead = 0;
     if (this.bigTfs) for (const d of this.bigTfs.keys()) if (!alive[d]) this.bigTfs.delete(d);
@@ -798,8 +808,10 @@ export class InvertedIndex {
   // --- dump and load (snapshots: restart loads the index as it was instead of re-adding every document) ---
 
   /**
-   * The index as flat typed arrays (snapshots/index-dump.ts writes them). The arrays may be views of
-   * the live structures: write them out before the index changes again.
+   * The index as flat typed arrays (snapshots/index-dump.ts writes them) that later changes leave as
+   * they are, so a snapshot writes them while the index goes on: views of the postings (appended to
+   * past a list's length, compacted into new arrays) and of per-document arrays only new documents
+   * write, copies of those deletes and grouping write in place.
    */
   dump(): InvertedIndexDump {
     const n = this.lists.length;
@@ -860,9 +872,10 @@ export class InvertedIndex {
       postingDocs,
       postingTfs,
       bigTfs,
+      // Views where only new documents are written (past `docs`), copies where deletes and grouping write in place.
       docLength: this.docLength.subarray(0, docs),
-      alive: this.alive.subarray(0, docs),
-      groupOf: this.groupOf.subarray(0, docs),
+      alive: this.alive.slice(0, docs),
+      groupOf: this.groupOf.slice(0, docs),
       spanStart: this.spanStart.subarray(0, docs),
       spanEnd: this.spanEnd.subarray(0, docs),
       docTerms: this.docTerms.dump(),

@@ -89,7 +89,7 @@ export class ChunkTable<Owner extends object> {
     return bytes;
   }
 
-  /** The columns up to `length` (views: write them out before the next change); owners are not part of it. */
+  /** The columns up to `length` (views: only documents past it are written); owners are not part of it. */
   dump(): ChunkTableDump {
     const n = this.count;
     return {

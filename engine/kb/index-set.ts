@@ -163,7 +163,7 @@ export class IndexSet {
     this.restoringDocs = -1;
   }
 
-  /** The chunk table and BM25 as flat arrays (views: write them out before the next change). */
+  /** The chunk table and BM25 as flat arrays that later changes leave as they are (views where only later documents are written or arrays are replaced, copies where changes are made in place). */
   dump(): IndexSetDump {
     if (this.restoring) throw new Error('an index set still waiting for its dump has none to give');
     return { bm25: this.bm25.dump(), chunks: this.chunks.dump(), ...(this.vectors ? { groups: this.vectors.groupsDump() } : {}) };

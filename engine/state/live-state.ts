@@ -86,8 +86,9 @@ export class LiveState implements StateTarget {
   }
 
   /**
-   * Every index set as flat arrays, with its knowledge base and configuration (views: write them out
-   * at once), and its vector file with every row written (rows below its length never change).
+   * Every index set as flat arrays that later changes leave as they are (InvertedIndex.dump), with its
+   * knowledge base and configuration, and its vector file with every row written (rows below its
+   * length never change).
    */
   dumpIndexes(): RestoredIndex[] {
     const out: RestoredIndex[] = [];

@@ -37,7 +37,7 @@ export function quantizedHash(values: ArrayLike<number>, scale: number): number 
   return h >>> 0;
 }
 
-/** The groups as flat arrays (views of the live ones), for an index dump (snapshots/index-dump.ts). */
+/** The groups as flat arrays (copies of the live ones), for an index dump (snapshots/index-dump.ts). */
 export interface DuplicateGroupsDump {
   next: Int32Array;
   prev: Int32Array;
@@ -150,8 +150,9 @@ export class DuplicateGroups {
   }
 
   dump(): DuplicateGroupsDump {
+    // Copies: joins and removals rewrite links and slots in place (a dump is written after this returns).
     const { next, prev, hashes, keyed, slotHash, slotDoc, used } = this;
-    return { next, prev, hashes, keyed, slotHash, slotDoc, used };
+    return { next: next.slice(), prev: prev.slice(), hashes: hashes.slice(), keyed: keyed.slice(), slotHash: slotHash.slice(), slotDoc: slotDoc.slice(), used };
   }
 
   /** Take over groups dumped by `dump` (their arrays are kept, not copied); throws when they do not fit together. */

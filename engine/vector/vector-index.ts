@@ -206,7 +206,7 @@ export class VectorIndex {
     return { path: this.rowsPath, bytes: this.rows.written() };
   }
 
-  /** The duplicate groups as flat arrays (views: write them out before the next change). */
+  /** The duplicate groups as flat arrays (copies). */
   groupsDump(): DuplicateGroupsDump {
     return this.groups.dump();
   }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { InvertedIndex } from '../../engine/bm25/inverted-index';
 import { ChunkTable } from '../../engine/kb/chunk-table';
 import { DuplicateGroups } from '../../engine/vector/duplicate-groups';
-import { readIndexDump, writeIndexDump } from '../../snapshots/index-dump';
+import { prepareIndexDump, readIndexDump } from '../../snapshots/index-dump';
 import { mulberry32 } from '../helpers/random';
 
 /** The PRNG with an integer helper. */
@@ -80,9 +80,9 @@ function build(rng: Rng, index: InvertedIndex, table: ChunkTable<object>, items:
   return doc;
 }
 
-function roundTrip<O extends object>(name: string, index: InvertedIndex, table: ChunkTable<O>) {
+async function roundTrip<O extends object>(name: string, index: InvertedIndex, table: ChunkTable<O>) {
   const path = join(dir, name);
-  const whole = writeIndexDump(path, 'kb_x', 'cfg_x', { bm25: index.dump(), chunks: table.dump() });
+  const whole = await prepareIndexDump('kb_x', 'cfg_x', { bm25: index.dump(), chunks: table.dump() }).write(path);
   expect(whole.bytes).toBe(statSync(path).size);
   return { path, whole, dump: readIndexDump(path, 'kb_x', 'cfg_x', whole) };
 }
@@ -108,14 +108,14 @@ function tableOf<O extends object>(table: ChunkTable<O>, docs: number) {
 }
 
 describe('index dumps', () => {
-  test('a loaded index answers as the original: counts, search, scores, explain, groups, after deletes and grouping', () => {
+  test('a loaded index answers as the original: counts, search, scores, explain, groups, after deletes and grouping', async () => {
     const rng = new Rng(7);
     const index = new InvertedIndex(params);
     const table = new ChunkTable<object>();
     // Enough documents for the commonest terms' lists to get arrays of their own when read back.
     const docs = build(rng, index, table, 700);
     expect(index.groupCount).toBeLessThan(index.docCount); // items were grouped
-    const { dump } = roundTrip('a.dump', index, table);
+    const { dump } = await roundTrip('a.dump', index, table);
     const loaded = new InvertedIndex(params);
     loaded.load(dump.bm25);
     expect(answers(loaded, docs)).toBe(answers(index, docs));
@@ -143,24 +143,24 @@ describe('index dumps', () => {
     expect(t2.id(table.length - 1)).toBe(table.id(table.length - 1)!);
   });
 
-  test('duplicate groups round-trip with the index; a dump without them (no embeddings, or written before them) still reads', () => {
+  test('duplicate groups round-trip with the index; a dump without them (no embeddings, or written before them) still reads', async () => {
     const groups = new DuplicateGroups();
     for (let d = 0; d < 50; d++) groups.join(d, d % 7, (other) => other % 7 === d % 7);
     groups.leave(3);
     const index = new InvertedIndex();
     const table = new ChunkTable<object>();
     const path = join(dir, 'groups');
-    const whole = writeIndexDump(path, 'kb_x', 'cfg_x', { bm25: index.dump(), chunks: table.dump(), groups: groups.dump() });
+    const whole = await prepareIndexDump('kb_x', 'cfg_x', { bm25: index.dump(), chunks: table.dump(), groups: groups.dump() }).write(path);
     const back = readIndexDump(path, 'kb_x', 'cfg_x', whole).groups!;
     const d = groups.dump();
     for (const k of ['next', 'prev', 'hashes', 'keyed', 'slotHash', 'slotDoc', 'used'] as const) expect(back[k]).toEqual(d[k] as never);
-    expect(roundTrip('no-groups', index, table).dump.groups).toBeUndefined();
+    expect((await roundTrip('no-groups', index, table)).dump.groups).toBeUndefined();
   });
 
-  test('an empty index and table round-trip', () => {
+  test('an empty index and table round-trip', async () => {
     const index = new InvertedIndex(params);
     const table = new ChunkTable<object>();
-    const { dump } = roundTrip('empty.dump', index, table);
+    const { dump } = await roundTrip('empty.dump', index, table);
     const loaded = new InvertedIndex(params);
     loaded.load(dump.bm25);
     expect(answers(loaded, 0)).toBe(answers(index, 0));
@@ -168,12 +168,12 @@ describe('index dumps', () => {
     expect(loaded.search(['a'], 1).map((s) => s.doc)).toEqual([0]);
   });
 
-  test('a damaged, cut, foreign or newer dump is refused with the reason', () => {
+  test('a damaged, cut, foreign or newer dump is refused with the reason', async () => {
     const rng = new Rng(3);
     const index = new InvertedIndex(params);
     const table = new ChunkTable<object>();
     build(rng, index, table, 50);
-    const { path, whole } = roundTrip('b.dump', index, table);
+    const { path, whole } = await roundTrip('b.dump', index, table);
     const good = readFileSync(path);
 
     // One byte flipped anywhere (a section, the header, padding): a checksum fails.
@@ -210,6 +210,64 @@ describe('index dumps', () => {
     expect(() => readIndexDump(path, 'kb_x', 'cfg_x')).toThrow(/version 99/);
     writeFileSync(path, Buffer.from('not a dump at all, just text of some length'));
     expect(() => readIndexDump(path, 'kb_x', 'cfg_x')).toThrow(/not an index dump/);
+  });
+
+  test('a dump is the index as it was when taken, however the index changes while it is written', async () => {
+    const rng = new Rng(11);
+    const index = new InvertedIndex(params);
+    const table = new ChunkTable<object>();
+    const groups = new DuplicateGroups();
+    const docs = build(rng, index, table, 700);
+    groups.grow(docs);
+    for (let d = 0; d < docs; d++) groups.join(d, d % 50, (other) => other % 3 === d % 3);
+    const before = answers(index, docs);
+    const owners = Array.from({ length: table.length }, (_, d) => table.owner(d));
+    const tableBefore = tableOf(table, docs);
+    const groupsBefore = JSON.stringify(groups.dump());
+    // Taken now (as a snapshot takes it), written below after the index changed in every way it
+    // can: deletes (lists compact, flags and the document-terms offsets change in place), grouping,
+    // new documents (lists and arrays grow), new duplicate-group members and removals.
+    const prepared = prepareIndexDump('kb_x', 'cfg_x', { bm25: index.dump(), chunks: table.dump(), groups: groups.dump() });
+    // Deletes first: before anything grows, they write into the very arrays the dump holds.
+    const remove = (from: number, to: number) => {
+      for (let d = from; d < to; d += 2) {
+        index.remove(d);
+        table.clear(d);
+        groups.leave(d);
+      }
+    };
+    remove(0, docs);
+    const r = new Rng(5);
+    for (let d = docs; d < docs + 200; d++) {
+      index.add(d, randomDoc(r, 0));
+      table.push({ late: d }, `ch_${d.toString(16).padStart(28, '0')}`, 0, 10, undefined);
+      groups.grow(d + 1);
+      groups.join(d, d % 50, (other) => other % 3 === d % 3);
+    }
+    index.group([docs, docs + 1, docs + 2], { terms: ['w0'], tfs: [1], length: 1 });
+    index.settle();
+    remove(docs, docs + 200);
+    expect(answers(index, docs)).not.toBe(before);
+    const path = join(dir, 'moving.dump');
+    const whole = await prepared.write(path);
+    const dump = readIndexDump(path, 'kb_x', 'cfg_x', whole);
+    const loaded = new InvertedIndex(params);
+    loaded.load(dump.bm25);
+    expect(answers(loaded, docs)).toBe(before);
+    const t2 = new ChunkTable<object>();
+    t2.load(dump.chunks, owners);
+    expect(tableOf(t2, docs)).toBe(tableBefore);
+    expect(JSON.stringify({ ...dump.groups!, used: dump.groups!.used })).toBe(groupsBefore);
+  });
+
+  test('a dump refuses to be written when an array it holds was changed in place after it was taken', async () => {
+    const values = new Uint32Array([1, 2, 3, 4]);
+    const prepared = prepareIndexDump('kb_x', 'cfg_x', {
+      bm25: { ...new InvertedIndex(params).dump(), docLength: values },
+      chunks: new ChunkTable<object>().dump(),
+    });
+    values[2] = 99;
+    await expect(prepared.write(join(dir, 'changed.dump'))).rejects.toThrow(/bm25.docLength changed while it was written/);
   });
 
   test('an index only loads into an empty one', () => {
