@@ -137,46 +137,44 @@ async function writeSections(
     at += staged;
     staged = 0;
   };
-  /** Copy `b` into the stage (flushing it when full); returns the CRC32 of what was copied, continuing `from`. */
-  const put = async (b: Uint8Array, from: number): Promise<number> => {
-    let sectionCrc = from;
-    for (let off = 0; off < b.length; ) {
-      if (staged === stage.length) await flush();
-      const n = Math.min(b.length - off, stage.length - staged);
-      stage.set(b.subarray(off, off + n), staged);
-      // Checked on the copy: the bytes written are the bytes checked.
-      sectionCrc = Bun.hash.crc32(stage.subarray(staged, staged + n), sectionCrc);
-      staged += n;
-      off += n;
-    }
-    return sectionCrc;
+  /**
+   * Copy `b` from `off` into the stage as far as it fits; returns where it stopped, and adds the
+   * CRC32 of what was copied to `sectionCrc` (checked on the copy: the bytes written are the bytes checked).
+   */
+  let sectionCrc = 0;
+  const fill = (b: Uint8Array, off: number): number => {
+    const n = Math.min(b.length - off, stage.length - staged);
+    stage.set(n === b.length ? b : b.subarray(off, off + n), staged);
+    sectionCrc = Bun.hash.crc32(stage.subarray(staged, staged + n), sectionCrc);
+    staged += n;
+    return off + n;
   };
   try {
-    await put(prefix, 0);
     const zeros = new Uint8Array(8);
-    for (let i = 0; i < sections.length; i++) {
-      let sectionCrc = 0;
+    const pieces = [[prefix], ...bodies];
+    for (let i = 0; i < pieces.length; i++) {
+      sectionCrc = 0;
       let bytes = 0;
-      for (const b of bodies[i]!) {
-        // Only a piece that reaches a flush waits: the rest copies without a turn of its own.
-        sectionCrc = staged + b.length < stage.length ? copyInto(b, sectionCrc) : await put(b, sectionCrc);
+      for (const b of pieces[i]!) {
+        // Only a full stage waits (for its write): small pieces copy without a turn of their own.
+        for (let off = 0; off < b.length; ) {
+          if (staged === stage.length) await flush();
+          off = fill(b, off);
+        }
         bytes += b.length;
       }
-      if (sectionCrc !== sections[i]!.crc32) throw new Error(`${format.name}: ${sections[i]!.path} changed while it was written`);
-      if (bytes % 8 !== 0) await put(zeros.subarray(0, 8 - (bytes % 8)), 0);
+      const section = sections[i - 1];
+      if (section && sectionCrc !== section.crc32) throw new Error(`${format.name}: ${section.path} changed while it was written`);
+      if (bytes % 8 !== 0) {
+        if (staged + 8 > stage.length) await flush();
+        fill(zeros.subarray(0, 8 - (bytes % 8)), 0);
+      }
     }
     await flush();
   } finally {
     await file.close();
   }
   return { bytes: at, crc32: crc };
-
-  function copyInto(b: Uint8Array, from: number): number {
-    stage.set(b, staged);
-    const next = Bun.hash.crc32(stage.subarray(staged, staged + b.length), from);
-    staged += b.length;
-    return next;
-  }
 }
 
 function readExactly(fd: number, into: Uint8Array, position: number, path: string): void {

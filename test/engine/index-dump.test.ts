@@ -260,6 +260,22 @@ describe('index dumps', () => {
     expect(JSON.stringify({ ...dump.groups!, used: dump.groups!.used })).toBe(groupsBefore);
   });
 
+  test('sections larger than the staging buffer, and many small pieces across its edges, read back whole', async () => {
+    const big = Uint32Array.from({ length: 3_000_001 }, (_, i) => (i * 2654435761) >>> 0);
+    const postingDocs = Array.from({ length: 20_000 }, (_, i) => Int32Array.from({ length: 1 + (i % 97) }, (_, j) => i + j));
+    const empty = new InvertedIndex(params).dump();
+    const value = { bm25: { ...empty, docLength: big, postingDocs }, chunks: new ChunkTable<object>().dump() };
+    const path = join(dir, 'big.dump');
+    const whole = await prepareIndexDump('kb_x', 'cfg_x', value).write(path);
+    expect(whole.bytes).toBe(statSync(path).size);
+    expect(whole.bytes).toBeGreaterThan(12_000_000);
+    const back = readIndexDump(path, 'kb_x', 'cfg_x', whole).bm25;
+    expect(Buffer.from(back.docLength.buffer, back.docLength.byteOffset, back.docLength.byteLength).equals(Buffer.from(big.buffer))).toBe(true);
+    const docs = back.postingDocs as unknown as Int32Array;
+    expect(docs.length).toBe(postingDocs.reduce((n, p) => n + p.length, 0));
+    expect(docs[docs.length - 1]).toBe(19_999 + (19_999 % 97));
+  });
+
   test('a dump refuses to be written when an array it holds was changed in place after it was taken', async () => {
     const values = new Uint32Array([1, 2, 3, 4]);
     const prepared = prepareIndexDump('kb_x', 'cfg_x', {
