@@ -201,9 +201,13 @@ export class Engine {
   markLog = async (): Promise<void> => {
     await this.commit({ t: 'log.mark', at: now() });
   };
-  /** Whether snapshots can hold dumps of this engine's state: it holds every shard (a single node). */
+  /**
+   * Whether snapshots can hold dumps of this engine's state: a single node, whose own log (segments
+   * on disk) holds every record of every shard. A cluster's snapshots never do (the log is shared).
+   */
   get dumpsState(): boolean {
-    return this.shards.holdsAll;
+    const seq = this.lastSequence;
+    return this.shards.holdsAll && this.logRange(seq, seq).kind === 'segments';
   }
 
   /** Sealed log records (afterSeq, throughSeq], readable from a worker thread (readLogRange). */

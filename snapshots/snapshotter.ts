@@ -493,7 +493,7 @@ export class Snapshotter {
       const mainGraphs = this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`), { viewsOnly: !reuseGraphs });
       // The indexes as they are, when they are exactly the snapshot's state (a single node with
       // nothing applied after the sealed log; taken in this same synchronous step).
-      const exact = withDumps && range.kind === 'segments' && this.engine.shards.holdsAll && this.engine.lastSequence === seq;
+      const exact = withDumps && this.engine.dumpsState && this.engine.lastSequence === seq;
       // With the items too (and the text store's file), a restart replays no record. Taken in this
       // step, written while the engine goes on.
       const dumps = exact ? writeDumps(tmp, this.engine.dumpIndexes(), this.engine.dumpItems(), prev) : undefined;
