@@ -30,7 +30,7 @@ export interface SnapshotPolicy {
   /**
    * Snapshots taken while serving hold dumps of the engine's state (a restart from one replays no
    * record) only while the node holds at most this many chunks: the dumps are taken on the main
-   * thread, which answers nothing meanwhile (0.74 s at a million chunks on 2 shared cores; they are
+   * thread, which answers nothing meanwhile (0.55–0.74 s at a million chunks on 2 shared cores; they are
    * written after, off it). A larger node dumps at graceful shutdown only; a restart after a crash
    * replays the newest snapshot's records instead (85 s at a million chunks, against about 3).
    */

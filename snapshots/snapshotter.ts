@@ -471,7 +471,7 @@ export class Snapshotter {
    *
    * `dumps` (default true): whether the snapshot may hold dumps of the engine's state (index and
    * item dumps: a restart from it replays no record). They are taken on the main thread, which
-   * serves nothing meanwhile (0.74 s at a million chunks), and written off it (writeDumps):
+   * serves nothing meanwhile (0.55–0.74 s at a million chunks), and written off it (writeDumps):
    * SnapshotManager asks for them at shutdown and up to its dumpChunks.
    */
   snapshot(options: { reuseGraphs?: boolean; dumps?: boolean } = {}): Promise<SnapshotInfo> {
