@@ -491,25 +491,17 @@ export class Snapshotter {
     try {
       const range = this.engine.logRange(prev?.seq ?? 0, seq);
       const mainGraphs = this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`), { viewsOnly: !reuseGraphs });
-      // The indexes as they are, when they are exactly the snapshot's state (a single node with
-      // nothing applied after the sealed log; taken in this same synchronous step).
-      const exact = withDumps && this.engine.dumpsState && this.engine.lastSequence === seq;
-      // With the items too (and the text store's file), a restart replays no record. Taken in this
-      // step, written while the engine goes on.
-      const dumps = exact ? writeDumps(tmp, this.engine.dumpIndexes(), this.engine.dumpItems(), prev) : undefined;
-      // At shutdown, continue the previous snapshot instead of rewriting it (build.ts): single node
-      // only (a cluster's log range may hold other shards' records), not past MAX_TAILS files, and
-      // only when the graphs were saved with nothing applied after the sealed log (else one could
-      // belong to a configuration activated since, or the counts differ): the state is then exactly
-      // the snapshot's, and nothing is reconciled.
-      const incremental =
-        reuseGraphs &&
-        prev &&
-        prev.manifest.format >= 2 &&
-        range.kind === 'segments' &&
-        this.engine.shards.holdsAll &&
-        (prev.manifest.tails?.length ?? 0) < MAX_TAILS &&
-        this.engine.lastSequence === seq;
+      // The engine's state is exactly the snapshot's: a single node (its own log, every shard) with
+      // nothing applied after the sealed log, in this same synchronous step.
+      const exact = this.engine.dumpsState && this.engine.lastSequence === seq;
+      // The indexes and items as they are (with the vector and text files): a restart replays no
+      // record. Taken in this step, written while the engine goes on.
+      const dumps = withDumps && exact ? writeDumps(tmp, this.engine.dumpIndexes(), this.engine.dumpItems(), prev) : undefined;
+      // At shutdown, continue the previous snapshot instead of rewriting it (build.ts): only when
+      // the state is exactly the snapshot's (a cluster's log range may hold other shards' records;
+      // a graph saved after more was applied could belong to a configuration activated since, or
+      // the counts differ), so nothing is reconciled, and not past MAX_TAILS files.
+      const incremental = reuseGraphs && prev && prev.manifest.format >= 2 && exact && (prev.manifest.tails?.length ?? 0) < MAX_TAILS;
       const { knowledgeBases, contents, chunks } = this.engine.stats();
       const graphThreshold = this.engine.graphThreshold;
       const shards = this.engine.shards.toJSON();
