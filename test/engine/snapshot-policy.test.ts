@@ -2,7 +2,7 @@
 // written since the newest snapshot (not the part kept for the one before, which made every check
 // of a bulk load take another snapshot), and only once that also reaches SNAPSHOT_LOG_GROWTH of the
 // newest snapshot's size. Whether a snapshot holds dumps of the engine's state: at shutdown always,
-// while serving only up to SNAPSHOT_DUMP_MAX_CHUNKS (they are written on the main thread).
+// while serving only up to SNAPSHOT_DUMP_MAX_CHUNKS (taking them holds the main thread).
 import { afterEach, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { LocalSnapshotStore, openEngine, SnapshotManager, type Snapshotter } from '../../snapshots';
@@ -11,6 +11,8 @@ import { TestServer } from '../helpers/server';
 
 const ORG = 'org_p';
 const quiet = { info() {}, warn() {}, error() {} };
+/** The policy's settings these tests do not vary. */
+const POLICY = { intervalMs: 3_600_000, keep: 2, checkMs: 20, maxBackoffMs: 1000, dumpChunks: 1_000_000 };
 const cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
@@ -19,13 +21,7 @@ afterEach(async () => {
 async function setUp(policy: { logBytes: number; logGrowth: number; dumpChunks?: number }) {
   const dir = TestServer.tempDir();
   const { engine, snapshots } = await openEngine({ dataDir: dir, compute: { documentWorkers: 1 }, log: () => {} });
-  const manager = new SnapshotManager(
-    engine,
-    snapshots,
-    new LocalSnapshotStore(snapshots.dir),
-    { intervalMs: 3_600_000, keep: 2, checkMs: 20, maxBackoffMs: 1000, dumpChunks: 1_000_000, ...policy },
-    quiet,
-  );
+  const manager = new SnapshotManager(engine, snapshots, new LocalSnapshotStore(snapshots.dir), { ...POLICY, ...policy }, quiet);
   cleanup.push(async () => {
     await manager.stop();
     await engine.close();
@@ -125,7 +121,7 @@ test('snapshots while serving hold dumps up to SNAPSHOT_DUMP_MAX_CHUNKS chunks, 
       again.engine,
       again.snapshots,
       new LocalSnapshotStore(again.snapshots.dir),
-      { intervalMs: 3_600_000, keep: 2, checkMs: 20, maxBackoffMs: 1000, logBytes: 1 << 30, logGrowth: 0, dumpChunks: 3 },
+      { ...POLICY, logBytes: 1 << 30, logGrowth: 0, dumpChunks: 3 },
       quiet,
     );
     expect(again.engine.lastSequence).toBe(noDumps);
