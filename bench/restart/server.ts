@@ -4,8 +4,10 @@
 // included), then spawn → /ready again on what that shutdown left. Peak RSS from /proc (VmHWM), RSS
 // once ready (VmRSS, and per chunk), CPU time until ready (every thread; steadier than wall time on
 // a shared machine). The tail's texts come from SciFact (SCIFACT_DIR) when present.
-//   bun bench/restart/server.ts [--dir .bench-out/restart/base-100000] [--tail 1000]
-import { cpSync, readFileSync, rmSync } from 'node:fs';
+//   bun bench/restart/server.ts [--dir .bench-out/restart/base-100000] [--tail 1000] [--cold]
+// `--cold`: the kernel's page cache is dropped before each start (as after a reboot: the runtime,
+// its modules and every snapshot file are read from disk); needs root (/proc/sys/vm/drop_caches).
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { headers, KEY, ORG } from '../http/auth';
@@ -15,7 +17,10 @@ import { BENCH_OUT } from '../lib/paths';
 import { launchServer, waitFor, type Server } from '../lib/server';
 import { spawnStub } from '../snapshot/stub';
 
-const { values } = parseArgs({ args: Bun.argv.slice(2), options: { dir: { type: 'string' }, tail: { type: 'string', default: '1000' } } });
+const { values } = parseArgs({
+  args: Bun.argv.slice(2),
+  options: { dir: { type: 'string' }, tail: { type: 'string', default: '1000' }, cold: { type: 'boolean', default: false } },
+});
 const base = values.dir ?? join(BENCH_OUT, 'restart', 'base-100000');
 const work = `${base}-server`;
 rmSync(work, { recursive: true, force: true });
@@ -49,7 +54,18 @@ function onLine(line: string) {
   }
 }
 
+/** Written-back pages dropped from the page cache (clean ones only go, hence the sync first). */
+function dropPageCache(): void {
+  Bun.spawnSync(['sync']);
+  try {
+    writeFileSync('/proc/sys/vm/drop_caches', '1');
+  } catch (err) {
+    throw new Error(`--cold needs root: writing /proc/sys/vm/drop_caches failed (${err instanceof Error ? err.message : err})`);
+  }
+}
+
 async function start() {
+  if (values.cold) dropPageCache();
   const s = await launchServer({ env, logLevel: 'info', onLine });
   const readyMs = Math.round(await waitFor(s, '/ready', { intervalMs: 10, timeoutMs: 600_000 }));
   const ready = (await (await fetch(`${s.base}/ready`)).json()) as { recovery?: { chunks?: number } };
@@ -99,6 +115,7 @@ console.log(
     {
       dataDir: base,
       tailItems: tail,
+      cold: values.cold,
       first: {
         readyMs: first.readyMs,
         cpuMs: first.cpuMs,
