@@ -1,5 +1,6 @@
-// Builds a data directory of ~N chunks through the engine (vectors from the hashing stub), then one
-// snapshot of it (log truncated), for bench/restart-split.ts:
+// Builds a data directory of ~N chunks through the engine (vectors from the hashing stub), waits
+// until the HNSW graph holds every vector, then takes one snapshot of it (log truncated), for
+// bench/restart/*.ts:
 //   bun bench/restart/build-base.ts [--chunks 100000] [--out .bench-out/restart/base-100000]
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -49,6 +50,14 @@ for (let i = 0; i < items; i += 500) {
 }
 while (engine.stats().queueDepth > 0) await Bun.sleep(200);
 console.log(`${((performance.now() - t0) / 1000).toFixed(0)}s indexed: ${engine.stats().chunks} chunks`);
+// The graph worker falls far behind a load this fast (at 1M it held 233k vectors when indexing
+// ended): a snapshot then would leave every start on it building the rest, and restarts measured
+// on it would time that, not a restart.
+const graphPending = async () => Object.values((await engine.metrics()).byType).reduce((n, t) => n + t.graphPending, 0);
+for (let pending = await graphPending(), s = 0; pending > 0; pending = await graphPending(), s++) {
+  if (s % 60 === 0) console.log(`${((performance.now() - t0) / 1000).toFixed(0)}s: ${pending} vectors not in the graph yet`);
+  await Bun.sleep(500);
+}
 const snap = await snapshots.snapshot({ reuseGraphs: true });
 await engine.truncateLog(snap.seq);
 console.log(`${((performance.now() - t0) / 1000).toFixed(0)}s snapshot ${snap.seq}`, snap.manifest.stats, snap.manifest.graphs);
