@@ -10,6 +10,7 @@ import { textKbConfig } from '../../support/kb-config';
 import { chunkText } from '../lib/engine-internals';
 import { loadCorpus, replicaText } from '../lib/corpus';
 import { HASH_DIMENSIONS, HASH_MODEL } from '../lib/hash-embed';
+import { graphComplete } from '../lib/graph';
 import { BENCH_OUT } from '../lib/paths';
 import { spawnStub } from '../snapshot/stub';
 
@@ -53,11 +54,7 @@ console.log(`${((performance.now() - t0) / 1000).toFixed(0)}s indexed: ${engine.
 // The graph worker falls far behind a load this fast (at 1M it held 233k vectors when indexing
 // ended): a snapshot then would leave every start on it building the rest, and restarts measured
 // on it would time that, not a restart.
-const graphPending = async () => Object.values((await engine.metrics()).byType).reduce((n, t) => n + t.graphPending, 0);
-for (let pending = await graphPending(), s = 0; pending > 0; pending = await graphPending(), s++) {
-  if (s % 60 === 0) console.log(`${((performance.now() - t0) / 1000).toFixed(0)}s: ${pending} vectors not in the graph yet`);
-  await Bun.sleep(500);
-}
+await graphComplete(engine, (pending) => console.log(`${((performance.now() - t0) / 1000).toFixed(0)}s: ${pending} vectors not in the graph yet`));
 const snap = await snapshots.snapshot({ reuseGraphs: true });
 await engine.truncateLog(snap.seq);
 console.log(`${((performance.now() - t0) / 1000).toFixed(0)}s snapshot ${snap.seq}`, snap.manifest.stats, snap.manifest.graphs);

@@ -17,6 +17,7 @@ import { openEngine } from '../../snapshots';
 import { writeDumps } from '../../snapshots/snapshotter';
 import { snapshotDirName } from '../../snapshots/format';
 import { loadCorpus, replicaText } from '../lib/corpus';
+import { graphComplete } from '../lib/graph';
 import { BENCH_OUT } from '../lib/paths';
 import { spawnStub } from '../snapshot/stub';
 
@@ -47,7 +48,8 @@ for (let i = 0; i < tail; i += 500) {
 while (engine.stats().queueDepth > 0) await Bun.sleep(100);
 // As in bench/scale.ts, the graph is complete before the stop.
 const kb = engine.getKnowledgeBase('org_bench', meta.kbId);
-for (let s = 0; s < 600 && Object.values((await engine.metrics()).byType).some((t) => t.graphPending > 0); s++) await Bun.sleep(500);
+// Not capped: a 300 s cap let the snapshot take an unfinished graph at 1M (766k vectors were pending).
+await graphComplete(engine);
 const phases: Record<string, number> = {};
 let t = performance.now();
 const seq = await engine.sealLog();
