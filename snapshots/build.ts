@@ -354,8 +354,14 @@ function vectorDocs(kept: KeptRecord[]): Map<string, number[]> {
   return out;
 }
 
+/** What the snapshot worker answers a build with: the manifest written, and milliseconds per phase (logged). */
+export interface BuildResult {
+  manifest: SnapshotManifest;
+  phases: Record<string, number>;
+}
+
 /**
- * `phases` (in-process callers, for measurements): milliseconds spent per phase are added to it.
+ * `phases` (the worker, in-process callers): milliseconds spent per phase are added to it.
  */
 export async function buildSnapshot(req: BuildRequest, phases?: Record<string, number>): Promise<SnapshotManifest> {
   if (req.incremental) return buildIncremental(req, req.incremental, phases);

@@ -157,7 +157,15 @@ export class SnapshotManager {
       // truncated all the same (in a cluster, the stream purged below the snapshots kept).
       const truncated = await this.prune({ remove: reason !== 'shutdown' });
       this.logger.info(
-        { reason, seq: snap.seq, store: this.store.name, ms: this.status.lastDurationMs, stats: snap.manifest.stats, logSegmentsRemoved: truncated },
+        {
+          reason,
+          seq: snap.seq,
+          store: this.store.name,
+          ms: this.status.lastDurationMs,
+          phases: snap.phases,
+          stats: snap.manifest.stats,
+          logSegmentsRemoved: truncated,
+        },
         'snapshot written',
       );
     } catch (err) {
@@ -201,7 +209,10 @@ export class SnapshotManager {
 
   /** Final snapshot on graceful shutdown (bounded by `timeoutMs`). */
   async shutdown(timeoutMs: number): Promise<void> {
+    const waitStarted = performance.now();
+    const waiting = this.running !== undefined;
     await this.stop();
+    if (waiting) this.logger.info({ ms: Math.round(performance.now() - waitStarted) }, 'shutdown waited for the snapshot already running');
     if (this.engine.lastSequence <= this.seqAtLastSnapshot && this.status.confirmedSeq === this.status.lastSeq) {
       // Nothing new, but the newest snapshot was taken without dumps (a node past dumpChunks): a
       // restart from it would replay every record. A record that changes nothing lets the snapshot

@@ -19,7 +19,7 @@ import {
   type StartingItems,
   type StartingPoint,
 } from '../engine';
-import type { BuildRequest } from './build';
+import type { BuildRequest, BuildResult } from './build';
 import type { VerifyRequest, VerifyResult } from './verify';
 import type { PreparedDump } from './dump-file';
 import { indexDumpFileName, prepareIndexDump, readIndexDump } from './index-dump';
@@ -42,6 +42,8 @@ export interface SnapshotInfo {
   seq: number;
   dir: string;
   manifest: SnapshotManifest;
+  /** Taken by this process: milliseconds per step (logged with the snapshot), not kept on disk. */
+  phases?: Record<string, number>;
 }
 
 type Warn = (message: string, details: Record<string, unknown>) => void;
@@ -482,7 +484,15 @@ export class Snapshotter {
   }
 
   private async take(reuseGraphs: boolean, withDumps: boolean): Promise<SnapshotInfo> {
+    let t = performance.now();
+    const steps: Record<string, number> = {};
+    const lap = (name: string) => {
+      const now = performance.now();
+      steps[name] = Math.round(now - t);
+      t = now;
+    };
     const seq = await this.engine.sealLog();
+    lap('seal log');
     const prev = this.latest;
     if (prev && prev.seq >= seq) return prev;
     await mkdir(this.dir, { recursive: true, mode: PRIVATE_DIR });
@@ -505,8 +515,10 @@ export class Snapshotter {
       const { knowledgeBases, contents, chunks } = this.engine.stats();
       const graphThreshold = this.engine.graphThreshold;
       const shards = this.engine.shards.toJSON();
+      lap('state taken (request thread)');
       // Everything of the state is taken: the dumps are written while the engine goes on.
       const written = dumps ? await dumps : { indexes: [] };
+      lap('dumps written');
       const request: BuildRequest = {
         prevDir: prev?.dir,
         log: range,
@@ -520,11 +532,13 @@ export class Snapshotter {
         ...(incremental ? { incremental: { stats: { knowledgeBases, contents, chunks } } } : {}),
       };
       this.pool ??= new WorkerPool({ size: 1, workerUrl: workerUrl('snapshot'), retries: 0 });
-      const manifest = await this.pool.run<SnapshotManifest>(request);
+      const { manifest, phases } = await this.pool.run<BuildResult>(request);
+      lap('build (worker)');
       const dir = join(this.dir, snapshotDirName(seq));
       await rename(tmp, dir);
       await fsyncPathAsync(this.dir);
-      this.latest = { seq, dir, manifest };
+      lap('rename');
+      this.latest = { seq, dir, manifest, phases: { ...steps, ...Object.fromEntries(Object.entries(phases).map(([k, v]) => [`worker: ${k}`, v])) } };
       return this.latest;
     } catch (err) {
       await rm(tmp, { recursive: true, force: true });

@@ -1,7 +1,7 @@
 // Snapshot worker thread: builds one snapshot per request (see build.ts), or checks the files a
 // restart from item dumps does not read (verify.ts).
-import { buildSnapshot, type BuildRequest } from './build';
-import { verifyFiles, type VerifyRequest } from './verify';
+import { buildSnapshot, type BuildRequest, type BuildResult } from './build';
+import { verifyFiles, type VerifyRequest, type VerifyResult } from './verify';
 
 declare const self: Worker;
 
@@ -10,7 +10,12 @@ type Request = (BuildRequest | { verify: VerifyRequest }) & { jobId: number };
 self.onmessage = async (event: MessageEvent<Request>) => {
   const { jobId, ...req } = event.data;
   try {
-    const value = 'verify' in req ? verifyFiles(req.verify) : await buildSnapshot(req);
+    let value: VerifyResult | BuildResult;
+    if ('verify' in req) value = verifyFiles(req.verify);
+    else {
+      const phases: Record<string, number> = {};
+      value = { manifest: await buildSnapshot(req, phases), phases };
+    }
     self.postMessage({ jobId, ok: true, value });
   } catch (err) {
     self.postMessage({ jobId, ok: false, error: err instanceof Error ? err.message : String(err) });
