@@ -64,7 +64,7 @@ export interface BuildRequest {
   shards?: { count: number; held: number[] };
   /**
    * Build an incremental snapshot (at shutdown, single node, the previous snapshot of format 2 on):
-   * the previous snapshot's record files hard-linked, the log after it appended as written, the
+   * the previous snapshot's record files hard-linked, the log after it as written (placeLogTail), the
    * graphs in `mainGraphs` as they are, with their documents. `stats`: the engine's counts, for the
    * manifest (nothing here reads the records).
    */
@@ -241,8 +241,9 @@ class RecordsWriter {
 
 /**
  * An incremental snapshot (BuildRequest.incremental): nothing is decoded, compacted or built. Its
- * cost is the log since the previous snapshot (copied) and the graphs (already saved by the engine,
- * moved in and synced): seconds at shutdown where a full snapshot rewrites every record and graph.
+ * cost is the log since the previous snapshot (placeLogTail: closed segments linked, checksummed)
+ * and the graphs (already saved by the engine, moved in and synced): seconds at shutdown where a
+ * full snapshot rewrites every record and graph.
  */
 async function buildIncremental(
   req: BuildRequest,
@@ -266,15 +267,8 @@ async function buildIncremental(
     files.push(entry);
   }
   lap('link previous records');
-  const tail = tailFileName(req.seq);
-  const writer = new PacedFileWriter(join(req.outDir, tail));
-  let records = 0;
-  await readLogRange(req.log, (entry) => {
-    writer.write(encodeFrame(entry.seq, entry.payload));
-    records++;
-  });
-  files.push({ name: tail, ...writer.end() });
-  lap('write log tail');
+  const { tails, records } = await placeLogTail(req, files);
+  lap('log tail');
   const graphs: SnapshotManifest['graphs'] = [];
   for (const g of req.mainGraphs ?? []) graphs.push(await placeMainGraph(req.outDir, g, files, prevGraphPath(req.prevDir, prev, g.kbId)));
   lap('graphs');
@@ -289,12 +283,70 @@ async function buildIncremental(
     graphs,
     ...(dumps.indexes ? { indexes: dumps.indexes } : {}),
     ...(dumps.items ? { items: dumps.items } : {}),
-    tails: [...(prev.tails ?? []), tail],
+    tails: [...(prev.tails ?? []), ...tails],
     stats: { ...stats, records: prev.stats.records + records },
   };
   await writeManifest(req.outDir, manifest);
   lap('manifest');
   return manifest;
+}
+
+/**
+ * The log since the previous snapshot as record files of an incremental one, in order, with their
+ * manifest entries added to `files`. A closed log segment the range holds whole is hard-linked:
+ * the log never writes it again, and the link keeps it when the log is truncated. Its frames are
+ * checked and counted (a damaged one fails the snapshot rather than be kept) and its CRC32 taken,
+ * reads that the page cache usually serves. The records of segments held in part are copied.
+ * After a bulk load the log since the last snapshot is gigabytes: copied with paced syncs it
+ * took about 4 s a GB here, against 0.15 s a GB to checksum.
+ */
+async function placeLogTail(req: BuildRequest, files: SnapshotFile[]): Promise<{ tails: string[]; records: number }> {
+  const tails: string[] = [];
+  let records = 0;
+  let writer: { name: string; file: PacedFileWriter } | undefined;
+  const endCopy = () => {
+    if (!writer) return;
+    files.push({ name: writer.name, ...writer.file.end() });
+    writer = undefined;
+  };
+  const copy = (entry: { seq: number; payload: Uint8Array }) => {
+    if (!writer) {
+      const name = tailFileName(req.seq, tails.length);
+      tails.push(name);
+      writer = { name, file: new PacedFileWriter(join(req.outDir, name)) };
+    }
+    writer.file.write(encodeFrame(entry.seq, entry.payload));
+    records++;
+  };
+  const { log } = req;
+  if (log.kind !== 'segments' || !log.spans) {
+    await readLogRange(log, copy);
+    endCopy();
+    return { tails, records };
+  }
+  for (let i = 0; i < log.files.length; i++) {
+    const path = log.files[i]!;
+    const span = log.spans[i]!;
+    const part = { ...log, files: [path], spans: undefined };
+    if (span.first <= log.afterSeq || span.last > log.throughSeq) {
+      await readLogRange(part, copy);
+      continue;
+    }
+    endCopy();
+    const name = tailFileName(req.seq, tails.length);
+    let frames = 0;
+    const scan = readFramesSync(path, (seq) => {
+      if (seq < span.first || seq > span.last) throw new Error(`log segment ${path} holds record ${seq}, outside ${span.first}-${span.last}`);
+      frames++;
+    });
+    if (!scan.ok || scan.end !== statSync(path).size) throw new Error(`log segment ${path} fails its frame checksums${scan.ok ? '' : ` (${scan.reason})`}`);
+    linkOrCopy(path, join(req.outDir, name), copyFilePaced);
+    tails.push(name);
+    files.push(fileEntryCrc32(req.outDir, name));
+    records += frames;
+  }
+  endCopy();
+  return { tails, records };
 }
 
 /**

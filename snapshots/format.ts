@@ -92,7 +92,8 @@ export interface SnapshotManifest {
   /**
    * Files of log frames replayed after records.log, in order (format 2 on). A snapshot taken at
    * shutdown is incremental: the previous snapshot's record files, hard-linked (never written again),
-   * then the log after it as it was written; the next periodic snapshot compacts them into one.
+   * then the log after it as it was written (closed log segments it holds whole hard-linked, the
+   * records of others copied); the next periodic snapshot compacts them into one.
    */
   tails?: string[];
   /**
@@ -130,7 +131,11 @@ export const coversShards = (shards: ShardSet | undefined) => (manifest: Snapsho
 
 /** The files of a snapshot's records, in the order they are replayed. */
 export const recordFiles = (manifest: Pick<SnapshotManifest, 'tails'>): string[] => [RECORDS_FILE, ...(manifest.tails ?? [])];
-export const tailFileName = (seq: number) => `records-${String(seq).padStart(20, '0')}.log`;
+/** A tail of the incremental snapshot at `seq`; `part` numbers its files after the first (log segments linked whole). */
+export const tailFileName = (seq: number, part = 0) => `records-${String(seq).padStart(20, '0')}${part > 0 ? `-${part}` : ''}.log`;
+/** How many incremental snapshots in a row the tails are (each may have several files). */
+export const tailSnapshots = (manifest: Pick<SnapshotManifest, 'tails'>): number =>
+  new Set((manifest.tails ?? []).map((name) => /^records-(\d{20})/.exec(name)?.[1] ?? name)).size;
 export const graphDocsFileName = (kbId: string) => `graph-${kbId}.docs`;
 
 const DIR = /^snap-(\d{20})$/;

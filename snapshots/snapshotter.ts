@@ -32,6 +32,7 @@ import {
   recordFiles,
   removeUnfinishedSnapshots,
   snapshotDirName,
+  tailSnapshots,
   TEXTS_FILE,
   vectorFileName,
   verifySnapshot,
@@ -511,7 +512,7 @@ export class Snapshotter {
       // the state is exactly the snapshot's (a cluster's log range may hold other shards' records;
       // a graph saved after more was applied could belong to a configuration activated since, or
       // the counts differ), so nothing is reconciled, and not past MAX_TAILS files.
-      const incremental = reuseGraphs && prev && prev.manifest.format >= 2 && exact && (prev.manifest.tails?.length ?? 0) < MAX_TAILS;
+      const incremental = reuseGraphs && prev && prev.manifest.format >= 2 && exact && tailSnapshots(prev.manifest) < MAX_TAILS;
       const { knowledgeBases, contents, chunks } = this.engine.stats();
       const graphThreshold = this.engine.graphThreshold;
       const shards = this.engine.shards.toJSON();

@@ -15,7 +15,17 @@ export interface LogEntry {
  * (readLogRange): a snapshot is built in a worker without copying the log through the main thread.
  */
 export type LogRange =
-  | { kind: 'segments'; files: string[]; afterSeq: number; throughSeq: number }
+  | {
+      kind: 'segments';
+      files: string[];
+      afterSeq: number;
+      throughSeq: number;
+      /**
+       * Per file, the sequence numbers its records lie within (a closed segment's first, and one
+       * before the next segment's): a file wholly inside the range can be taken as it is.
+       */
+      spans?: { first: number; last: number }[];
+    }
   | { kind: 'jetstream'; servers: string[]; auth?: NatsAuth; stream: string; afterSeq: number; throughSeq: number }
   // The records themselves (memory-log.ts): copied to the thread that reads them.
   | { kind: 'memory'; entries: LogEntry[]; afterSeq: number; throughSeq: number };

@@ -256,13 +256,16 @@ export class SegmentLog implements RecordLog {
   /** Closed segments holding records in (afterSeq, throughSeq], in order. */
   range(afterSeq: number, throughSeq: number): Extract<LogRange, { kind: 'segments' }> {
     const files: string[] = [];
+    const spans: { first: number; last: number }[] = [];
     for (let i = 0; i < this.segments.length - 1; i++) {
       if (this.segments[i]!.firstSeq > throughSeq) break;
       // A segment ends where the next begins.
-      if (this.segments[i + 1]!.firstSeq - 1 <= afterSeq) continue;
+      const last = this.segments[i + 1]!.firstSeq - 1;
+      if (last <= afterSeq) continue;
       files.push(join(this.options.dir, this.segments[i]!.name));
+      spans.push({ first: this.segments[i]!.firstSeq, last });
     }
-    return { kind: 'segments', files, afterSeq, throughSeq };
+    return { kind: 'segments', files, afterSeq, throughSeq, spans };
   }
 
   async read(afterSeq: number, visit: (entry: LogEntry) => void): Promise<void> {
