@@ -379,7 +379,8 @@ async function measureSize(targetChunks: number) {
   const load: Record<string, number> = { start: load1() };
   let server: Server | undefined;
   try {
-    server = await launchServer({ env: env(dataDir) });
+    // With BENCH_SERVER_LOG (bench/lib/server.ts), at info: the snapshots' steps, the shutdown's.
+    server = await launchServer({ env: env(dataDir), ...(process.env.BENCH_SERVER_LOG ? { logLevel: 'info' as const } : {}) });
     await waitFor(server, '/ready');
     const s = server;
     const rssEmpty = rssOf(s.pid);
@@ -464,7 +465,7 @@ async function measureSize(targetChunks: number) {
       const secondShutdownMs = await r.server.stop(30 * 60_000);
       server = undefined;
       console.log(
-        `  /ready ${fmtInt(r.readyMs)} ms after spawn: runtime start ${fmtInt(r.split.runtimeStartMs)}, snapshot load ${fmtInt(r.split.snapshotLoadMs)} (from its ${r.recovery.snapshot?.from ?? 'records'}), log replay ${fmtInt(r.split.logReplayMs)} (${fmtInt(r.recovery.records)} records), ` +
+        `  /ready ${fmtInt(r.readyMs)} ms after spawn: runtime start ${fmtInt(r.split.runtimeStartMs)}, snapshot load ${fmtInt(r.split.snapshotLoadMs)} (from its ${r.recovery.snapshot?.from ?? 'records'}${r.recovery.snapshot?.checksWaitMillis !== undefined ? `; ${fmtInt(r.recovery.snapshot.checksWaitMillis)} of it waiting for the file checks` : ''}), log replay ${fmtInt(r.split.logReplayMs)} (${fmtInt(r.recovery.records)} records), ` +
           `other recovery ${fmtInt(r.split.otherRecoveryMs)}, models + ready ${fmtInt(r.split.modelsAndReadyMs)} ms; RSS ${(rssReady / 2 ** 20).toFixed(0)} MiB at ready, ${(rssWarm / 2 ** 20).toFixed(0)} MiB after first searches ` +
           `(${fmtInt((rssWarm - rssEmpty) / chunks)} B/chunk), peak ${(peakRss / 2 ** 20).toFixed(0)} MiB; first searches ${MODES.map((m) => `${m} ${fmtMs(firstSearchMs[m])}`).join(', ')} ms`,
       );

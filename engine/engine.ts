@@ -95,6 +95,7 @@ export class Engine {
       parts.texts.close();
     };
     const started = performance.now();
+    let checksWaitMs = 0;
     const start = await options.startFrom?.();
     // Item dumps (a snapshot of the engine's own state) stand for every record of the snapshot.
     const fromDumps = start?.items !== undefined && shards.holdsAll;
@@ -107,7 +108,9 @@ export class Engine {
       state.finishRestore();
       // A snapshot holding more shards than this node (its content was skipped above): their graphs too.
       for (const g of start?.graphs ?? []) if (shards.holds(g.kbId)) state.kbs.get(g.kbId)?.attachGraph(g.path, g.docs);
+      const checked = performance.now();
       await start?.checks;
+      checksWaitMs = Math.round(performance.now() - checked);
     } catch (err) {
       await abandon();
       throw err;
@@ -139,7 +142,15 @@ export class Engine {
       parts,
       node,
       {
-        snapshot: start ? { seq: start.seq, records: start.records, millis: fromSnapshotMs, from: fromDumps ? 'dumps' : 'records' } : undefined,
+        snapshot: start
+          ? {
+              seq: start.seq,
+              records: start.records,
+              millis: fromSnapshotMs,
+              from: fromDumps ? 'dumps' : 'records',
+              ...(start.checks ? { checksWaitMillis: checksWaitMs } : {}),
+            }
+          : undefined,
         records: node.recovered,
         ...countState(state.kbs),
         requeued,

@@ -180,7 +180,14 @@ export interface RecoveryReport {
    * The snapshot start-up began from, if any: its records, and whether the state came from them
    * (replayed) or from its item and index dumps.
    */
-  snapshot?: { seq: number; records: number; millis: number; from: 'records' | 'dumps' };
+  snapshot?: {
+    seq: number;
+    records: number;
+    millis: number;
+    from: 'records' | 'dumps';
+    /** Of `millis`, the wait for the checks of what a start from dumps does not read, once the state was loaded. */
+    checksWaitMillis?: number;
+  };
   /** Log records replayed after the snapshot. */
   records: number;
   knowledgeBases: number;
