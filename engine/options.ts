@@ -42,7 +42,7 @@ export interface StartingPoint {
    */
   items?: StartingItems;
   /**
-   * Checks of what a start from `items` does not read (the record files, whole linked files), run
+   * Checks of what a start from `items` does not read but serves (whole dumps and linked files), run
    * in another thread while the state loads: the engine opens once they pass, and not when one fails.
    */
   checks?: Promise<void>;

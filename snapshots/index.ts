@@ -2,7 +2,7 @@
 // through the engine's state machine (compactor.ts), the builder and its worker (build.ts,
 // worker.ts), taking and loading them (snapshotter.ts), the policy that schedules, uploads and
 // prunes them (policy.ts), the stores (local disk, S3/MinIO) and restoring from a store.
-export { openEngine, newestSnapshot, Snapshotter, type SnapshotInfo } from './snapshotter';
+export { openEngine, newestSnapshot, Snapshotter, SnapshotRecordsDamaged, type SnapshotInfo } from './snapshotter';
 export { SnapshotManager, type SnapshotLogger, type SnapshotPolicy, type SnapshotStatus } from './policy';
 export { restoreFromStore } from './restore';
 export { LocalSnapshotStore } from './local-store';

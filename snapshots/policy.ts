@@ -90,8 +90,14 @@ export class SnapshotManager {
     }
     this.timer = setInterval(() => void this.tick(), this.policy.checkMs);
     this.timer.unref?.();
-    // What the last shutdown left to prune (snapshotOnce), in the background as a run of its own.
-    this.running ??= this.prune()
+    // What the last shutdown left to prune (snapshotOnce), in the background as a run of its own,
+    // once the newest snapshot's records are known intact: the one before it is the way back if not.
+    // (Damaged, the server exits: src/server.ts.)
+    this.running ??= this.snapshots.recordsChecked
+      .then(
+        () => this.prune(),
+        () => 0,
+      )
       .then(
         (removed) => removed > 0 && this.logger.info({ logSegmentsRemoved: removed }, 'old snapshots and log pruned'),
         (err) => this.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not prune old snapshots; the next snapshot tries again'),

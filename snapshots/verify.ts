@@ -1,7 +1,8 @@
-// What a restart from item dumps does not read on its way to a state: the record files (the next
-// full snapshot compacts them, so damage there must not go unnoticed) and the whole of the files
-// it links (vector rows, texts). They are checked in the snapshot worker while the main thread
-// loads the dumps; the engine opens only once they pass (Engine.open awaits StartingPoint.checks).
+// What a restart from item dumps does not read on its way to a state: the whole of the files it
+// links (vector rows, texts) and of the dumps, checked in the snapshot worker while the main thread
+// loads the dumps (the engine opens once they pass: Engine.open awaits StartingPoint.checks); then
+// the record files (the next snapshot continues or compacts them, so damage there must not go
+// unnoticed), checked after it opened (Snapshotter.recordsChecked).
 import { readFramesSync } from '../engine';
 import { crc32File } from './format';
 

@@ -24,6 +24,7 @@ import {
   S3ClusterSnapshots,
   S3SnapshotStore,
   SnapshotManager,
+  SnapshotRecordsDamaged,
   type SnapshotStore,
 } from '../snapshots';
 import { join } from 'node:path';
@@ -252,6 +253,17 @@ export async function createServer(config: Config, options: CreateServerOptions 
         opened = await openEngine(engineOptions);
       }
       engine = opened.engine;
+      // Started from a snapshot's dumps, its record files are checked from now on: damaged, no
+      // snapshot can be built on them, so the server exits and its restart opens from the one before.
+      opened.snapshots.recordsChecked.catch((err) => {
+        if (!(err instanceof SnapshotRecordsDamaged)) return;
+        fatal('snapshot records damaged; exiting so that a restart opens from the snapshot before it and the log', {
+          snapshot: err.snapshot,
+          setAsideAt: err.setAsideAt,
+          err: err.message,
+        });
+        if (!options.onFatal) void stop('snapshot records damaged');
+      });
       notReady.delete('recovering state from the write-ahead log');
       snapshots = new SnapshotManager(engine, opened.snapshots, store, config.snapshots, logger);
       await snapshots.start();

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine, EngineOptions } from '../../engine';
-import { openEngine, type Snapshotter } from '../../snapshots';
+import { openEngine, SnapshotRecordsDamaged, type Snapshotter } from '../../snapshots';
 import { buildSnapshot } from '../../snapshots/build';
 import { textKbConfig } from '../helpers/kb-config';
 import { TestServer } from '../helpers/server';
@@ -187,12 +187,47 @@ describe('engine snapshots', () => {
     bytes[Math.floor(bytes.length / 2)]! ^= 0xff;
     writeFileSync(path, bytes);
 
-    const logs: string[] = [];
-    const b = await open(dir, { compute: { documentWorkers: 1 }, graphThreshold: undefined, log: (_l, m, d) => logs.push(`${m} ${JSON.stringify(d)}`) });
-    expect(b.recovery.snapshot?.seq).toBe(older.seq);
-    expect(logs.some((l) => l.includes('snapshot skipped') && l.includes('checksum'))).toBe(true);
+    // Its dumps are intact: the engine opens from them, and its records are checked after.
+    const b = await open(dir, { compute: { documentWorkers: 1 }, graphThreshold: undefined });
+    expect(b.recovery.snapshot).toMatchObject({ seq: newer.seq, from: 'dumps' });
     expect(b.searchFullText(ORG, kb.id, { query: 'pelicans', limit: 5 })!.length).toBe(1);
-    expect(b.searchFullText(ORG, kb.id, { query: 'herons', limit: 5 })!.length).toBe(1);
+    const damaged = await snaps(b).recordsChecked.catch((err) => err);
+    expect(damaged).toBeInstanceOf(SnapshotRecordsDamaged);
+    expect(damaged.message).toContain('fails its checksum');
+    // Set aside, not removed; and no snapshot is built on those records.
+    expect(existsSync(newer.dir)).toBe(false);
+    expect(existsSync(join(damaged.setAsideAt, 'records.log'))).toBe(true);
+    await b.addContent(ORG, kb.id, { text: 'Third note about gannets.' });
+    await settle(b);
+    expect(
+      await snaps(b)
+        .snapshot()
+        .catch((err) => err),
+    ).toBeInstanceOf(SnapshotRecordsDamaged);
+    await b.close();
+    engines.splice(engines.indexOf(b), 1);
+
+    // The next start takes the snapshot before it and the log.
+    const c = await open(dir, { compute: { documentWorkers: 1 }, graphThreshold: undefined });
+    expect(c.recovery.snapshot?.seq).toBe(older.seq);
+    for (const query of ['pelicans', 'herons', 'gannets']) expect(c.searchFullText(ORG, kb.id, { query, limit: 5 })!.length).toBe(1);
+    // Without dumps the records are read before the engine opens, and a damaged one skips the snapshot there.
+    const last = await snaps(c).snapshot();
+    await c.close();
+    engines.splice(engines.indexOf(c), 1);
+    const manifestPath = join(last.dir, 'manifest.json');
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
+    delete manifest.items;
+    writeFileSync(manifestPath, JSON.stringify(manifest));
+    const records = join(last.dir, 'records.log');
+    const bytes2 = readFileSync(records);
+    bytes2[Math.floor(bytes2.length / 2)]! ^= 0xff;
+    writeFileSync(records, bytes2);
+    const logs: string[] = [];
+    const d = await open(dir, { compute: { documentWorkers: 1 }, graphThreshold: undefined, log: (_l, m, d) => logs.push(`${m} ${JSON.stringify(d)}`) });
+    expect(d.recovery.snapshot?.seq).toBe(older.seq);
+    expect(logs.some((l) => l.includes('snapshot skipped') && l.includes('checksum'))).toBe(true);
+    for (const query of ['pelicans', 'herons', 'gannets']) expect(d.searchFullText(ORG, kb.id, { query, limit: 5 })!.length).toBe(1);
   }, 60_000);
 
   test('a snapshot whose HNSW graph or records.log is damaged (same size, or cut short) is skipped', async () => {
