@@ -133,6 +133,13 @@ describe('metadata is bounded on the way in and on the way out', () => {
     const fresh = (await call(server, 'POST', `${API}/knowledge-bases`, { name: 'Largest', type: 'TEXT_COST_EFFECTIVE' })).body.data.id;
     const res = await call(server, 'POST', `${API}/knowledge-bases/${fresh}/contents?wait=true`, { text: refundText(140), metadata: full });
     expect(res.status).toBe(201);
+    // `?wait` gives up after 30 s and answers with the item still processing: on a loaded machine
+    // (the suite's files run two at a time) its 140 paragraphs can take longer.
+    for (let status = res.body.data.status; status !== 'ready'; ) {
+      expect(status).not.toBe('failed');
+      await Bun.sleep(200);
+      status = (await call(server, 'GET', `${API}/knowledge-bases/${fresh}/contents/${res.body.data.id}`)).body.data.status;
+    }
     const search = await call(server, 'POST', `${API}/knowledge-bases/${fresh}/search/full-text`, { query: 'refund', limit: 100 });
     expect(search.status).toBe(200);
     expect(search.body.data.length).toBe(100);
