@@ -570,7 +570,7 @@ export class Snapshotter {
       // At shutdown, continue the previous snapshot instead of rewriting it (build.ts): only when
       // the state is exactly the snapshot's (a cluster's log range may hold other shards' records;
       // a graph saved after more was applied could belong to a configuration activated since, or
-      // the counts differ), so nothing is reconciled, and not past MAX_TAILS files.
+      // the counts differ), so nothing is reconciled, and not past MAX_TAILS of them in a row.
       const incremental = reuseGraphs && prev && prev.manifest.format >= 2 && exact && tailSnapshots(prev.manifest) < MAX_TAILS;
       const { knowledgeBases, contents, chunks } = this.engine.stats();
       const graphThreshold = this.engine.graphThreshold;
