@@ -14,8 +14,9 @@
 // query ends inside it, also matches every term it begins.
 //
 // An expansion weighs a share of its word (half for one typo or a completion, a quarter for two
-// typos) with the word's own idf, and never brings a hit on its own while a query word occurs
-// exactly somewhere: hits are the chunks holding an exact word, their scores raised by the
+// typos) with the word's own idf; a chunk holding several expansions of one word scores by the best
+// of them (a word is matched by one spelling, as in Meilisearch), and an expansion never brings a
+// hit on its own while a query word occurs exactly somewhere: hits are the chunks holding an exact word, their scores raised by the
 // expansions they hold; chunks matched only through expansions rank after them (legs.ts).
 import { isExpanded, type Bm25Query, type InvertedIndex, type TermExpansion } from '../bm25/inverted-index';
 import type { KnowledgeBase } from '../kb/knowledge-base';
@@ -56,7 +57,8 @@ export function expandQuery(index: InvertedIndex, q: Pick<ParsedQuery, 'terms' |
     const kept = live.slice(0, max);
     const own = index.groupFreqOf(word);
     const groupFreq = own > 0 ? own : Math.max(0, ...kept.map((f) => f.groupFreq));
-    for (const f of kept) expansions.push({ term: f.term, boost: f.boost, groupFreq });
+    // Of one word's expansions a chunk holding several counts the best (TermExpansion.word).
+    for (const f of kept) expansions.push({ term: f.term, boost: f.boost, groupFreq, word });
   };
   // A term typed as several words ("house houses") allows the most typos any of them does.
   const allowed = new Map<string, number>();

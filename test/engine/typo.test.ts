@@ -213,6 +213,24 @@ test('the leg scores any chunk by the same tiers (hybrid scores the semantic leg
   expect(new FullTextLeg(index, query, 20).scoresOf(docs)).toEqual(deep.candidates.map((h) => h.score));
 });
 
+test("a chunk holding several expansions of one word scores by the best of them; different words' add up", () => {
+  const index = indexOf(['payment', 'paymnet', 'paymnet paymet', 'paymnet refnud', 'paymnet paymet refnud refudn']);
+  const typos = (word: string, terms: string[]) => terms.map((term) => ({ term, boost: 0.5, groupFreq: 1, word }));
+  const query = { terms: ['payment'], expansions: [...typos('payment', ['paymnet', 'paymet']), ...typos('refund', ['refnud', 'refudn'])] };
+  const [, one, twoOfOne, twoWords, fourOfTwo] = index.scoreDocs(query, [0, 1, 2, 3, 4]);
+  const alone = (term: string, doc: number) => index.scoreDocs({ terms: [], expansions: query.expansions.filter((e) => e.term === term) }, [doc])[0]!;
+  expect(one).toBeGreaterThan(0);
+  expect(twoOfOne).toBe(Math.max(alone('paymnet', 2), alone('paymet', 2)));
+  expect(twoWords).toBeCloseTo(alone('paymnet', 3) + alone('refnud', 3), 12);
+  expect(fourOfTwo).toBeCloseTo(Math.max(alone('paymnet', 4), alone('paymet', 4)) + Math.max(alone('refnud', 4), alone('refudn', 4)), 12);
+  // The same by explain, and by the most a chunk could score.
+  expect(index.explain(query, 4)!.score).toBe(fourOfTwo!);
+  expect(index.scoreBound(query)).toBeLessThan(index.scoreBound({ ...query, expansions: query.expansions.map(({ word: _, ...e }) => e) }));
+  // Without words, each expansion adds on its own, as before.
+  const loose = { ...query, expansions: query.expansions.map(({ word: _, ...e }) => e) };
+  expect(index.scoreDocs(loose, [2])[0]).toBeCloseTo(alone('paymnet', 2) + alone('paymet', 2), 12);
+});
+
 test('MaxScore with expansions equals exhaustive scoring: hits hold a query term, expansions add to them (fast-check)', () => {
   const words = ['alpha', 'alpho', 'beta', 'betta', 'gamma', 'gamme', 'delta', 'omega'];
   const doc = fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 12 });
@@ -220,10 +238,19 @@ test('MaxScore with expansions equals exhaustive scoring: hits hold a query term
     fc.property(
       fc.array(doc, { minLength: 1, maxLength: 60 }),
       fc.uniqueArray(fc.constantFrom(...words), { minLength: 1, maxLength: 3 }),
-      fc.uniqueArray(fc.record({ term: fc.constantFrom(...words), boost: fc.constantFrom(0.25, 0.5), groupFreq: fc.integer({ min: 1, max: 10 }) }), {
-        selector: (e) => e.term,
-        maxLength: 4,
-      }),
+      fc.uniqueArray(
+        fc.record(
+          {
+            term: fc.constantFrom(...words),
+            boost: fc.constantFrom(0.25, 0.5),
+            groupFreq: fc.integer({ min: 1, max: 10 }),
+            // Expansions of one word count by their best; without a word, each on its own.
+            word: fc.constantFrom('alpha', 'beta'),
+          },
+          { requiredKeys: ['term', 'boost', 'groupFreq'] },
+        ),
+        { selector: (e) => e.term, maxLength: 5 },
+      ),
       fc.integer({ min: 1, max: 15 }),
       (docs, terms, expansions, k) => {
         const index = new InvertedIndex();
