@@ -56,16 +56,28 @@ export function scanFrames(buf: Uint8Array): FrameScan {
   return { ok: true, frames, end: pos };
 }
 
-export type FileScan = { ok: true; frames: number; end: number } | { ok: false; frames: number; end: number; reason: string };
+export type FileScan = ({ ok: true } | { ok: false; reason: string }) & {
+  frames: number;
+  end: number;
+  /** With `checksum`: the CRC32 of the file's first `end` bytes (the intact frames). */
+  crc32?: number;
+};
 
 /**
  * Every intact frame of the file at `path`, in order, read in pieces of about `pieceBytes` (a larger
  * frame is read whole) so that a file of gigabytes is never in memory at once. A frame's payload is
  * a view of the reading buffer, valid only during `visit` (copy what is kept). Stops at the first
  * frame that is short or fails its checksum, as scanFrames does. `poison` (tests): every payload is
- * zeroed once visited, so that a view kept past `visit` shows.
+ * zeroed once visited, so that a view kept past `visit` shows. `checksum`: the CRC32 of the
+ * intact frames' bytes is taken on the way (a whole-file checksum without reading the file again).
  */
-export function readFramesSync(path: string, visit: (seq: number, payload: Uint8Array) => void, pieceBytes = 8 << 20, poison = false): FileScan {
+export function readFramesSync(
+  path: string,
+  visit: (seq: number, payload: Uint8Array) => void,
+  pieceBytes = 8 << 20,
+  poison = false,
+  checksum = false,
+): FileScan {
   const fd = openSync(path, 'r');
   try {
     const size = fstatSync(fd).size;
@@ -75,11 +87,13 @@ export function readFramesSync(path: string, visit: (seq: number, payload: Uint8
     let pos = 0; // next frame's start in buf
     let base = 0; // file offset of buf[0]
     let frames = 0;
-    const fail = (reason: string): FileScan => ({ ok: false, frames, end: base + pos, reason });
+    let crc = 0;
+    const crc32 = () => (checksum ? { crc32: crc } : {});
+    const fail = (reason: string): FileScan => ({ ok: false, frames, end: base + pos, reason, ...crc32() });
     for (;;) {
       const avail = filled - pos;
       const left = size - base - pos; // bytes of the file from this frame on
-      if (left <= 0) return { ok: true, frames, end: base + pos };
+      if (left <= 0) return { ok: true, frames, end: base + pos, ...crc32() };
       if (left < FRAME_HEADER) return fail(`partial frame header (${left} bytes)`);
       let need = FRAME_HEADER;
       if (avail >= FRAME_HEADER) {
@@ -111,6 +125,7 @@ export function readFramesSync(path: string, visit: (seq: number, payload: Uint8
         continue;
       }
       if (Bun.hash.crc32(buf.subarray(pos + 8, pos + need)) !== view.getUint32(pos + 4, true)) return fail('checksum mismatch');
+      if (checksum) crc = Bun.hash.crc32(buf.subarray(pos, pos + need), crc);
       visit(Number(view.getBigUint64(pos + 8, true)), buf.subarray(pos + FRAME_HEADER, pos + need));
       if (poison) buf.fill(0, pos + FRAME_HEADER, pos + need);
       frames++;

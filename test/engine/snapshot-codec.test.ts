@@ -184,6 +184,9 @@ describe('readFramesSync', () => {
         expect(read.end).toBe(scan.end);
         expect(read.frames).toBe(scan.frames.length);
         expect(seen).toEqual(scan.frames.map((f) => ({ seq: f.seq, payload: [...f.payload] })));
+        // Asked for, the CRC32 of the intact frames' bytes, as a second read of them would give it.
+        const summed = readFramesSync(path, () => {}, piece, false, true);
+        expect(summed).toEqual({ ...read, crc32: Bun.hash.crc32(bytes.subarray(0, scan.end)) });
       }),
       { numRuns: 300 },
     );
