@@ -567,7 +567,8 @@ describe('item dumps', () => {
     await close(b);
 
     const c = await open(dir, { holdIngestion: true });
-    expect(c.recovery.snapshot).toMatchObject({ seq: snap.seq, from: 'dumps' });
+    // How long the start waited, once loaded, for the checks of the dumps and linked files.
+    expect(c.recovery.snapshot).toMatchObject({ seq: snap.seq, from: 'dumps', checksWaitMillis: expect.any(Number) });
     expect(c.recovery.records).toBe(0);
     expect(c.recovery.requeued).toBe(2);
     expect(await itemsAndAnswers(c, kbId)).toBe(before);

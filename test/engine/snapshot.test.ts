@@ -189,7 +189,7 @@ describe('engine snapshots', () => {
 
     // Its dumps are intact: the engine opens from them, and its records are checked after.
     const b = await open(dir, { compute: { documentWorkers: 1 }, graphThreshold: undefined });
-    expect(b.recovery.snapshot).toMatchObject({ seq: newer.seq, from: 'dumps' });
+    expect(b.recovery.snapshot).toMatchObject({ seq: newer.seq, from: 'dumps', checksWaitMillis: expect.any(Number) });
     expect(b.searchFullText(ORG, kb.id, { query: 'pelicans', limit: 5 })!.length).toBe(1);
     const damaged = await snaps(b).recordsChecked.catch((err) => err);
     expect(damaged).toBeInstanceOf(SnapshotRecordsDamaged);
