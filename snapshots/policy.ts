@@ -35,6 +35,16 @@ export interface SnapshotPolicy {
    * replays the newest snapshot's records instead (85 s at a million chunks, against about 3).
    */
   dumpChunks: number;
+  /**
+   * At graceful shutdown no snapshot is taken while the log written since the newest one is under
+   * this many bytes, that snapshot holds dumps of the state (a restart loads them and replays only
+   * that log, as after a crash) and is kept on the local disk only (a remote store gets every
+   * change at shutdown), and its graphs lack at most `shutdownGraphLag` of the vectors: a stop
+   * after a few writes need not rewrite the whole state (1.9–4.4 s at a million chunks). 0: always.
+   */
+  shutdownLogBytes?: number;
+  /** Vectors the newest snapshot's graphs may lack for that (a restart inserts them in the background, searching them exactly meanwhile); default SHUTDOWN_GRAPH_LAG. */
+  shutdownGraphLag?: number;
   keep: number;
   checkMs: number;
   /** Longest wait between retries after failures. */
@@ -53,6 +63,9 @@ export interface SnapshotStatus {
   lastError?: string;
   nextRetryAt?: string;
 }
+
+/** SnapshotPolicy.shutdownGraphLag's default: a few seconds of graph building after the start, each semantic search meanwhile scoring them exactly (about 2 ms). */
+export const SHUTDOWN_GRAPH_LAG = 5000;
 
 export class SnapshotManager {
   readonly status: SnapshotStatus;
@@ -227,6 +240,23 @@ export class SnapshotManager {
       if (!latest || latest.manifest.items !== undefined || !this.engine.dumpsState) return;
       await this.engine.markLog();
     }
+    const since = await this.smallTail();
+    if (since !== undefined) {
+      this.logger.info({ seq: this.seqAtLastSnapshot, logBytes: since }, 'no snapshot at shutdown: a restart loads the newest and replays the log since');
+      return;
+    }
     await Promise.race([this.run('shutdown'), Bun.sleep(timeoutMs)]);
+  }
+
+  /** The log bytes since the newest snapshot when a shutdown may leave them to the log (SnapshotPolicy.shutdownLogBytes); else undefined. */
+  private async smallTail(): Promise<number | undefined> {
+    const latest = this.snapshots.latest;
+    const most = this.policy.shutdownLogBytes ?? 0;
+    if (most <= 0 || !this.store.isLocal || !latest || latest.seq !== this.seqAtLastSnapshot) return undefined;
+    if (latest.manifest.items === undefined || !this.engine.dumpsState) return undefined;
+    const inGraphs = new Map(latest.manifest.graphs.map((g) => [g.kbId, g.vectors]));
+    if (this.engine.vectorsOutsideGraphs(inGraphs) > (this.policy.shutdownGraphLag ?? SHUTDOWN_GRAPH_LAG)) return undefined;
+    const since = await this.engine.logBytes(latest.seq).catch(() => undefined);
+    return since !== undefined && since < most ? since : undefined;
   }
 }

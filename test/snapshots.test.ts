@@ -82,25 +82,47 @@ describe('local snapshots', () => {
   }, 60_000);
 
   test('a graceful stop leaves old snapshots to the next start, which prunes them', async () => {
-    const a = await start({ env: { SNAPSHOT_KEEP: '1', SNAPSHOT_INTERVAL_MIN: '60' } });
+    const env = { SNAPSHOT_KEEP: '1', SNAPSHOT_INTERVAL_MIN: '60', SNAPSHOT_SHUTDOWN_MIN_LOG_MB: '0' };
+    const a = await start({ env });
     const kb = await seed(a);
     await addContent(a, kb, 'A first note before the stop.');
     expect(await a.stop()).toBe(0);
     const snaps = (dir: string) => readdirSync(join(dir, 'snapshots')).filter((n) => n.startsWith('snap-'));
     expect(snaps(a.dataDir).length).toBe(1);
-    const b = await start({ dataDir: a.dataDir, env: { SNAPSHOT_KEEP: '1', SNAPSHOT_INTERVAL_MIN: '60' } });
+    const b = await start({ dataDir: a.dataDir, env });
     await addContent(b, kb, 'A second note before the second stop.');
     expect(await b.stop()).toBe(0);
     // The shutdown wrote a second snapshot and removed nothing.
     const left = snaps(a.dataDir).sort();
     expect(left.length).toBe(2);
-    const c = await start({ dataDir: a.dataDir, env: { SNAPSHOT_KEEP: '1', SNAPSHOT_INTERVAL_MIN: '60' } });
+    const c = await start({ dataDir: a.dataDir, env });
     expect((await c.api('GET', '/ready')).body.recovery.snapshot.seq).toBe(Number(left[1]!.slice(5)));
     await until('the older snapshot pruned', () => (snaps(a.dataDir).length === 1 ? true : undefined));
     expect(snaps(a.dataDir)).toEqual([left[1]!]);
     expect((await c.api('POST', `/api/v1/knowledge-bases/${kb}/search/full-text`, { query: 'second note', limit: 1 })).body.data[0].contentChunk).toContain(
       'second note',
     );
+  }, 60_000);
+
+  test('a graceful stop after a few writes leaves them to the log: the next start loads the newest snapshot and replays them', async () => {
+    const a = await start({ env: { SNAPSHOT_INTERVAL_MIN: '60' } });
+    const kb = await seed(a);
+    // Before the first snapshot, a stop snapshots whatever was written.
+    expect(await a.stop()).toBe(0);
+    const snaps = () => readdirSync(join(a.dataDir, 'snapshots')).filter((n) => n.startsWith('snap-'));
+    const [first] = snaps();
+    expect(first).toBeDefined();
+    const b = await start({ dataDir: a.dataDir, env: { SNAPSHOT_INTERVAL_MIN: '60' } });
+    await addContent(b, kb, 'Penguins again, after the snapshot: a note left to the log.');
+    const before = await allSearches(b, kb);
+    expect(await b.stop()).toBe(0);
+    expect(b.output.some((l) => l.includes('no snapshot at shutdown'))).toBe(true);
+    expect(snaps()).toEqual([first!]);
+    const c = await start({ dataDir: a.dataDir, env: { SNAPSHOT_INTERVAL_MIN: '60' } });
+    const { recovery } = (await c.api('GET', '/ready')).body;
+    expect(recovery.snapshot).toMatchObject({ seq: Number(first!.slice(5)), from: 'dumps' });
+    expect(recovery.records).toBeGreaterThan(0);
+    expect(await allSearches(c, kb)).toEqual(before);
   }, 60_000);
 
   test('a corrupt newest snapshot falls back to the previous one (and the log kept after it); found after a start from its dumps, the server exits first', async () => {
@@ -136,7 +158,8 @@ describe('local snapshots', () => {
 
 describe('index dumps', () => {
   test('a graceful restart loads the index dumps: identical answers in every mode; a damaged dump falls back to the records', async () => {
-    const a = await start();
+    // Every stop snapshots here (a stop after a few writes may leave them to the log).
+    const a = await start({ env: { SNAPSHOT_SHUTDOWN_MIN_LOG_MB: '0' } });
     const kb = await seed(a);
     await addContent(a, kb, 'Penguins and volcanoes share a note, with desert heat. '.repeat(40));
     const before = await allSearches(a, kb);

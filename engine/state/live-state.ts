@@ -307,6 +307,22 @@ export class LiveState implements StateTarget {
   }
 
   /** Save every HNSW graph (to `pathOf(kbId)`), with the documents each holds. */
+  /**
+   * Vectors a start whose HNSW graphs hold `inGraphs` keys per knowledge base would still put into
+   * them (a graph's worker inserts them after the start; meanwhile they are searched exactly): what
+   * the graphs hold or wait for now beyond that, all the vectors of a knowledge base with none yet.
+   */
+  vectorsOutsideGraphs(inGraphs: ReadonlyMap<string, number>): number {
+    let outside = 0;
+    for (const [kbId, kb] of this.kbs) {
+      const vectors = kb.vectors;
+      if (!vectors || vectors.size < this.graphThreshold) continue;
+      const now = vectors.graphKeys > 0 ? vectors.graphKeys + vectors.graphPending : vectors.size;
+      outside += Math.max(0, now - (inGraphs.get(kbId) ?? 0));
+    }
+    return outside;
+  }
+
   saveGraphs(pathOf: (kbId: string) => string, viewsOnly = false): SavedGraph[] {
     const out: SavedGraph[] = [];
     for (const [kbId, kb] of this.kbs) {

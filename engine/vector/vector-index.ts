@@ -272,6 +272,11 @@ export class VectorIndex {
     return this.hnsw ? this.pending.length : 0;
   }
 
+  /** Keys the graph holds, or 0 without one (a vector exactly like one there joins its group, never the graph). */
+  get graphKeys(): number {
+    return this.hnsw ? Number(this.hnsw.size()) : 0;
+  }
+
   has(doc: number): boolean {
     return doc < this.alive.length && this.alive[doc] === 1;
   }

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine, EngineOptions, MetadataFilter } from '../../engine';
-import { openEngine, RECORDS_FILE, SnapshotRecordsDamaged, type Snapshotter } from '../../snapshots';
+import { LocalSnapshotStore, openEngine, RECORDS_FILE, SnapshotManager, SnapshotRecordsDamaged, type Snapshotter } from '../../snapshots';
 import { crc32File, tailSnapshots } from '../../snapshots/format';
 import { setSnapshotReading } from '../../snapshots/snapshotter';
 import { textKbConfig } from '../helpers/kb-config';
@@ -671,3 +671,47 @@ describe('item dumps', () => {
     expect(again.manifest.items).toBeDefined();
   }, 120_000);
 });
+
+test('a shutdown leaves a few writes to the log only while the newest snapshot graph lacks few vectors', async () => {
+  const dir = TestServer.tempDir();
+  dirs.push(dir);
+  const e = await open(dir);
+  const { kbId } = await fill(e, 24);
+  const vectors = e.knowledgeBase(kbId)!.vectors!;
+  while (!vectors.graphReady) await Bun.sleep(20);
+  const policy = {
+    intervalMs: 3_600_000,
+    logBytes: 1 << 30,
+    logGrowth: 0,
+    dumpChunks: 1_000_000,
+    keep: 2,
+    checkMs: 20,
+    maxBackoffMs: 1000,
+    shutdownLogBytes: 1 << 20,
+    shutdownGraphLag: 4,
+  };
+  const stop = async () => {
+    const manager = new SnapshotManager(e, snaps(e), new LocalSnapshotStore(snaps(e).dir), policy, { info() {}, warn() {}, error() {} });
+    await manager.start();
+    await manager.shutdown(30_000);
+  };
+  await snaps(e).snapshot();
+  const newest = snaps(e).latest!.seq;
+  expect(snaps(e).latest!.manifest.graphs[0]!.vectors).toBe(vectors.size);
+  // One vector more than the snapshot's graph holds: the stop leaves it to the log.
+  await e.addContent(ORG, kbId, { text: 'A short note.' });
+  await settle(e);
+  await stop();
+  expect(snaps(e).latest!.seq).toBe(newest);
+  // Past shutdownGraphLag (the log still small): the stop snapshots, with the graph as it is.
+  for (let i = 0; i < 5; i++) await e.addContent(ORG, kbId, { text: `Short note ${i}.` });
+  await settle(e);
+  expect(e.lastSequence - newest).toBeLessThan(20);
+  await stop();
+  expect(snaps(e).latest!.seq).toBe(e.lastSequence);
+  const before = await answers(e, kbId);
+  await close(e);
+  const again = await open(dir);
+  expect(again.recovery.records).toBe(0);
+  expect(await answers(again, kbId)).toBe(before);
+}, 120_000);

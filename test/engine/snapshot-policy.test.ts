@@ -4,8 +4,9 @@
 // newest snapshot's size. Whether a snapshot holds dumps of the engine's state: at shutdown always,
 // while serving only up to SNAPSHOT_DUMP_MAX_CHUNKS (taking them holds the main thread).
 import { afterEach, expect, test } from 'bun:test';
-import { rmSync } from 'node:fs';
-import { LocalSnapshotStore, openEngine, SnapshotManager, type Snapshotter } from '../../snapshots';
+import { cpSync, rmSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { listSnapshotDirs, LocalSnapshotStore, openEngine, SnapshotManager, type Snapshotter, type SnapshotStore, type StoredSnapshot } from '../../snapshots';
 import { NO_EMBEDDING, textKbConfig } from '../helpers/kb-config';
 import { TestServer } from '../helpers/server';
 
@@ -18,7 +19,7 @@ afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-async function setUp(policy: { logBytes: number; logGrowth: number; dumpChunks?: number }) {
+async function setUp(policy: { logBytes: number; logGrowth: number; dumpChunks?: number; shutdownLogBytes?: number }) {
   const dir = TestServer.tempDir();
   const { engine, snapshots } = await openEngine({ dataDir: dir, compute: { documentWorkers: 1 }, log: () => {} });
   const manager = new SnapshotManager(engine, snapshots, new LocalSnapshotStore(snapshots.dir), { ...POLICY, ...policy }, quiet);
@@ -140,3 +141,93 @@ test('snapshots while serving hold dumps up to SNAPSHOT_DUMP_MAX_CHUNKS chunks, 
     await third.engine.close();
   }
 }, 60_000);
+
+test('a shutdown after a few writes leaves them to the log: the next start loads the newest snapshot and replays them', async () => {
+  const shutdownLogBytes = 64 * 1024;
+  const { dir, kb, engine, snapshots, manager, write, writeUntil } = await setUp({ logBytes: 1 << 30, logGrowth: 0, shutdownLogBytes });
+  const indexed = async (e = engine) => {
+    while (e.stats().queueDepth > 0) await Bun.sleep(10);
+  };
+  const search = (e = engine) => e.searchFullText(ORG, kb.id, { query: 'item', limit: 50 }).map((h) => `${h.chunkId} ${h.score}`);
+  for (let i = 0; i < 3; i++) await write();
+  await indexed();
+  await manager.run('interval');
+  const newest = snapshots.latest!.seq;
+  expect(snapshots.latest!.manifest.items).toBeDefined();
+  // A few writes since it: the stop takes no snapshot.
+  for (let i = 0; i < 2; i++) await write();
+  await indexed();
+  const before = search();
+  expect(before).toHaveLength(5);
+  const tail = engine.lastSequence - newest;
+  expect(tail).toBeGreaterThan(0);
+  await manager.shutdown(30_000);
+  expect(snapshots.latest!.seq).toBe(newest);
+  await engine.close();
+
+  // The start loads that snapshot's dumps and replays the log after it: the same answers.
+  let again = await openEngine({ dataDir: dir, compute: { documentWorkers: 1 }, log: () => {} });
+  let final: string[] = [];
+  try {
+    expect(again.engine.recovery.snapshot).toMatchObject({ seq: newest, from: 'dumps' });
+    expect(again.engine.recovery.records).toBe(tail);
+    await indexed(again.engine);
+    expect(search(again.engine)).toEqual(before);
+    // The log since the newest snapshot past the bound: the stop snapshots.
+    let n = 0;
+    while ((await again.engine.logBytes(newest)) < shutdownLogBytes)
+      await again.engine.addContent(ORG, kb.id, { text: `Item more ${n++} ${'glacier words '.repeat(40)}` });
+    await indexed(again.engine);
+    const manager2 = new SnapshotManager(
+      again.engine,
+      again.snapshots,
+      new LocalSnapshotStore(again.snapshots.dir),
+      { ...POLICY, logBytes: 1 << 30, logGrowth: 0, shutdownLogBytes },
+      quiet,
+    );
+    await manager2.start();
+    await manager2.shutdown(30_000);
+    expect(again.snapshots.latest!.seq).toBe(again.engine.lastSequence);
+    // With a store elsewhere (which gets every change at a stop), a stop always snapshots.
+    const atShutdown = again.snapshots.latest!.seq;
+    await again.engine.addContent(ORG, kb.id, { text: 'Item last' });
+    await indexed(again.engine);
+    const remote = new CopyStore(TestServer.tempDir());
+    cleanup.push(async () => rmSync(remote.root, { recursive: true, force: true }));
+    const manager3 = new SnapshotManager(again.engine, again.snapshots, remote, { ...POLICY, logBytes: 1 << 30, logGrowth: 0, shutdownLogBytes }, quiet);
+    await manager3.start();
+    await manager3.shutdown(30_000);
+    expect(again.snapshots.latest!.seq).toBeGreaterThan(atShutdown);
+    expect((await remote.list())[0]?.seq).toBe(again.snapshots.latest!.seq);
+    final = search(again.engine);
+  } finally {
+    await again.engine.close();
+  }
+  again = await openEngine({ dataDir: dir, compute: { documentWorkers: 1 }, log: () => {} });
+  try {
+    expect(again.engine.recovery.records).toBe(0);
+    expect(final.length).toBeGreaterThan(6);
+    expect(search(again.engine)).toEqual(final);
+  } finally {
+    await again.engine.close();
+  }
+}, 60_000);
+
+/** A store in another directory (as a remote one: snapshots are copied there). */
+class CopyStore implements SnapshotStore {
+  readonly name = 'copy';
+  readonly isLocal = false;
+  constructor(readonly root: string) {}
+  async upload(dir: string): Promise<void> {
+    cpSync(dir, join(this.root, basename(dir)), { recursive: true });
+  }
+  async list(): Promise<StoredSnapshot[]> {
+    return (await listSnapshotDirs(this.root)).map((d) => ({ seq: d.seq }));
+  }
+  async download(): Promise<void> {
+    throw new Error('not used here');
+  }
+  async delete(seq: number): Promise<void> {
+    for (const d of await listSnapshotDirs(this.root)) if (d.seq === seq) rmSync(d.dir, { recursive: true, force: true });
+  }
+}
