@@ -144,7 +144,7 @@ test('snapshots while serving hold dumps up to SNAPSHOT_DUMP_MAX_CHUNKS chunks, 
 
 test('a shutdown after a few writes leaves them to the log: the next start loads the newest snapshot and replays them', async () => {
   const shutdownLogBytes = 64 * 1024;
-  const { dir, kb, engine, snapshots, manager, write, writeUntil } = await setUp({ logBytes: 1 << 30, logGrowth: 0, shutdownLogBytes });
+  const { dir, kb, engine, snapshots, manager, write } = await setUp({ logBytes: 1 << 30, logGrowth: 0, shutdownLogBytes });
   const indexed = async (e = engine) => {
     while (e.stats().queueDepth > 0) await Bun.sleep(10);
   };
