@@ -229,6 +229,8 @@ export class Engine {
   get graphThreshold(): number {
     return this.state.graphThreshold;
   }
+  /** Vectors waiting for their graphs (LiveState.vectorsAwaitingGraphs). */
+  vectorsAwaitingGraphs = (): number => this.state.vectorsAwaitingGraphs();
   /** Vectors not yet in graphs holding these many per knowledge base (LiveState.vectorsOutsideGraphs). */
   vectorsOutsideGraphs = (inGraphs: ReadonlyMap<string, number>): number => this.state.vectorsOutsideGraphs(inGraphs);
   /** Save every in-memory HNSW graph (to `pathOf(kbId)`), with the documents each holds. */

@@ -1,6 +1,7 @@
 // Snapshot policy: snapshot every SNAPSHOT_INTERVAL_MIN minutes (when something was written) or
 // once the log written since the newest snapshot passes SNAPSHOT_LOG_MB and SNAPSHOT_LOG_GROWTH
-// times that snapshot's size, and on graceful shutdown; copy each snapshot to the
+// times that snapshot's size, once writes pause (SNAPSHOT_IDLE_S, after a burst: as Elasticsearch
+// flushes an inactive shard), and on graceful shutdown; copy each snapshot to the
 // configured store (S3/MinIO) and keep the newest SNAPSHOT_KEEP there and locally. The log is
 // truncated only up to a snapshot that is both confirmed in the store and still kept locally, so
 // a restart can always fall back one snapshot. Store failures never stop the service: they are
@@ -43,6 +44,13 @@ export interface SnapshotPolicy {
    * after a few writes need not rewrite the whole state (1.9–4.4 s at a million chunks). 0: always.
    */
   shutdownLogBytes?: number;
+  /**
+   * A snapshot is taken once nothing was written for this long, when the log since the newest
+   * snapshot is at least `shutdownLogBytes` (less is left to the log at a stop anyway), the
+   * snapshot would hold dumps (`dumpChunks`) and every graph holds its vectors: after a bulk load a
+   * stop or a crash then finds a snapshot of it instead of gigabytes of log. 0: never.
+   */
+  idleMs?: number;
   /** Vectors the newest snapshot's graphs may lack for that (a restart inserts them in the background, searching them exactly meanwhile); default SHUTDOWN_GRAPH_LAG. */
   shutdownGraphLag?: number;
   keep: number;
@@ -74,6 +82,9 @@ export class SnapshotManager {
   private lastAttempt = Date.now();
   private retryAt = 0;
   private seqAtLastSnapshot = 0;
+  /** The newest sequence number the checks saw, and since when: how long writes have paused. */
+  private seenSeq = -1;
+  private seenSince = Date.now();
 
   constructor(
     private readonly engine: Engine,
@@ -128,6 +139,10 @@ export class SnapshotManager {
       return;
     }
     const written = this.engine.lastSequence > this.seqAtLastSnapshot;
+    if (this.engine.lastSequence !== this.seenSeq) {
+      this.seenSeq = this.engine.lastSequence;
+      this.seenSince = now;
+    }
     // Only what was written since the newest snapshot: the log also keeps the part the snapshot
     // before it needs (a fallback), which counted made every check after the first two snapshots
     // of a bulk load take another. The log may be out of reach for a moment (cluster mode: NATS):
@@ -136,6 +151,14 @@ export class SnapshotManager {
     if (logBytes === undefined) return;
     if (logBytes >= this.logThreshold() && written) await this.run('log size');
     else if (written && now - this.lastAttempt >= this.policy.intervalMs) await this.run('interval');
+    else if (written && this.idle(now, logBytes)) await this.run('idle');
+  }
+
+  /** Whether writes paused long enough after enough of them for a snapshot (SnapshotPolicy.idleMs). */
+  private idle(now: number, logBytes: number): boolean {
+    const { idleMs = 0, shutdownLogBytes = 0, dumpChunks } = this.policy;
+    if (idleMs <= 0 || now - this.seenSince < idleMs || logBytes < shutdownLogBytes) return false;
+    return this.engine.stats().chunks <= dumpChunks && this.engine.dumpsState && this.engine.vectorsAwaitingGraphs() === 0;
   }
 
   /** Log bytes since the newest snapshot that call for the next one. */

@@ -174,6 +174,7 @@ export function loadConfig(env: Env = process.env) {
       logGrowth: num(env, 'SNAPSHOT_LOG_GROWTH', 0.5),
       dumpChunks: int(env, 'SNAPSHOT_DUMP_MAX_CHUNKS', 1_000_000, 0),
       shutdownLogBytes: num(env, 'SNAPSHOT_SHUTDOWN_MIN_LOG_MB', 8) * MiB,
+      idleMs: num(env, 'SNAPSHOT_IDLE_S', 10) * 1000,
       keep: int(env, 'SNAPSHOT_KEEP', 2, 1),
       checkMs: int(env, 'SNAPSHOT_CHECK_MS', 5000, 10),
       maxBackoffMs: int(env, 'SNAPSHOT_MAX_BACKOFF_MS', 300_000, 10),

@@ -323,6 +323,16 @@ export class LiveState implements StateTarget {
     return outside;
   }
 
+  /** Vectors waiting to be put into a graph: of graphs being built, and all of a large knowledge base with none yet. */
+  vectorsAwaitingGraphs(): number {
+    let waiting = 0;
+    for (const kb of this.kbs.values()) {
+      const vectors = kb.vectors;
+      if (vectors && vectors.size >= this.graphThreshold) waiting += vectors.graphKeys > 0 ? vectors.graphPending : vectors.size;
+    }
+    return waiting;
+  }
+
   saveGraphs(pathOf: (kbId: string) => string, viewsOnly = false): SavedGraph[] {
     const out: SavedGraph[] = [];
     for (const [kbId, kb] of this.kbs) {

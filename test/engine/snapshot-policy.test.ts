@@ -19,7 +19,7 @@ afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-async function setUp(policy: { logBytes: number; logGrowth: number; dumpChunks?: number; shutdownLogBytes?: number }) {
+async function setUp(policy: { logBytes: number; logGrowth: number; dumpChunks?: number; shutdownLogBytes?: number; idleMs?: number }) {
   const dir = TestServer.tempDir();
   const { engine, snapshots } = await openEngine({ dataDir: dir, compute: { documentWorkers: 1 }, log: () => {} });
   const manager = new SnapshotManager(engine, snapshots, new LocalSnapshotStore(snapshots.dir), { ...POLICY, ...policy }, quiet);
@@ -231,3 +231,91 @@ class CopyStore implements SnapshotStore {
     for (const d of await listSnapshotDirs(this.root)) if (d.seq === seq) rmSync(d.dir, { recursive: true, force: true });
   }
 }
+
+test('once writes pause after enough of them, a snapshot (SNAPSHOT_IDLE_S); not while they go on, nor for a few', async () => {
+  const idleMs = 1500;
+  const shutdownLogBytes = 16 * 1024;
+  const { engine, snapshots, manager, write, writeUntil } = await setUp({ logBytes: 1 << 30, logGrowth: 0, idleMs, shutdownLogBytes });
+  await manager.start();
+  const started = Date.now();
+  await writeUntil(shutdownLogBytes, snapshots);
+  // Writes a few milliseconds apart: no pause (unless one write alone took the whole pause).
+  if (Date.now() - started < idleMs) expect(snapshots.latest).toBeUndefined();
+  const first = await snapshotAfter(snapshots, 0);
+  while (engine.stats().queueDepth > 0) await Bun.sleep(10);
+  // The idle snapshot may have come before the last indexing records: then another pause takes them.
+  const covering = engine.lastSequence === first ? first : await snapshotAfter(snapshots, first);
+  expect(covering).toBe(engine.lastSequence);
+  expect(snapshots.latest!.manifest.items).toBeDefined();
+  // Nothing written: no more.
+  await Bun.sleep(idleMs + 500);
+  expect(snapshots.latest!.seq).toBe(covering);
+  // A few writes (under shutdownLogBytes): left to the log.
+  await write();
+  await Bun.sleep(idleMs + 500);
+  expect(snapshots.latest!.seq).toBe(covering);
+  expect(await engine.logBytes(covering)).toBeGreaterThan(0);
+}, 60_000);
+
+test('an idle snapshot waits for the graph to hold every vector', async () => {
+  const dir = TestServer.tempDir();
+  // A stub OpenAI-compatible embedder: deterministic 128-d vectors.
+  const stub = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    async fetch(req) {
+      const { input } = (await req.json()) as { input: string[] };
+      const data = input.map((text, index) => {
+        let h = 2166136261;
+        const embedding = Array.from({ length: 128 }, (_, i) => {
+          h = Math.imul(h ^ (text.charCodeAt(i % text.length) + i), 16777619);
+          return (h >>> 0) / 2 ** 32 - 0.5;
+        });
+        return { index, embedding };
+      });
+      return Response.json({ data });
+    },
+  });
+  const { engine, snapshots } = await openEngine({
+    dataDir: dir,
+    compute: { documentWorkers: 1, settings: { http: { url: `http://127.0.0.1:${stub.port}`, timeoutMs: 10_000, retries: 0 } } },
+    graphThreshold: 100,
+    log: () => {},
+  });
+  const manager = new SnapshotManager(
+    engine,
+    snapshots,
+    new LocalSnapshotStore(snapshots.dir),
+    { ...POLICY, logBytes: 1 << 30, logGrowth: 0, idleMs: 50, shutdownLogBytes: 1 },
+    quiet,
+  );
+  cleanup.push(async () => {
+    await manager.stop();
+    await engine.close();
+    stub.stop(true);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  await manager.start();
+  const kb = await engine.createKnowledgeBase(ORG, {
+    name: 'graph',
+    description: '',
+    type: 'TEXT_HIGH_QUALITY',
+    // A wide beam while building: the graph lags well behind the last write.
+    config: textKbConfig(
+      { provider: 'http', model: 'stub', dimensions: 128, metric: 'cosine', quantization: 'f32' },
+      { hnsw: { connectivity: 32, expansionAdd: 1000, expansionSearch: 64 } },
+    ),
+  });
+  for (let i = 0; i < 3000; i += 250)
+    await Promise.all(Array.from({ length: 250 }, (_, j) => engine.addContent(ORG, kb.id, { text: `item ${i + j} about topic ${(i + j) % 37}` })));
+  const vectors = engine.knowledgeBase(kb.id)!.vectors!;
+  while (engine.stats().queueDepth > 0 || vectors.size < 3000) await Bun.sleep(10);
+  const covering = async () => {
+    while (snapshots.latest?.seq !== engine.lastSequence) await Bun.sleep(20);
+  };
+  await covering();
+  // Taken once the graph held every vector: a restart serves it whole, and a stop may skip its snapshot.
+  expect(vectors.graphReady).toBe(true);
+  expect(snapshots.latest!.manifest.graphs).toEqual([expect.objectContaining({ kbId: kb.id, vectors: vectors.graphKeys })]);
+  expect(engine.vectorsAwaitingGraphs()).toBe(0);
+}, 120_000);
