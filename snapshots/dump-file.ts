@@ -17,6 +17,13 @@ const PREFIX_BYTES = 24;
  * posting lists) make large writes, and what is written is what was checked (PreparedDump).
  */
 const STAGE_BYTES = 4 << 20;
+/**
+ * Staging buffers written at once: a write to fresh page cache pays a page fault per 4 KiB (about
+ * 12 µs each on this virtual machine), which writes in flight together pay side by side. A scratch
+ * probe at a million chunks wrote the 662 MB index dump, 8 times each way, in 0.47–1.80 s (median
+ * 1.1 s) one stage at a time, 0.47–1.02 s (median 0.93 s) three at a time, never slower in a pair.
+ */
+const STAGES_IN_FLIGHT = 3;
 
 export type Kind = 'i32' | 'u32' | 'u8' | 'f64' | 'json' | 'number';
 const ARRAYS = { i32: Int32Array, u32: Uint32Array, u8: Uint8Array, f64: Float64Array } as const;
@@ -126,16 +133,29 @@ async function writeSections(
   bodies: readonly Uint8Array[][],
 ): Promise<{ bytes: number; crc32: number }> {
   const file = await open(path, 'wx', PRIVATE_FILE);
-  const stage = new Uint8Array(STAGE_BYTES);
+  // Each staging buffer with its write in flight (if any); the one filled now is `stage`.
+  const stages = Array.from({ length: STAGES_IN_FLIGHT }, () => ({ bytes: new Uint8Array(STAGE_BYTES), writing: Promise.resolve() }));
+  let current = 0;
+  let stage = stages[0]!.bytes;
   let staged = 0;
   let crc = 0;
   let at = 0;
+  const writeAll = async (bytes: Uint8Array, length: number, position: number) => {
+    let done = 0;
+    while (done < length) done += (await file.write(bytes, done, length - done, position + done)).bytesWritten;
+  };
+  /** Start writing the stage (the whole file's CRC32 taken in order first); go on in the next one once its write is done. */
   const flush = async () => {
     crc = Bun.hash.crc32(stage.subarray(0, staged), crc);
-    let done = 0;
-    while (done < staged) done += (await file.write(stage, done, staged - done, at + done)).bytesWritten;
+    const writing = writeAll(stage, staged, at);
+    // Handled: its failure rejects where it is awaited (the next turn of this stage, or the end).
+    writing.catch(() => {});
+    stages[current]!.writing = writing;
     at += staged;
     staged = 0;
+    current = (current + 1) % stages.length;
+    await stages[current]!.writing;
+    stage = stages[current]!.bytes;
   };
   /**
    * Copy `b` from `off` into the stage as far as it fits; returns where it stopped, and adds the
@@ -172,7 +192,11 @@ async function writeSections(
     }
     await flush();
   } finally {
+    // Every write settled before the file is closed (a failed one rejects here).
+    const settled = await Promise.allSettled(stages.map((s) => s.writing));
     await file.close();
+    const failed = settled.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
   return { bytes: at, crc32: crc };
 }
