@@ -70,6 +70,12 @@ export interface BuildRequest {
    */
   incremental?: { stats: Omit<SnapshotManifest['stats'], 'records'> };
   /**
+   * An incremental snapshot's record files and graphs, placed by an earlier request
+   * (placeIncrementalParts) while the engine wrote the dumps: this one only finishes it (the dumps
+   * made durable, the manifest written). `mainGraphs` are not used again.
+   */
+  parts?: IncrementalParts;
+  /**
    * Index dumps the engine wrote into `outDir` at `seq` (Snapshotter), with their manifest
    * entries: made durable and listed here. `vectors`: the set's vector file linked there, whose
    * first `bytes` are the set's (made durable and checksummed here, off the main thread); `from`:
@@ -239,23 +245,62 @@ class RecordsWriter {
   }
 }
 
+/** What an incremental snapshot holds besides its dumps: record files (the previous snapshot's, the log's tail) and graphs, with their manifest entries. */
+export interface IncrementalParts {
+  files: SnapshotFile[];
+  graphs: SnapshotManifest['graphs'];
+  /** Every tail file, the previous snapshot's first. */
+  tails: string[];
+  records: number;
+}
+
+/** Milliseconds since the last lap, added to `phases` under each name. */
+function lapper(phases?: Record<string, number>): (name: string) => void {
+  let t = performance.now();
+  return (name) => {
+    const now = performance.now();
+    if (phases) phases[name] = (phases[name] ?? 0) + Math.round(now - t);
+    t = now;
+  };
+}
+
 /**
  * An incremental snapshot (BuildRequest.incremental): nothing is decoded, compacted or built. Its
  * cost is the log since the previous snapshot (placeLogTail: closed segments linked, checksummed)
  * and the graphs (already saved by the engine, moved in and synced): seconds at shutdown where a
- * full snapshot rewrites every record and graph.
+ * full snapshot rewrites every record and graph. The parts are placed first (the Snapshotter asks
+ * for them on their own, while it writes the dumps), then the dumps made durable and the manifest.
  */
 async function buildIncremental(
   req: BuildRequest,
   { stats }: NonNullable<BuildRequest['incremental']>,
   phases?: Record<string, number>,
 ): Promise<SnapshotManifest> {
-  let t = performance.now();
-  const lap = (name: string) => {
-    const now = performance.now();
-    if (phases) phases[name] = (phases[name] ?? 0) + Math.round(now - t);
-    t = now;
+  const parts = req.parts ?? (await placeIncrementalParts(req, phases));
+  const lap = lapper(phases);
+  const files = [...parts.files];
+  const dumps = indexFiles(req);
+  files.push(...dumps.files);
+  lap('index dumps');
+  const manifest: SnapshotManifest = {
+    format: SNAPSHOT_FORMAT,
+    seq: req.seq,
+    createdAt: new Date().toISOString(),
+    files,
+    graphs: parts.graphs,
+    ...(dumps.indexes ? { indexes: dumps.indexes } : {}),
+    ...(dumps.items ? { items: dumps.items } : {}),
+    tails: parts.tails,
+    stats: { ...stats, records: parts.records },
   };
+  await writeManifest(req.outDir, manifest);
+  lap('manifest');
+  return manifest;
+}
+
+/** An incremental snapshot's record files and graphs, placed in `req.outDir` (buildIncremental). */
+export async function placeIncrementalParts(req: BuildRequest, phases?: Record<string, number>): Promise<IncrementalParts> {
+  const lap = lapper(phases);
   if (!req.prevDir) throw new Error('an incremental snapshot continues a previous one');
   const prev = JSON.parse(await Bun.file(join(req.prevDir, MANIFEST_FILE)).text()) as SnapshotManifest;
   const files: SnapshotManifest['files'] = [];
@@ -272,23 +317,7 @@ async function buildIncremental(
   const graphs: SnapshotManifest['graphs'] = [];
   for (const g of req.mainGraphs ?? []) graphs.push(await placeMainGraph(req.outDir, g, files, prevGraphPath(req.prevDir, prev, g.kbId)));
   lap('graphs');
-  const dumps = indexFiles(req);
-  files.push(...dumps.files);
-  lap('index dumps');
-  const manifest: SnapshotManifest = {
-    format: SNAPSHOT_FORMAT,
-    seq: req.seq,
-    createdAt: new Date().toISOString(),
-    files,
-    graphs,
-    ...(dumps.indexes ? { indexes: dumps.indexes } : {}),
-    ...(dumps.items ? { items: dumps.items } : {}),
-    tails: [...(prev.tails ?? []), ...tails],
-    stats: { ...stats, records: prev.stats.records + records },
-  };
-  await writeManifest(req.outDir, manifest);
-  lap('manifest');
-  return manifest;
+  return { files, graphs, tails: [...(prev.tails ?? []), ...tails], records: prev.stats.records + records };
 }
 
 /**
@@ -411,6 +440,12 @@ function vectorDocs(kept: KeptRecord[]): Map<string, number[]> {
     out.set(k.record.kbId, docs);
   }
   return out;
+}
+
+/** What the snapshot worker answers a request for an incremental snapshot's parts with (placeIncrementalParts). */
+export interface PartsResult {
+  parts: IncrementalParts;
+  phases: Record<string, number>;
 }
 
 /** What the snapshot worker answers a build with: the manifest written, and milliseconds per phase (logged). */

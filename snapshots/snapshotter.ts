@@ -19,7 +19,7 @@ import {
   type StartingItems,
   type StartingPoint,
 } from '../engine';
-import type { BuildRequest, BuildResult } from './build';
+import type { BuildRequest, BuildResult, PartsResult } from './build';
 import type { VerifyRequest, VerifyResult } from './verify';
 import type { PreparedDump } from './dump-file';
 import { indexDumpFileName, prepareIndexDump, readIndexDump } from './index-dump';
@@ -558,6 +558,10 @@ export class Snapshotter {
     await mkdir(this.dir, { recursive: true, mode: PRIVATE_DIR });
     const tmp = join(this.dir, `tmp-${seq}-${crypto.randomUUID()}`);
     await mkdir(tmp, { mode: PRIVATE_DIR });
+    // Awaited: other work may run meanwhile, so it is timed apart from the state (taken in one step).
+    lap('directory');
+    // An incremental snapshot's record files and graphs, placed by the worker while the dumps are written here.
+    let placing: Promise<PartsResult> | undefined;
     try {
       const range = this.engine.logRange(prev?.seq ?? 0, seq);
       const mainGraphs = this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`), { viewsOnly: !reuseGraphs });
@@ -576,23 +580,34 @@ export class Snapshotter {
       const graphThreshold = this.engine.graphThreshold;
       const shards = this.engine.shards.toJSON();
       lap('state taken (request thread)');
-      // Everything of the state is taken: the dumps are written while the engine goes on.
-      const written = dumps ? await dumps : { indexes: [] };
-      lap('dumps written');
-      const request: BuildRequest = {
+      const base: BuildRequest = {
         prevDir: prev?.dir,
         log: range,
         seq,
         outDir: tmp,
         graphThreshold,
         mainGraphs,
-        indexes: written.indexes,
-        ...(written.items ? { items: written.items } : {}),
         shards,
         ...(incremental ? { incremental: { stats: { knowledgeBases, contents, chunks } } } : {}),
       };
       this.pool ??= new WorkerPool({ size: 1, workerUrl: workerUrl('snapshot'), retries: 0 });
-      const { manifest, phases } = await this.pool.run<BuildResult>(request);
+      // The log's tail linked and checked, the graphs moved in (after a bulk load, most of a
+      // second) while the dumps are written: neither waits for the other.
+      placing = incremental ? this.pool.run<PartsResult>({ placeParts: base }) : undefined;
+      placing?.catch(() => {});
+      // Everything of the state is taken: the dumps are written while the engine goes on.
+      const written = dumps ? await dumps : { indexes: [] };
+      lap('dumps written');
+      const placed = await placing;
+      lap('parts placed (worker)');
+      const request: BuildRequest = {
+        ...base,
+        indexes: written.indexes,
+        ...(written.items ? { items: written.items } : {}),
+        ...(placed ? { parts: placed.parts } : {}),
+      };
+      const { manifest, phases: built } = await this.pool.run<BuildResult>(request);
+      const phases = { ...placed?.phases, ...built };
       lap('build (worker)');
       const dir = join(this.dir, snapshotDirName(seq));
       await rename(tmp, dir);
@@ -601,6 +616,8 @@ export class Snapshotter {
       this.latest = { seq, dir, manifest, phases: { ...steps, ...Object.fromEntries(Object.entries(phases).map(([k, v]) => [`worker: ${k}`, v])) } };
       return this.latest;
     } catch (err) {
+      // Nothing writes into it any more before it goes.
+      await placing?.catch(() => {});
       await rm(tmp, { recursive: true, force: true });
       throw err;
     }

@@ -1,18 +1,21 @@
 // Snapshot worker thread: builds one snapshot per request (see build.ts), or checks the files a
 // restart from item dumps does not read (verify.ts).
-import { buildSnapshot, type BuildRequest, type BuildResult } from './build';
+import { buildSnapshot, placeIncrementalParts, type BuildRequest, type BuildResult, type PartsResult } from './build';
 import { verifyFiles, type VerifyRequest, type VerifyResult } from './verify';
 
 declare const self: Worker;
 
-type Request = (BuildRequest | { verify: VerifyRequest }) & { jobId: number };
+type Request = (BuildRequest | { verify: VerifyRequest } | { placeParts: BuildRequest }) & { jobId: number };
 
 self.onmessage = async (event: MessageEvent<Request>) => {
   const { jobId, ...req } = event.data;
   try {
-    let value: VerifyResult | BuildResult;
+    let value: VerifyResult | BuildResult | PartsResult;
     if ('verify' in req) value = verifyFiles(req.verify);
-    else {
+    else if ('placeParts' in req) {
+      const phases: Record<string, number> = {};
+      value = { parts: await placeIncrementalParts(req.placeParts, phases), phases };
+    } else {
       const phases: Record<string, number> = {};
       value = { manifest: await buildSnapshot(req, phases), phases };
     }
