@@ -277,21 +277,28 @@ async function buildIncremental(
   phases?: Record<string, number>,
 ): Promise<SnapshotManifest> {
   const parts = req.parts ?? (await placeIncrementalParts(req, phases));
-  const lap = lapper(phases);
-  const files = [...parts.files];
+  return finish(req, parts.files, parts.graphs, { tails: parts.tails, stats: { ...stats, records: parts.records } }, lapper(phases));
+}
+
+/** Either kind of snapshot ends here: its dumps made durable, then the manifest written last. */
+async function finish(
+  req: BuildRequest,
+  files: SnapshotFile[],
+  graphs: SnapshotManifest['graphs'],
+  rest: Pick<SnapshotManifest, 'stats' | 'tails' | 'shards'>,
+  lap: (name: string) => void,
+): Promise<SnapshotManifest> {
   const dumps = indexFiles(req);
-  files.push(...dumps.files);
   lap('index dumps');
   const manifest: SnapshotManifest = {
     format: SNAPSHOT_FORMAT,
     seq: req.seq,
     createdAt: new Date().toISOString(),
-    files,
-    graphs: parts.graphs,
+    files: [...files, ...dumps.files],
+    graphs,
     ...(dumps.indexes ? { indexes: dumps.indexes } : {}),
     ...(dumps.items ? { items: dumps.items } : {}),
-    tails: parts.tails,
-    stats: { ...stats, records: parts.records },
+    ...rest,
   };
   await writeManifest(req.outDir, manifest);
   lap('manifest');
@@ -459,12 +466,7 @@ export interface BuildResult {
  */
 export async function buildSnapshot(req: BuildRequest, phases?: Record<string, number>): Promise<SnapshotManifest> {
   if (req.incremental) return buildIncremental(req, req.incremental, phases);
-  let t = performance.now();
-  const lap = (name: string) => {
-    const now = performance.now();
-    if (phases) phases[name] = (phases[name] ?? 0) + Math.round(now - t);
-    t = now;
-  };
+  const lap = lapper(phases);
   const shards = req.shards && new ShardSet(req.shards.count, req.shards.held);
   const compactor = new Compactor(shards && ((kbId) => shards.holds(kbId)));
   let prevManifest: SnapshotManifest | undefined;
@@ -562,22 +564,11 @@ export async function buildSnapshot(req: BuildRequest, phases?: Record<string, n
   }
 
   for (const g of req.mainGraphs ?? []) rmSync(g.path, { force: true });
-  const dumps = indexFiles(req);
-  files.push(...dumps.files);
-  lap('index dumps');
-
-  const manifest: SnapshotManifest = {
-    format: SNAPSHOT_FORMAT,
-    seq: req.seq,
-    createdAt: new Date().toISOString(),
+  return finish(
+    req,
     files,
     graphs,
-    ...(dumps.indexes ? { indexes: dumps.indexes } : {}),
-    ...(dumps.items ? { items: dumps.items } : {}),
-    stats: { ...compactor.stats, records: kept.length },
-    ...(shards && !shards.holdsAll ? { shards: shards.toJSON() } : {}),
-  };
-  await writeManifest(req.outDir, manifest);
-  lap('manifest');
-  return manifest;
+    { stats: { ...compactor.stats, records: kept.length }, ...(shards && !shards.holdsAll ? { shards: shards.toJSON() } : {}) },
+    lap,
+  );
 }

@@ -169,6 +169,7 @@ async function writeSections(
     staged += n;
     return off + n;
   };
+  let failure: { reason: unknown } | undefined;
   try {
     const zeros = new Uint8Array(8);
     const pieces = [[prefix], ...bodies];
@@ -191,13 +192,14 @@ async function writeSections(
       }
     }
     await flush();
-  } finally {
-    // Every write settled before the file is closed (a failed one rejects here).
-    const settled = await Promise.allSettled(stages.map((s) => s.writing));
-    await file.close();
-    const failed = settled.find((r) => r.status === 'rejected');
-    if (failed) throw failed.reason;
+  } catch (err) {
+    failure = { reason: err };
   }
+  // Every write settled before the file is closed; the first failure is the answer.
+  const settled = await Promise.allSettled(stages.map((s) => s.writing));
+  await file.close();
+  failure ??= settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) throw failure.reason;
   return { bytes: at, crc32: crc };
 }
 

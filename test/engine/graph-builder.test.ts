@@ -15,6 +15,7 @@ import { insertIntoGraph } from '../../engine/vector/graph-insert';
 import { VectorIndex } from '../../engine/vector/vector-index';
 import { openEngine } from '../../snapshots';
 import { textKbConfig } from '../helpers/kb-config';
+import { serveEmbeddings, wordHashVector } from '../helpers/embedder-stub';
 
 let seed = 23;
 const rand = () => ((seed = (seed * 16807) % 2147483647) / 2147483647) * 2 - 1;
@@ -302,25 +303,7 @@ describe('graphs built by the worker', () => {
 // --- an engine restarting on graphs it built off-thread ---------------------------------------------
 
 const EDIMS = 64;
-function embed(text: string): number[] {
-  const v = new Float32Array(EDIMS);
-  for (const word of text.toLowerCase().split(/\W+/).filter(Boolean)) {
-    let h = 2166136261;
-    for (let i = 0; i < word.length; i++) h = Math.imul(h ^ word.charCodeAt(i), 16777619);
-    v[(h >>> 0) % EDIMS]! += 1;
-    v[(h >>> 8) % EDIMS]! += 0.5;
-  }
-  const n = Math.hypot(...v) || 1;
-  return Array.from(v).map((x) => x / n);
-}
-const stub = Bun.serve({
-  port: 0,
-  hostname: '127.0.0.1',
-  async fetch(req) {
-    const { input } = (await req.json()) as { input: string[] };
-    return Response.json({ data: input.map((text, index) => ({ index, embedding: embed(text) })) });
-  },
-});
+const stub = serveEmbeddings((text) => wordHashVector(text, EDIMS));
 afterAll(() => stub.stop(true));
 
 const ORG = 'org_gb';

@@ -8,6 +8,7 @@ import type { GraphBuilder } from '../../engine/vector/graph-builder';
 import { RequestActivity } from '../../src/http/serve';
 import { textKbConfig } from '../helpers/kb-config';
 import { TestServer } from '../helpers/server';
+import { charHashVector, serveEmbeddings } from '../helpers/embedder-stub';
 
 describe('RequestActivity', () => {
   test('idle only with nothing in flight and a quiet period since the last request', async () => {
@@ -45,22 +46,7 @@ describe('background HNSW building', () => {
     const dir = TestServer.tempDir();
     dirs.push(dir);
     // A stub OpenAI-compatible embedder: deterministic 128-d vectors.
-    const stub = Bun.serve({
-      port: 0,
-      hostname: '127.0.0.1',
-      async fetch(req) {
-        const { input } = (await req.json()) as { input: string[] };
-        const data = input.map((text, index) => {
-          let h = 2166136261;
-          const v = Array.from({ length: 128 }, (_, i) => {
-            h = Math.imul(h ^ (text.charCodeAt(i % text.length) + i), 16777619);
-            return (h >>> 0) / 2 ** 32 - 0.5;
-          });
-          return { index, embedding: v };
-        });
-        return Response.json({ data });
-      },
-    });
+    const stub = serveEmbeddings((text) => charHashVector(text, 128));
     try {
       const e = await Engine.open({
         dataDir: dir,

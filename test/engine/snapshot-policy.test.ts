@@ -9,6 +9,7 @@ import { basename, join } from 'node:path';
 import { listSnapshotDirs, LocalSnapshotStore, openEngine, SnapshotManager, type Snapshotter, type SnapshotStore, type StoredSnapshot } from '../../snapshots';
 import { NO_EMBEDDING, textKbConfig } from '../helpers/kb-config';
 import { TestServer } from '../helpers/server';
+import { charHashVector, serveEmbeddings } from '../helpers/embedder-stub';
 
 const ORG = 'org_p';
 const quiet = { info() {}, warn() {}, error() {} };
@@ -260,22 +261,7 @@ test('once writes pause after enough of them, a snapshot (SNAPSHOT_IDLE_S); not 
 test('an idle snapshot waits for the graph to hold every vector', async () => {
   const dir = TestServer.tempDir();
   // A stub OpenAI-compatible embedder: deterministic 128-d vectors.
-  const stub = Bun.serve({
-    port: 0,
-    hostname: '127.0.0.1',
-    async fetch(req) {
-      const { input } = (await req.json()) as { input: string[] };
-      const data = input.map((text, index) => {
-        let h = 2166136261;
-        const embedding = Array.from({ length: 128 }, (_, i) => {
-          h = Math.imul(h ^ (text.charCodeAt(i % text.length) + i), 16777619);
-          return (h >>> 0) / 2 ** 32 - 0.5;
-        });
-        return { index, embedding };
-      });
-      return Response.json({ data });
-    },
-  });
+  const stub = serveEmbeddings((text) => charHashVector(text, 128));
   const { engine, snapshots } = await openEngine({
     dataDir: dir,
     compute: { documentWorkers: 1, settings: { http: { url: `http://127.0.0.1:${stub.port}`, timeoutMs: 10_000, retries: 0 } } },

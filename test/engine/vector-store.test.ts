@@ -13,6 +13,7 @@ import { MAX_OPEN_VECTOR_FILES } from '../../engine/vector/row-store';
 import { VectorIndex } from '../../engine/vector/vector-index';
 import { openEngine } from '../../snapshots';
 import { textKbConfig } from '../helpers/kb-config';
+import { serveEmbeddings, wordHashVector } from '../helpers/embedder-stub';
 
 let seed = 7;
 const rand = () => ((seed = (seed * 16807) % 2147483647) / 2147483647) * 2 - 1;
@@ -261,25 +262,8 @@ describe('stored vectors in a file', () => {
 const ORG = 'org_vs';
 const DIMS = 64;
 /** Deterministic unit vectors per text: words hashed into dimensions (similar texts stay close). */
-function embed(text: string): number[] {
-  const v = new Float64Array(DIMS);
-  for (const word of text.toLowerCase().split(/\W+/).filter(Boolean)) {
-    let h = 2166136261;
-    for (let i = 0; i < word.length; i++) h = Math.imul(h ^ word.charCodeAt(i), 16777619);
-    v[(h >>> 0) % DIMS]! += 1;
-    v[(h >>> 8) % DIMS]! += 0.5;
-  }
-  const n = Math.hypot(...v) || 1;
-  return Array.from(v, (x) => x / n);
-}
-const stub = Bun.serve({
-  port: 0,
-  hostname: '127.0.0.1',
-  async fetch(req) {
-    const { input } = (await req.json()) as { input: string[] };
-    return Response.json({ data: input.map((text, index) => ({ index, embedding: embed(text) })) });
-  },
-});
+const embed = (text: string) => wordHashVector(text, DIMS);
+const stub = serveEmbeddings(embed);
 afterAll(() => stub.stop(true));
 
 const EMBEDDING = { provider: 'http', model: 'stub', dimensions: DIMS, metric: 'cosine', quantization: 'f32' } as const;
