@@ -443,14 +443,17 @@ async function measureSize(targetChunks: number) {
     const http = await phase(`${fmtCount(targetChunks)}: search through HTTP, one connection, ${durationS} s per mode`, () => httpLatency(s, kbId));
     load.searched = load1();
 
-    const shutdownMs = await phase(`${fmtCount(targetChunks)}: graceful shutdown (snapshot at shutdown)`, () => s.stop(30 * 60_000));
+    // The stop snapshots unless the newest snapshot already covers the log (one taken once writes paused, SNAPSHOT_IDLE_S) or a small tail is left to it.
+    const before = (await listSnapshotDirs(join(dataDir, 'snapshots')))[0]?.seq;
+    const shutdownMs = await phase(`${fmtCount(targetChunks)}: graceful shutdown`, () => s.stop(30 * 60_000));
     const exitCode = await s.exited;
     if (exitCode !== 0) problems.push(`${fmtCount(targetChunks)}: server exited ${exitCode} at shutdown`);
     server = undefined;
     const newest = (await listSnapshotDirs(join(dataDir, 'snapshots')))[0];
+    const stopSnapshot = newest?.seq !== before;
     const disk = { snapshot: snapshotFiles(dataDir, newest), walBytes: dirBytes(join(dataDir, 'wal')), dataDirBytes: dirBytes(dataDir) };
     console.log(
-      `  shutdown ${fmtInt(shutdownMs)} ms; snapshot ${(disk.snapshot.total / 2 ** 20).toFixed(1)} MiB (records ${(disk.snapshot.records / 2 ** 20).toFixed(1)}, graphs ${(disk.snapshot.graphs / 2 ** 20).toFixed(1)}) = ${fmtInt(disk.snapshot.total / chunks)} B/chunk (all kept: ${(disk.snapshot.kept / 2 ** 20).toFixed(1)} MiB); log ${(disk.walBytes / 2 ** 20).toFixed(1)} MiB`,
+      `  shutdown ${fmtInt(shutdownMs)} ms (${stopSnapshot ? 'it wrote a snapshot' : `no snapshot: the newest, ${newest?.seq ?? 'none'}, was taken before it`}); snapshot ${(disk.snapshot.total / 2 ** 20).toFixed(1)} MiB (records ${(disk.snapshot.records / 2 ** 20).toFixed(1)}, graphs ${(disk.snapshot.graphs / 2 ** 20).toFixed(1)}) = ${fmtInt(disk.snapshot.total / chunks)} B/chunk (all kept: ${(disk.snapshot.kept / 2 ** 20).toFixed(1)} MiB); log ${(disk.walBytes / 2 ** 20).toFixed(1)} MiB`,
     );
 
     const restarted = await phase(`${fmtCount(targetChunks)}: restart on the loaded directory`, async () => {
@@ -522,6 +525,8 @@ async function measureSize(targetChunks: number) {
       disk,
       snapshotsDuringLoad,
       shutdownMs,
+      /** Whether the stop wrote a snapshot (not when the newest one already covered the log). */
+      shutdownSnapshot: stopSnapshot,
       restart: restarted,
       latency: { http, engine: engine.latency },
       recall10: engine.recall10,
