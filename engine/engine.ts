@@ -229,10 +229,8 @@ export class Engine {
   get graphThreshold(): number {
     return this.state.graphThreshold;
   }
-  /** Vectors waiting for their graphs (LiveState.vectorsAwaitingGraphs). */
-  vectorsAwaitingGraphs = (): number => this.state.vectorsAwaitingGraphs();
-  /** Vectors not yet in graphs holding these many per knowledge base (LiveState.vectorsOutsideGraphs). */
-  vectorsOutsideGraphs = (inGraphs: ReadonlyMap<string, number>): number => this.state.vectorsOutsideGraphs(inGraphs);
+  /** Vectors not yet in graphs holding these many keys per knowledge base, or in the graphs as they are (LiveState.vectorsOutsideGraphs). */
+  vectorsOutsideGraphs = (inGraphs?: ReadonlyMap<string, number>): number => this.state.vectorsOutsideGraphs(inGraphs);
   /** Save every in-memory HNSW graph (to `pathOf(kbId)`), with the documents each holds. */
   saveGraphs = (pathOf: (kbId: string) => string, options: { viewsOnly?: boolean } = {}) => this.state.saveGraphs(pathOf, options.viewsOnly);
   /** Every index set as flat arrays that later changes leave as they are (a snapshot writes them while the engine goes on). */

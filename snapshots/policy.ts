@@ -158,7 +158,7 @@ export class SnapshotManager {
   private idle(now: number, logBytes: number): boolean {
     const { idleMs = 0, shutdownLogBytes = 0, dumpChunks } = this.policy;
     if (idleMs <= 0 || now - this.seenSince < idleMs || logBytes < shutdownLogBytes) return false;
-    return this.engine.stats().chunks <= dumpChunks && this.engine.dumpsState && this.engine.vectorsAwaitingGraphs() === 0;
+    return this.engine.stats().chunks <= dumpChunks && this.engine.dumpsState && this.engine.vectorsOutsideGraphs() === 0;
   }
 
   /** Log bytes since the newest snapshot that call for the next one. */

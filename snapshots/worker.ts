@@ -11,14 +11,10 @@ self.onmessage = async (event: MessageEvent<Request>) => {
   const { jobId, ...req } = event.data;
   try {
     let value: VerifyResult | BuildResult | PartsResult;
+    const phases: Record<string, number> = {};
     if ('verify' in req) value = verifyFiles(req.verify);
-    else if ('placeParts' in req) {
-      const phases: Record<string, number> = {};
-      value = { parts: await placeIncrementalParts(req.placeParts, phases), phases };
-    } else {
-      const phases: Record<string, number> = {};
-      value = { manifest: await buildSnapshot(req, phases), phases };
-    }
+    else if ('placeParts' in req) value = { parts: await placeIncrementalParts(req.placeParts, phases), phases };
+    else value = { manifest: await buildSnapshot(req, phases), phases };
     self.postMessage({ jobId, ok: true, value });
   } catch (err) {
     self.postMessage({ jobId, ok: false, error: err instanceof Error ? err.message : String(err) });

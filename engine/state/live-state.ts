@@ -306,33 +306,24 @@ export class LiveState implements StateTarget {
     else markFailed(kb, item, record.error);
   }
 
-  /** Save every HNSW graph (to `pathOf(kbId)`), with the documents each holds. */
   /**
-   * Vectors a start whose HNSW graphs hold `inGraphs` keys per knowledge base would still put into
-   * them (a graph's worker inserts them after the start; meanwhile they are searched exactly): what
-   * the graphs hold or wait for now beyond that, all the vectors of a knowledge base with none yet.
+   * Vectors a graph's worker would still put into HNSW graphs holding `inGraphs` keys per knowledge
+   * base (a start from a snapshot's graphs), or, without it, into the graphs as they are now
+   * (meanwhile they are searched exactly): what the graphs hold or wait for beyond that, and all the
+   * vectors of a knowledge base past the graph threshold with no graph yet.
    */
-  vectorsOutsideGraphs(inGraphs: ReadonlyMap<string, number>): number {
+  vectorsOutsideGraphs(inGraphs?: ReadonlyMap<string, number>): number {
     let outside = 0;
     for (const [kbId, kb] of this.kbs) {
       const vectors = kb.vectors;
       if (!vectors || vectors.size < this.graphThreshold) continue;
       const now = vectors.graphKeys > 0 ? vectors.graphKeys + vectors.graphPending : vectors.size;
-      outside += Math.max(0, now - (inGraphs.get(kbId) ?? 0));
+      outside += Math.max(0, now - (inGraphs ? (inGraphs.get(kbId) ?? 0) : vectors.graphKeys));
     }
     return outside;
   }
 
-  /** Vectors waiting to be put into a graph: of graphs being built, and all of a large knowledge base with none yet. */
-  vectorsAwaitingGraphs(): number {
-    let waiting = 0;
-    for (const kb of this.kbs.values()) {
-      const vectors = kb.vectors;
-      if (vectors && vectors.size >= this.graphThreshold) waiting += vectors.graphKeys > 0 ? vectors.graphPending : vectors.size;
-    }
-    return waiting;
-  }
-
+  /** Save every HNSW graph (to `pathOf(kbId)`), with the documents each holds. */
   saveGraphs(pathOf: (kbId: string) => string, viewsOnly = false): SavedGraph[] {
     const out: SavedGraph[] = [];
     for (const [kbId, kb] of this.kbs) {

@@ -303,5 +303,5 @@ test('an idle snapshot waits for the graph to hold every vector', async () => {
   // Taken once the graph held every vector: a restart serves it whole, and a stop may skip its snapshot.
   expect(vectors.graphReady).toBe(true);
   expect(snapshots.latest!.manifest.graphs).toEqual([expect.objectContaining({ kbId: kb.id, vectors: vectors.graphKeys })]);
-  expect(engine.vectorsAwaitingGraphs()).toBe(0);
+  expect(engine.vectorsOutsideGraphs()).toBe(0);
 }, 120_000);
