@@ -272,6 +272,27 @@ async function engineAlone(dataDir: string, kbId: string) {
   }
 }
 
+/**
+ * Waits (up to 10 minutes) until the newest snapshot covers the whole log, as the snapshot taken
+ * once writes pause makes it: seconds waited and that snapshot's own duration, or covered: false.
+ */
+async function snapshotCoveringLog(s: Server): Promise<{ covered: boolean; waitedSeconds: number; snapshotMs?: number; seq?: number }> {
+  const started = performance.now();
+  for (;;) {
+    const snap = (await call(s, 'GET', '/ready')).json?.snapshots as { lastSeq?: number; logSeq: number; lastDurationMs?: number } | undefined;
+    const waitedSeconds = (performance.now() - started) / 1000;
+    if (snap && snap.lastSeq !== undefined && snap.lastSeq >= snap.logSeq) {
+      console.log(`  snapshot ${snap.lastSeq} covers the log after ${waitedSeconds.toFixed(1)} s (it took ${fmtInt(snap.lastDurationMs ?? NaN)} ms)`);
+      return { covered: true, waitedSeconds, snapshotMs: snap.lastDurationMs, seq: snap.lastSeq };
+    }
+    if (waitedSeconds > 600) {
+      console.log('  no snapshot covered the log within 10 minutes: the stop takes one');
+      return { covered: false, waitedSeconds };
+    }
+    await Bun.sleep(1000);
+  }
+}
+
 /** CPU seconds of a process's main thread (its JavaScript event loop): what serializes a load. */
 function mainThreadCpuSeconds(pid: number): number {
   try {
@@ -440,6 +461,9 @@ async function measureSize(targetChunks: number) {
       return { chunks, items, loadOnly: true as const, loadAverage: load, ingestion: ingestionSummary, serverCpuSeconds, mainCpuSeconds };
     }
 
+    // Writes paused: the server snapshots (SNAPSHOT_IDLE_S), which holds up searches while it takes
+    // the dumps. Searched once that is over, so the latencies are those of a node at rest.
+    const idleSnapshot = await phase(`${fmtCount(targetChunks)}: the snapshot once writes paused`, () => snapshotCoveringLog(s));
     const http = await phase(`${fmtCount(targetChunks)}: search through HTTP, one connection, ${durationS} s per mode`, () => httpLatency(s, kbId));
     load.searched = load1();
 
@@ -524,6 +548,7 @@ async function measureSize(targetChunks: number) {
       },
       disk,
       snapshotsDuringLoad,
+      idleSnapshot,
       shutdownMs,
       /** Whether the stop wrote a snapshot (not when the newest one already covered the log). */
       shutdownSnapshot: stopSnapshot,

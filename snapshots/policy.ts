@@ -32,8 +32,9 @@ export interface SnapshotPolicy {
    * Snapshots taken while serving hold dumps of the engine's state (a restart from one replays no
    * record) only while the node holds at most this many chunks: the dumps are taken on the main
    * thread, which answers nothing meanwhile (0.55–0.74 s at a million chunks on 2 shared cores; they are
-   * written after, off it). A larger node dumps at graceful shutdown only; a restart after a crash
-   * replays the newest snapshot's records instead (85 s at a million chunks, against about 3).
+   * written after, off it). A larger node dumps at graceful shutdown and once writes pause
+   * (`idleMs`) only; a restart after a crash replays the newest snapshot's records up to the
+   * latest such one instead (85 s at a million chunks, against about 3).
    */
   dumpChunks: number;
   /**
@@ -46,9 +47,11 @@ export interface SnapshotPolicy {
   shutdownLogBytes?: number;
   /**
    * A snapshot is taken once nothing was written for this long, when the log since the newest
-   * snapshot is at least `shutdownLogBytes` (less is left to the log at a stop anyway), the
-   * snapshot would hold dumps (`dumpChunks`) and every graph holds its vectors: after a bulk load a
-   * stop or a crash then finds a snapshot of it instead of gigabytes of log. 0: never.
+   * snapshot is at least `shutdownLogBytes` (less is left to the log at a stop anyway) and every
+   * graph holds its vectors: after a bulk load a stop or a crash then finds a snapshot of it
+   * instead of gigabytes of log. It holds dumps whatever the size (`dumpChunks` bounds the pause
+   * of snapshots taken while writes flow; this one holds up searches alone, once a burst of writes
+   * ends: 0.3–0.9 s at a million chunks). 0: never.
    */
   idleMs?: number;
   /** Vectors the newest snapshot's graphs may lack for that (a restart inserts them in the background, searching them exactly meanwhile); default SHUTDOWN_GRAPH_LAG. */
@@ -156,9 +159,9 @@ export class SnapshotManager {
 
   /** Whether writes paused long enough after enough of them for a snapshot (SnapshotPolicy.idleMs). */
   private idle(now: number, logBytes: number): boolean {
-    const { idleMs = 0, shutdownLogBytes = 0, dumpChunks } = this.policy;
+    const { idleMs = 0, shutdownLogBytes = 0 } = this.policy;
     if (idleMs <= 0 || now - this.seenSince < idleMs || logBytes < shutdownLogBytes) return false;
-    return this.engine.stats().chunks <= dumpChunks && this.engine.dumpsState && this.engine.vectorsOutsideGraphs() === 0;
+    return this.engine.dumpsState && this.engine.vectorsOutsideGraphs() === 0;
   }
 
   /** Log bytes since the newest snapshot that call for the next one. */
@@ -181,7 +184,10 @@ export class SnapshotManager {
     this.lastAttempt = Date.now();
     try {
       const shutdown = reason === 'shutdown';
-      const snap = await this.snapshots.snapshot({ reuseGraphs: shutdown, dumps: shutdown || this.engine.stats().chunks <= this.policy.dumpChunks });
+      // Dumps make a restart replay nothing; past dumpChunks only where the pause of taking them
+      // holds up no write (SnapshotPolicy.idleMs).
+      const dumps = shutdown || reason === 'idle' || this.engine.stats().chunks <= this.policy.dumpChunks;
+      const snap = await this.snapshots.snapshot({ reuseGraphs: shutdown, dumps });
       this.status.lastSeq = snap.seq;
       this.seqAtLastSnapshot = snap.seq;
       if (this.status.confirmedSeq !== snap.seq) {

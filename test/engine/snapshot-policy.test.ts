@@ -1,8 +1,9 @@
 // When the snapshot policy (snapshots/policy.ts) takes a snapshot for the log's size: on the log
 // written since the newest snapshot (not the part kept for the one before, which made every check
 // of a bulk load take another snapshot), and only once that also reaches SNAPSHOT_LOG_GROWTH of the
-// newest snapshot's size. Whether a snapshot holds dumps of the engine's state: at shutdown always,
-// while serving only up to SNAPSHOT_DUMP_MAX_CHUNKS (taking them holds the main thread).
+// newest snapshot's size. Whether a snapshot holds dumps of the engine's state: at shutdown and once
+// writes pause always, while writes flow only up to SNAPSHOT_DUMP_MAX_CHUNKS (taking them holds the
+// main thread).
 import { afterEach, expect, test } from 'bun:test';
 import { cpSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -233,10 +234,11 @@ class CopyStore implements SnapshotStore {
   }
 }
 
-test('once writes pause after enough of them, a snapshot (SNAPSHOT_IDLE_S); not while they go on, nor for a few', async () => {
+test('once writes pause after enough of them, a snapshot with dumps (SNAPSHOT_IDLE_S); not while they go on, nor for a few', async () => {
   const idleMs = 1500;
   const shutdownLogBytes = 16 * 1024;
-  const { engine, snapshots, manager, write, writeUntil } = await setUp({ logBytes: 1 << 30, logGrowth: 0, idleMs, shutdownLogBytes });
+  // Past SNAPSHOT_DUMP_MAX_CHUNKS: the idle snapshot holds dumps all the same (it holds up no write).
+  const { engine, snapshots, manager, write, writeUntil } = await setUp({ logBytes: 1 << 30, logGrowth: 0, idleMs, shutdownLogBytes, dumpChunks: 3 });
   await manager.start();
   const started = Date.now();
   await writeUntil(shutdownLogBytes, snapshots);
@@ -247,7 +249,9 @@ test('once writes pause after enough of them, a snapshot (SNAPSHOT_IDLE_S); not 
   // The idle snapshot may have come before the last indexing records: then another pause takes them.
   const covering = engine.lastSequence === first ? first : await snapshotAfter(snapshots, first);
   expect(covering).toBe(engine.lastSequence);
+  expect(engine.stats().chunks).toBeGreaterThan(3);
   expect(snapshots.latest!.manifest.items).toBeDefined();
+  expect(snapshots.latest!.manifest.indexes).toHaveLength(1);
   // Nothing written: no more.
   await Bun.sleep(idleMs + 500);
   expect(snapshots.latest!.seq).toBe(covering);
