@@ -154,14 +154,26 @@ export class SnapshotManager {
     if (logBytes === undefined) return;
     if (logBytes >= this.logThreshold() && written) await this.run('log size');
     else if (written && now - this.lastAttempt >= this.policy.intervalMs) await this.run('interval');
-    else if (written && this.idle(now, logBytes)) await this.run('idle');
+    else if (this.idle(now, logBytes, written)) {
+      // Nothing new to snapshot: a record that changes nothing gives the snapshot with dumps a
+      // sequence number of its own, after the one without them (as at shutdown).
+      if (!written) await this.engine.markLog();
+      await this.run('idle');
+    }
   }
 
-  /** Whether writes paused long enough after enough of them for a snapshot (SnapshotPolicy.idleMs). */
-  private idle(now: number, logBytes: number): boolean {
+  /**
+   * Whether writes paused long enough for a snapshot (SnapshotPolicy.idleMs): after enough of them,
+   * or when the newest snapshot holds no dumps (one taken while writes flowed past dumpChunks, which
+   * a restart would replay record by record), even with nothing written since.
+   */
+  private idle(now: number, logBytes: number, written: boolean): boolean {
     const { idleMs = 0, shutdownLogBytes = 0 } = this.policy;
-    if (idleMs <= 0 || now - this.seenSince < idleMs || logBytes < shutdownLogBytes) return false;
-    return this.engine.dumpsState && this.engine.vectorsOutsideGraphs() === 0;
+    if (idleMs <= 0 || now - this.seenSince < idleMs) return false;
+    if (!this.engine.dumpsState || this.engine.vectorsOutsideGraphs() !== 0) return false;
+    const latest = this.snapshots.latest;
+    const lacksDumps = latest !== undefined && latest.seq === this.seqAtLastSnapshot && latest.manifest.items === undefined;
+    return lacksDumps || (written && logBytes >= shutdownLogBytes);
   }
 
   /** Log bytes since the newest snapshot that call for the next one. */

@@ -262,6 +262,29 @@ test('once writes pause after enough of them, a snapshot with dumps (SNAPSHOT_ID
   expect(await engine.logBytes(covering)).toBeGreaterThan(0);
 }, 60_000);
 
+test('once writes pause, a newest snapshot without dumps is followed by one with them, nothing written since', async () => {
+  // A snapshot taken while writes flowed past SNAPSHOT_DUMP_MAX_CHUNKS holds none: a restart from it
+  // would replay every record. The log since it is small (under shutdownLogBytes) and then empty.
+  const idleMs = 300;
+  const { engine, snapshots, manager, write } = await setUp({ logBytes: 1 << 30, logGrowth: 0, dumpChunks: 3, idleMs, shutdownLogBytes: 1 << 30 });
+  for (let i = 0; i < 5; i++) await write();
+  while (engine.stats().queueDepth > 0) await Bun.sleep(10);
+  await manager.run('interval');
+  const withoutDumps = snapshots.latest!.seq;
+  expect(withoutDumps).toBe(engine.lastSequence);
+  expect(snapshots.latest!.manifest.items).toBeUndefined();
+  await manager.start();
+  const withDumps = await snapshotAfter(snapshots, withoutDumps);
+  expect(snapshots.latest!.manifest.items).toBeDefined();
+  expect(snapshots.latest!.manifest.indexes).toHaveLength(1);
+  // Its own sequence number: one record that changes nothing.
+  expect(withDumps).toBe(withoutDumps + 1);
+  expect(engine.lastSequence).toBe(withDumps);
+  // Then no more.
+  await Bun.sleep(3 * idleMs);
+  expect(snapshots.latest!.seq).toBe(withDumps);
+}, 60_000);
+
 test('an idle snapshot waits for the graph to hold every vector', async () => {
   const dir = TestServer.tempDir();
   // A stub OpenAI-compatible embedder: deterministic 128-d vectors.
