@@ -47,11 +47,11 @@ export interface SnapshotPolicy {
   shutdownLogBytes?: number;
   /**
    * A snapshot is taken once nothing was written for this long, when the log since the newest
-   * snapshot is at least `shutdownLogBytes` (less is left to the log at a stop anyway) and every
-   * graph holds its vectors: after a bulk load a stop or a crash then finds a snapshot of it
-   * instead of gigabytes of log. It holds dumps whatever the size (`dumpChunks` bounds the pause
-   * of snapshots taken while writes flow; this one holds up searches alone, once a burst of writes
-   * ends: 0.3–0.9 s at a million chunks). 0: never.
+   * snapshot is at least `shutdownLogBytes` (less is left to the log at a stop anyway), or that
+   * snapshot holds no dumps, and every graph holds its vectors: after a bulk load a stop or a crash
+   * then finds a snapshot of it instead of gigabytes of log. It holds dumps whatever the size
+   * (`dumpChunks` bounds the pause of snapshots taken while writes flow; this one holds up searches
+   * alone, once a burst of writes ends: 0.3–2 s at a million chunks). 0: never.
    */
   idleMs?: number;
   /** Vectors the newest snapshot's graphs may lack for that (a restart inserts them in the background, searching them exactly meanwhile); default SHUTDOWN_GRAPH_LAG. */
@@ -170,10 +170,14 @@ export class SnapshotManager {
   private idle(now: number, logBytes: number, written: boolean): boolean {
     const { idleMs = 0, shutdownLogBytes = 0 } = this.policy;
     if (idleMs <= 0 || now - this.seenSince < idleMs) return false;
-    if (!this.engine.dumpsState || this.engine.vectorsOutsideGraphs() !== 0) return false;
+    if (this.engine.vectorsOutsideGraphs() !== 0) return false;
+    return this.newestLacksDumps() || (this.engine.dumpsState && written && logBytes >= shutdownLogBytes);
+  }
+
+  /** The newest snapshot holds no dumps (taken past dumpChunks while writes flowed) that this engine could give. */
+  private newestLacksDumps(): boolean {
     const latest = this.snapshots.latest;
-    const lacksDumps = latest !== undefined && latest.seq === this.seqAtLastSnapshot && latest.manifest.items === undefined;
-    return lacksDumps || (written && logBytes >= shutdownLogBytes);
+    return latest !== undefined && latest.seq === this.seqAtLastSnapshot && latest.manifest.items === undefined && this.engine.dumpsState;
   }
 
   /** Log bytes since the newest snapshot that call for the next one. */
@@ -277,8 +281,7 @@ export class SnapshotManager {
       // Nothing new, but the newest snapshot was taken without dumps (a node past dumpChunks): a
       // restart from it would replay every record. A record that changes nothing lets the snapshot
       // at shutdown, with them, follow it.
-      const latest = this.snapshots.latest;
-      if (!latest || latest.manifest.items !== undefined || !this.engine.dumpsState) return;
+      if (!this.newestLacksDumps()) return;
       await this.engine.markLog();
     }
     const since = await this.smallTail();
