@@ -56,6 +56,7 @@ export class Engine {
       state: this.state,
       originals: parts.originals,
       shards: this.shards,
+      searcher: parts.searcher,
       routeOf: (kbId) => this.node.routeOf(kbId),
       quotas,
       commit: (r, a, check) => this.commit(r, a, check),
@@ -346,6 +347,7 @@ export class Engine {
     this.closed = true;
     for (const close of this.closers) await close();
     await this.pacer.stop();
+    await this.core.searcher.stop();
     this.settler.stop();
     this.ingestion.close();
     await this.compute.close();

@@ -58,6 +58,7 @@ export type { NatsAuth } from './log/nats';
 export { decodePayload, encodePayload, encodeTextRecord, isBinaryPayload, PayloadDecoder, TermDictionary, withRecordFields } from './log/codec';
 export { encodeFrame, readFramesSync, scanFrames, FRAME_HEADER } from './log/frame';
 export { VectorIndex } from './vector/vector-index';
+export { GraphSearcher } from './vector/graph-searcher';
 export type { IndexSetDump } from './kb/index-set';
 export type { ItemDump } from './kb/item-dump';
 export type { InvertedIndexDump } from './bm25/inverted-index';

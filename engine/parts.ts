@@ -9,6 +9,7 @@ import { ShardSet } from './shards';
 import { LiveState } from './state/live-state';
 import { TextStore } from './text/text-store';
 import { GraphBuilder } from './vector/graph-builder';
+import { GraphSearcher } from './vector/graph-searcher';
 import type { EngineLog, EngineOptions } from './options';
 
 export interface EngineParts {
@@ -17,6 +18,8 @@ export interface EngineParts {
   shards: ShardSet;
   state: LiveState;
   pacer: GraphBuilder;
+  /** Graph searches off the request thread, for searches with other work to do meanwhile (hybrid). */
+  searcher: GraphSearcher;
   compute: Compute;
   ingestion: IngestionQueue;
   /** Item texts out of the heap, rebuilt by every open from the log (text/text-store.ts). */
@@ -67,5 +70,6 @@ export function assembleParts(options: EngineOptions, hooks: EngineHooks): Engin
   // a bulk load's results.
   const idle = options.idle;
   const pacer = new GraphBuilder(() => state.kbs.values(), idle && (() => idle() && ingestion.depth === 0), { log: say });
-  return { say, originals, shards, state, pacer, compute, ingestion, texts };
+  const searcher = new GraphSearcher({ log: say });
+  return { say, originals, shards, state, pacer, searcher, compute, ingestion, texts };
 }

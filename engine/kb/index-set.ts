@@ -8,6 +8,7 @@ import type { EvaluateOptions } from '../filter/expression';
 import { MetadataIndex, type MetadataFilter } from '../filter/metadata';
 import type { ContentStatus, IndexedChunk, KnowledgeBaseConfig } from '../records';
 import type { Scored } from '../topk';
+import type { GraphQuery, GraphSearcher } from '../vector/graph-searcher';
 import { VectorIndex } from '../vector/vector-index';
 import type { DuplicateGroupsDump } from '../vector/duplicate-groups';
 import { ChunkTable, type ChunkTableDump } from './chunk-table';
@@ -363,8 +364,12 @@ export class IndexSet {
     return this.bm25.search(terms, k, allowed);
   }
 
-  semanticTop(query: Float32Array, k: number, allowed?: AllowedDocs): Scored[] {
-    return this.vectors ? this.vectors.search(query, k, allowed) : [];
+  semanticTop(query: Float32Array, k: number, allowed?: AllowedDocs, started?: GraphQuery): Scored[] {
+    return this.vectors ? this.vectors.search(query, k, allowed, started) : [];
+  }
+
+  startSemanticTop(searcher: GraphSearcher, query: Float32Array, k: number, allowed?: AllowedDocs): GraphQuery | undefined {
+    return this.vectors?.startGraphSearch(searcher, query, k, allowed);
   }
 
   fullTextScores(terms: readonly string[], docs: readonly number[]): number[] {

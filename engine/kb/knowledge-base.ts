@@ -7,6 +7,7 @@ import type { ContentSource, ContentStatus, IndexedChunk, KnowledgeBaseConfig, K
 import type { Scored } from '../topk';
 import type { EncodedText } from '../text/encoded-text';
 import type { TextStore } from '../text/text-store';
+import type { GraphQuery, GraphSearcher } from '../vector/graph-searcher';
 import type { VectorIndex } from '../vector/vector-index';
 import { dumpItems, loadItems, type ItemDump } from './item-dump';
 import { IndexSet, type AllowedDocs, type BuildOutcome, type LiveChunks, type StoredVector } from './index-set';
@@ -406,9 +407,17 @@ export class KnowledgeBase {
     return this.active.fullTextTop(terms, k, allowed);
   }
 
-  /** The `k` nearest documents by cosine among the allowed ones (none without embeddings). */
-  semanticTop(query: Float32Array, k: number, allowed?: AllowedDocs): Scored[] {
-    return this.active.semanticTop(query, k, allowed);
+  /**
+   * The `k` nearest documents by cosine among the allowed ones (none without embeddings).
+   * `started`: what startSemanticTop gave for the same arguments, nothing changed since.
+   */
+  semanticTop(query: Float32Array, k: number, allowed?: AllowedDocs, started?: GraphQuery): Scored[] {
+    return this.active.semanticTop(query, k, allowed, started);
+  }
+
+  /** Begin semanticTop's graph search on `searcher`'s thread (VectorIndex.startGraphSearch). */
+  startSemanticTop(searcher: GraphSearcher, query: Float32Array, k: number, allowed?: AllowedDocs): GraphQuery | undefined {
+    return this.active.startSemanticTop(searcher, query, k, allowed);
   }
 
   /** Exact BM25 scores of given documents, equal to what fullTextTop gives them. */

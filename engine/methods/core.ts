@@ -9,6 +9,7 @@ import type { Route } from '../node/node';
 import type { ShardSet } from '../shards';
 import type { LiveState } from '../state/live-state';
 import { checkQuota, type Quotas } from '../state/quotas';
+import type { GraphSearcher } from '../vector/graph-searcher';
 
 export interface EngineCore {
   readonly state: LiveState;
@@ -16,6 +17,8 @@ export interface EngineCore {
   readonly quotas?: Partial<Quotas>;
   /** The knowledge bases whose content this node holds (all on a single node). */
   readonly shards: ShardSet;
+  /** Graph searches on a thread of their own (hybrid search's semantic leg). */
+  readonly searcher: GraphSearcher;
   /** Where requests about a knowledge base are answered (the live nodes holding its shard). */
   routeOf(kbId: string): Route;
   /**

@@ -47,6 +47,6 @@ export async function hybrid(
   const vector = needsQueryVector(req) ? await queryVector(compute, kb, q.semanticText || req.query) : undefined;
   const query = kbQuery(kb, q, req.typoTolerance);
   const allowed = kb.allowedSet(req.filter);
-  const ranked = rankRefined((depth) => searchHybrid(kb, query, vector, depth, req, allowed), req.limit, withSyntax(req, q), kb.chunkCount);
+  const ranked = rankRefined((depth) => searchHybrid(kb, query, vector, depth, req, allowed, core.searcher), req.limit, withSyntax(req, q), kb.chunkCount);
   return decorate(kb, ranked, matchedTerms(query), req);
 }

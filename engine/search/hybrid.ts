@@ -9,6 +9,7 @@ import { exactTerms, type Bm25Query } from '../bm25/inverted-index';
 import type { MetadataFilter } from '../filter/metadata';
 import type { AllowedDocs, ChunkHit, KnowledgeBase } from '../kb/knowledge-base';
 import type { Scored } from '../topk';
+import type { GraphSearcher } from '../vector/graph-searcher';
 import { candidatePool, reciprocalRankFusion, weightedFusion } from './fusion';
 import { kbItems, syncItems } from './items';
 import { fullTextDepth, FullTextLeg } from './legs';
@@ -58,6 +59,8 @@ function knownOr(docs: readonly number[], known: readonly Scored[], compute: (do
 /**
  * `queryVector` is undefined exactly when needsQueryVector is false (or there are no embeddings).
  * `filter`: a metadata filter, or the documents it allows (kb.allowedSet), computed once for a request's every depth.
+ * `searcher`: the semantic leg's graph search runs on its thread while this one ranks the full-text
+ * leg (the same hits, sooner: the graph search is most of the semantic leg at scale).
  */
 export function searchHybrid(
   kb: KnowledgeBase,
@@ -66,18 +69,22 @@ export function searchHybrid(
   limit: number,
   options: HybridOptions,
   filter?: MetadataFilter | AllowedDocs,
+  searcher?: GraphSearcher,
 ): HybridHit[] {
   const allowed = kb.allowedSet(filter);
   const w = options.semanticWeight;
+  const vector = kb.hasVectors ? queryVector : undefined;
+  const semantic = vector && needsQueryVector(options) ? vector : undefined;
+  const semDepth = hybridDepth(limit);
+  const started = semantic && searcher ? kb.startSemanticTop(searcher, semantic, semDepth, allowed) : undefined;
   const index = kb.bm25;
   syncItems(index, kbItems(kb));
-  const vector = kb.hasVectors ? queryVector : undefined;
   const semScores = (docs: number[]) => (vector ? kb.semanticScores(vector, docs) : docs.map(() => 0));
   // The full-text leg's candidates are those full-text search ranks for this limit.
   const leg = new FullTextLeg(index, terms, fullTextDepth(limit), allowed);
   const ftScores = (docs: number[]) => leg.scoresOf(docs);
   const ft = fullTextLegRuns(options) ? leg.candidates : [];
-  const sem = vector && needsQueryVector(options) ? kb.semanticTop(vector, hybridDepth(limit), allowed) : [];
+  const sem = semantic ? kb.semanticTop(semantic, semDepth, allowed, started) : [];
   // Cosines known so far (the semantic leg's are exact already): each is read from the vector file once.
   const semKnown: Scored[] = [...sem];
   let ranked: { doc: number; score: number }[];

@@ -169,7 +169,7 @@ export class GraphBuilder {
         if (b.gen !== -1) b = this.build(index);
         b.gen = job.gen;
       }
-      const shape = { dimensions: index.dimensions, ...index.graphShape };
+      const shape = index.graphShape;
       const threads = this.idle() ? availableParallelism() : 1;
       this.post({ t: 'add', id: b.id, shape, threads, ...job }, [job.vectors.buffer as ArrayBuffer]);
       b.inFlight++;

@@ -1,6 +1,45 @@
-// Inserting into and removing from a USearch graph, on the worker and on the main thread alike.
+// USearch graphs as every thread makes, fills and lets go of them: the main thread, the builder's
+// worker (graph-worker.ts) and the searcher's (graph-search-worker.ts) alike.
+import { rmSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import type { Index } from 'usearch';
+import { Index, MetricKind, ScalarKind } from 'usearch';
+import { createPrivateFile } from '../fsync';
+
+/** What a graph is made with; a view of a saved graph must be opened with the same. */
+export interface GraphShape {
+  dimensions: number;
+  connectivity: number;
+  expansionAdd: number;
+  expansionSearch: number;
+}
+
+/** An empty graph: i8 copies of the vectors (USearch scales each to ±127 by its norm), cosine. */
+export function newGraph(shape: GraphShape): Index {
+  return new Index({
+    dimensions: shape.dimensions,
+    metric: MetricKind.Cos,
+    quantization: ScalarKind.I8,
+    connectivity: shape.connectivity,
+    expansion_add: shape.expansionAdd,
+    expansion_search: shape.expansionSearch,
+    multi: false,
+  });
+}
+
+/**
+ * Free what a graph holds now, not when the collector gets to it (it does not see USearch's memory,
+ * and a view keeps its file mapped, removed or not): the graph views an empty one instead, saved
+ * at `emptyPath` for the moment.
+ */
+export function releaseGraph(graph: Index, shape: GraphShape, emptyPath: string): void {
+  try {
+    createPrivateFile(emptyPath);
+    newGraph(shape).save(emptyPath);
+    graph.view(emptyPath);
+  } finally {
+    rmSync(emptyPath, { force: true });
+  }
+}
 
 /**
  * Put `vectors` (row i for keys[i]) into the graph on `threads` threads (0: every core), replacing

@@ -4,18 +4,11 @@
 // job sent before it. Runs below the request thread's priority, like the document lane.
 import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { Index, MetricKind, ScalarKind } from 'usearch';
+import type { Index } from 'usearch';
 import { createPrivateFile } from '../fsync';
-import { insertIntoGraph, removeFromGraph } from './graph-insert';
+import { insertIntoGraph, newGraph, releaseGraph, removeFromGraph, type GraphShape } from './graph-insert';
 import { BACKGROUND_NICENESS, lowerThreadPriority } from '../workers/priority';
 import type { GraphJob } from './vector-index';
-
-export interface GraphShape {
-  dimensions: number;
-  connectivity: number;
-  expansionAdd: number;
-  expansionSearch: number;
-}
 
 export type GraphRequest =
   | { t: 'init'; stop: Int32Array }
@@ -45,27 +38,7 @@ const graphs = new Map<number, { gen: number; seq: number; index: Index; shape: 
  * USearch's memory (a copy is ~565 B a vector), so the copy views an empty graph instead.
  */
 function release(held: { index: Index; shape: GraphShape; dir?: string }): void {
-  if (!held.dir) return;
-  const empty = join(held.dir, `graph-empty-${process.pid}-${performance.now()}`);
-  try {
-    createPrivateFile(empty);
-    newGraph(held.shape).save(empty);
-    held.index.view(empty);
-  } finally {
-    rmSync(empty, { force: true });
-  }
-}
-
-function newGraph(shape: GraphShape): Index {
-  return new Index({
-    dimensions: shape.dimensions,
-    metric: MetricKind.Cos,
-    quantization: ScalarKind.I8,
-    connectivity: shape.connectivity,
-    expansion_add: shape.expansionAdd,
-    expansion_search: shape.expansionSearch,
-    multi: false,
-  });
+  if (held.dir) releaseGraph(held.index, held.shape, join(held.dir, `graph-empty-${process.pid}-${performance.now()}`));
 }
 
 function add(req: Extract<GraphRequest, { t: 'add' }>): void {

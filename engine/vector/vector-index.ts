@@ -16,11 +16,12 @@
 // searches skip documents that are not alive anyway).
 import { copyFileSync, existsSync, linkSync, openSync, readSync, closeSync, rmSync } from 'node:fs';
 import { createPrivateFile, linkOrCopy } from '../fsync';
-import { Index, MetricKind, ScalarKind } from 'usearch';
+import type { Index } from 'usearch';
 import { TopK, type Scored } from '../topk';
 import { DocSet } from '../filter/doc-set';
 import { DuplicateGroups, i8Of, quantizedHash, type DuplicateGroupsDump } from './duplicate-groups';
-import { insertIntoGraph } from './graph-insert';
+import { insertIntoGraph, newGraph, releaseGraph, type GraphShape } from './graph-insert';
+import type { GraphQuery, GraphSearcher } from './graph-searcher';
 import { FileRows, MemoryRows, type RowStore } from './row-store';
 
 export type Quantization = 'f32' | 'i8';
@@ -132,8 +133,12 @@ function savedRowBytes(path: string): number {
   }
 }
 
+/** Numbers the graph searcher's thread knows each index's view by. */
+let nextSearchKey = 1;
+
 export class VectorIndex {
   readonly dimensions: number;
+  private readonly searchKey = nextSearchKey++;
   readonly quantization: Quantization;
   private rows: RowStore;
   /** Bytes of a stored vector. */
@@ -448,18 +453,9 @@ export class VectorIndex {
     this.hnsw.save(path);
   }
 
-  /** The graph keeps i8 copies (USearch scales each vector to ±127 by its norm): a quarter of f32. */
+  /** The graph keeps i8 copies: a quarter of f32. */
   private newGraph(): Index {
-    const { dimensions, connectivity, expansionAdd, expansionSearch } = this.options;
-    return new Index({
-      dimensions,
-      metric: MetricKind.Cos,
-      quantization: ScalarKind.I8,
-      connectivity,
-      expansion_add: expansionAdd,
-      expansion_search: expansionSearch,
-      multi: false,
-    });
+    return newGraph(this.graphShape);
   }
 
   /**
@@ -517,9 +513,9 @@ export class VectorIndex {
   }
 
   /** The graph's parameters (for the builder's copy). */
-  get graphShape(): { connectivity: number; expansionAdd: number; expansionSearch: number } {
-    const { connectivity, expansionAdd, expansionSearch } = this.options;
-    return { connectivity, expansionAdd, expansionSearch };
+  get graphShape(): GraphShape {
+    const { dimensions, connectivity, expansionAdd, expansionSearch } = this.options;
+    return { dimensions, connectivity, expansionAdd, expansionSearch };
   }
 
   /** A graph file of this index, beside its stored vectors. */
@@ -612,21 +608,9 @@ export class VectorIndex {
     this.basePath = undefined;
   }
 
-  /**
-   * Free a graph no longer served now, not when the collector gets to it (USearch's memory is
-   * invisible to it): viewing an empty graph unmaps or frees what it held. Its file and the
-   * builder's base go too.
-   */
+  /** Free a graph no longer served now (graph-insert.ts releaseGraph); its file and the builder's base go too. */
   private releaseGraph(old: Index | undefined): void {
-    if (old) {
-      const empty = `${this.rowsPath}.graph-empty`;
-      if (!existsSync(empty)) {
-        createPrivateFile(empty);
-        this.newGraph().save(empty);
-      }
-      old.view(empty);
-      rmSync(empty, { force: true });
-    }
+    if (old) releaseGraph(old, this.graphShape, `${this.rowsPath}.graph-empty`);
     if (this.viewPath) rmSync(this.viewPath, { force: true });
     if (this.basePath && this.basePath !== this.viewPath) rmSync(this.basePath, { force: true });
     this.basePath = undefined;
@@ -700,12 +684,34 @@ export class VectorIndex {
    * allowing many searches the graph with it as a predicate (and is scored exactly should the graph
    * yield too few). A mask (1 = allowed) says nothing of its size here: the graph is tried first.
    */
-  search(query: Float32Array, k: number, allowed?: DocSet | Uint8Array): Scored[] {
+  search(query: Float32Array, k: number, allowed?: DocSet | Uint8Array, started?: GraphQuery): Scored[] {
     if (k <= 0 || this.live === 0) return [];
     const filter = allowed instanceof Uint8Array ? DocSet.ofMask(allowed) : allowed;
-    if (!this.hnsw || this.live < this.exactThreshold) return this.exact(query, k, filter);
-    if (filter && !(allowed instanceof Uint8Array) && this.filteredExactly(k, filter.size)) return this.exact(query, k, filter);
-    return this.approximate(query, k, filter) ?? this.exact(query, k, filter);
+    if (!this.searchesGraph(k, allowed)) return this.exact(query, k, filter);
+    return this.approximate(query, k, filter, started) ?? this.exact(query, k, filter);
+  }
+
+  /** Whether search(…, k, allowed) tries the graph (not: exact search). */
+  private searchesGraph(k: number, allowed?: DocSet | Uint8Array): boolean {
+    if (!this.hnsw || this.live < this.exactThreshold) return false;
+    return !(allowed instanceof DocSet && this.filteredExactly(k, allowed.size));
+  }
+
+  /**
+   * Post the graph search that search(query, k, allowed) will begin with to `searcher`'s thread,
+   * so that the caller can do other work meanwhile; pass what this returns to that search, with
+   * nothing in between that changes the index. Undefined when that search will not read a graph
+   * file (exact, or a graph built on this thread) or the searcher cannot take it.
+   */
+  startGraphSearch(searcher: GraphSearcher, query: Float32Array, k: number, allowed?: DocSet | Uint8Array): GraphQuery | undefined {
+    if (k <= 0 || this.viewPath === undefined || !this.searchesGraph(k, allowed)) return undefined;
+    const beam = this.firstBeam(k);
+    return beam > 0 ? searcher.start(this.searchKey, this.viewPath, this.graphShape, query, beam) : undefined;
+  }
+
+  /** The beam of a graph search's first try for k results. */
+  private firstBeam(k: number): number {
+    return Math.min(Number(this.hnsw!.size()), candidatesFor(k, this.live, this.options.expansionSearch).beam);
   }
 
   /**
@@ -739,10 +745,12 @@ export class VectorIndex {
    * Graph candidates with the members of their duplicate groups (and the vectors not in the graph
    * yet, all of them), re-scored exactly; undefined when a filter leaves too few of them.
    */
-  private approximate(query: Float32Array, k: number, allowed?: DocSet): Scored[] | undefined {
+  private approximate(query: Float32Array, k: number, allowed?: DocSet, started?: GraphQuery): Scored[] | undefined {
     const inGraph = Number(this.hnsw!.size());
-    let { beam, rescore } = candidatesFor(k, this.live, this.options.expansionSearch);
-    beam = Math.min(inGraph, beam);
+    const { rescore } = candidatesFor(k, this.live, this.options.expansionSearch);
+    let beam = this.firstBeam(k);
+    // The first try's keys, when the searcher's thread found them already.
+    let early = started?.beam === beam && started.path === this.viewPath ? started.keys() : undefined;
     // Tested as a bitset (a list's made once, kept with it): groups visit many members.
     const bits = allowed?.bits();
     for (;;) {
@@ -753,7 +761,9 @@ export class VectorIndex {
       const group = Math.max(k, GROUP_VISIT);
       if (beam > 0) {
         let keys = 0;
-        for (const key of this.hnsw!.search(query, beam, 0).keys) {
+        const results = early ?? (this.hnsw!.search(query, beam, 0).keys as BigUint64Array);
+        early = undefined;
+        for (const key of results) {
           const d = Number(key);
           if (!this.alive[d]) continue;
           // Every member of a group (up to GROUP_VISIT): they score alike, and ties go to the lowest

@@ -7,6 +7,7 @@ export const WORKER_ENTRY_POINTS = {
   extract: 'engine/extract/worker.ts',
   snapshot: 'snapshots/worker.ts',
   graph: 'engine/vector/graph-worker.ts',
+  graphSearch: 'engine/vector/graph-search-worker.ts',
 } as const;
 
 export type WorkerKind = keyof typeof WORKER_ENTRY_POINTS;
