@@ -14,7 +14,7 @@
 // a job is adopted its vectors stay pending, so they are searched exactly meanwhile; removals while
 // the worker holds the graph are forwarded to it with the next job (a view cannot remove, and
 // searches skip documents that are not alive anyway).
-import { copyFileSync, existsSync, linkSync, openSync, readSync, closeSync, rmSync } from 'node:fs';
+import { copyFileSync, linkSync, openSync, readSync, closeSync, rmSync } from 'node:fs';
 import { createPrivateFile, linkOrCopy } from '../fsync';
 import type { Index } from 'usearch';
 import { TopK, type Scored } from '../topk';
