@@ -441,7 +441,12 @@ async function measureSize(targetChunks: number) {
       bulk
         ? importThroughHttp(s, kbId, { count: items, bodyAt }, { batchLines, connections: Math.min(writers, 4), pollMs: targetChunks > 200_000 ? 2000 : 500 })
         : // Each /metrics reading walks every item: seldom at large sizes, so the poll costs the load little.
-          ingestThroughHttp(s, kbId, { count: items, bodyAt }, problems, { connections: writers, pollMs: targetChunks > 200_000 ? 2000 : 500 }),
+          ingestThroughHttp(s, kbId, { count: items, bodyAt }, problems, {
+            connections: writers,
+            pollMs: targetChunks > 200_000 ? 2000 : 500,
+            // A million chunks took 17–36 minutes on 2 shared cores: room for a slow machine.
+            boundMinutes: Math.max(30, Math.ceil((90 * targetChunks) / 1_000_000)),
+          }),
     );
     // Server CPU (all threads) per chunk, up to every item indexed and the graph built: what the load
     // costs whatever the neighbours on this shared machine take.
