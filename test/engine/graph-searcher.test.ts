@@ -140,11 +140,14 @@ describe('the graph searcher', () => {
     await until(() => mappedGraphs(dir).length === 0, 'the view let go', 10_000);
   }, 120_000);
 
-  test('a stopped searcher takes no search; they run on the request thread', async () => {
+  test('a stopped searcher lets its views go and takes no search; they run on the request thread', async () => {
     const { index } = await servedIndex(1500);
     const searcher = searcherOf();
     await warm(searcher, index);
+    const dir = dirs[dirs.length - 1]!;
+    expect(mappedGraphs(dir)).toHaveLength(2);
     await searcher.stop();
+    expect(mappedGraphs(dir)).toHaveLength(1);
     const q = randomUnit(DIMS);
     expect(index.startGraphSearch(searcher, q, 10)).toBeUndefined();
     expect(index.search(q, 10)).toHaveLength(10);
