@@ -70,6 +70,6 @@ export function assembleParts(options: EngineOptions, hooks: EngineHooks): Engin
   // a bulk load's results.
   const idle = options.idle;
   const pacer = new GraphBuilder(() => state.kbs.values(), idle && (() => idle() && ingestion.depth === 0), { log: say });
-  const searcher = new GraphSearcher({ log: say });
+  const searcher = new GraphSearcher({ log: say, minVectors: options.searcherMinVectors });
   return { say, originals, shards, state, pacer, searcher, compute, ingestion, texts };
 }

@@ -701,10 +701,11 @@ export class VectorIndex {
    * Post the graph search that search(query, k, allowed) will begin with to `searcher`'s thread,
    * so that the caller can do other work meanwhile; pass what this returns to that search, with
    * nothing in between that changes the index. Undefined when that search will not read a graph
-   * file (exact, or a graph built on this thread) or the searcher cannot take it.
+   * file (exact, or a graph built on this thread), the graph is too small to gain, or the searcher
+   * cannot take it.
    */
   startGraphSearch(searcher: GraphSearcher, query: Float32Array, k: number, allowed?: DocSet | Uint8Array): GraphQuery | undefined {
-    if (k <= 0 || this.viewPath === undefined || !this.searchesGraph(k, allowed)) return undefined;
+    if (k <= 0 || this.viewPath === undefined || this.live < searcher.minVectors || !this.searchesGraph(k, allowed)) return undefined;
     const beam = this.firstBeam(k);
     return beam > 0 ? searcher.start(this.searchKey, this.viewPath, this.graphShape, query, beam) : undefined;
   }

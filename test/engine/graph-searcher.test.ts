@@ -70,7 +70,7 @@ async function servedIndex(n: number) {
 }
 
 function searcherOf(sweepMs = 5000) {
-  const searcher = new GraphSearcher({ sweepMs });
+  const searcher = new GraphSearcher({ sweepMs, minVectors: 0 });
   closers.push(() => searcher.stop());
   return searcher;
 }
@@ -153,12 +153,16 @@ describe('the graph searcher', () => {
     expect(index.search(q, 10)).toHaveLength(10);
   }, 120_000);
 
-  test('a search that will be exact posts nothing', async () => {
+  test('a search that will be exact, or of a graph below the size that gains, posts nothing', async () => {
     const { index } = await servedIndex(1500);
     const searcher = searcherOf();
     const few = DocSet.ofList(Uint32Array.from([3, 70, 900]), 1500);
     expect(index.startGraphSearch(searcher, randomUnit(DIMS), 10, few)).toBeUndefined();
+    const small = new GraphSearcher({ minVectors: 1501 });
+    closers.push(() => small.stop());
+    expect(index.startGraphSearch(small, randomUnit(DIMS), 10)).toBeUndefined();
     expect(searcher.stats).toEqual({ answered: 0, declined: 0 });
+    expect(small.stats).toEqual({ answered: 0, declined: 0 });
   }, 120_000);
 });
 
@@ -177,6 +181,7 @@ test("an engine's hybrid search answers the same with the searcher as on the req
     dataDir,
     compute: { documentWorkers: 1, settings: { http: { url: `http://127.0.0.1:${stub.port}`, timeoutMs: 10_000, retries: 0 } } },
     graphThreshold: 50,
+    searcherMinVectors: 0,
     log: () => {},
   });
   closers.push(() => engine.close());
