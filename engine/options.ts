@@ -137,7 +137,7 @@ export interface EngineOptions {
   onFatal?: (err: unknown) => void;
   /** Knowledge bases with fewer vectors are searched exactly and keep no HNSW graph (in memory or in snapshots). */
   graphThreshold?: number;
-  /** Hybrid search hands its graph search to the searcher thread from this many vectors on (graph-searcher.ts). */
+  /** Hybrid search hands its graph search to the searcher thread from this many vectors on (default 200,000: graph-searcher.ts). */
   searcherMinVectors?: number;
   /** True while nothing is asking for the main thread (no request in flight): background graph building then takes most of it. */
   idle?: () => boolean;

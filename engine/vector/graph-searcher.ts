@@ -78,12 +78,14 @@ const memoryBytes = Ctl.Words * 4 + 4 + MAX_KEYS * 8 + MAX_DIMENSIONS * 4 + MAX_
 const ANSWER_TIMEOUT_MS = 5000;
 
 /**
- * Below this many vectors the hand-off costs more than it saves. It costs about 0.36 ms here (the
- * two vCPUs slow each other) and saves about 0.93 of the request thread's time meanwhile: even at
- * 1.0 ms of full-text leg against a 100k-vector graph it saved only 0.57 ms (a scratch probe at
- * 100k chunks, 300 queries four times), and the leg takes less on smaller knowledge bases.
+ * Below this many vectors the hand-off does not pay. It costs about 0.36 ms here (the two vCPUs
+ * slow each other) and hides about 0.93 of the request thread's time meanwhile: with 1.0 ms of
+ * other work against a 100k-vector graph it saved 0.57 ms (a scratch probe, 300 queries four
+ * times), but hybrid's full-text leg there takes 0.6–0.9 ms, and bench/scale.ts at 100k measured
+ * hybrid 0.3 ms slower with it (p50 16.6 against 16.3 ms): about even. The leg grows with the
+ * postings (3.7–4.4 ms at 1M, where it saved 2.1–3.6 ms).
  */
-export const DEFAULT_SEARCHER_MIN_VECTORS = 100_000;
+export const DEFAULT_SEARCHER_MIN_VECTORS = 200_000;
 
 export interface GraphSearcherOptions {
   /** Graphs of fewer vectors are searched on the request thread (default DEFAULT_SEARCHER_MIN_VECTORS). */
