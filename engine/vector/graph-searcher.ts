@@ -45,10 +45,12 @@ export const State = {
   Stop: 7,
 } as const;
 
-/** Bytes of the shared memory: the control words, the query, the keys found and the view's path. */
+/** The most the shared memory holds: a query's dimensions, the keys found, the bytes of the view's path. */
 export const MAX_DIMENSIONS = 8192;
 export const MAX_KEYS = 8192;
 export const MAX_PATH_BYTES = 4096;
+/** The control words, padded to 8 bytes: the 64-bit keys follow them. */
+const CTL_BYTES = Math.ceil(Ctl.Words / 2) * 8;
 
 export interface SearcherMemory {
   ctl: Int32Array;
@@ -65,14 +67,14 @@ export function searcherMemory(buffer: SharedArrayBuffer): SearcherMemory {
     return from;
   };
   return {
-    ctl: new Int32Array(buffer, take(Ctl.Words * 4 + 4), Ctl.Words),
+    ctl: new Int32Array(buffer, take(CTL_BYTES), Ctl.Words),
     keys: new BigUint64Array(buffer, take(MAX_KEYS * 8), MAX_KEYS),
     query: new Float32Array(buffer, take(MAX_DIMENSIONS * 4), MAX_DIMENSIONS),
     path: new Uint8Array(buffer, take(MAX_PATH_BYTES), MAX_PATH_BYTES),
   };
 }
 
-const memoryBytes = Ctl.Words * 4 + 4 + MAX_KEYS * 8 + MAX_DIMENSIONS * 4 + MAX_PATH_BYTES;
+const memoryBytes = CTL_BYTES + MAX_KEYS * 8 + MAX_DIMENSIONS * 4 + MAX_PATH_BYTES;
 
 /** The longest the request thread waits for keys before it gives up on the worker for good. */
 const ANSWER_TIMEOUT_MS = 5000;

@@ -194,9 +194,10 @@ test("an engine's hybrid search answers the same with the searcher as on the req
   await Promise.all(
     Array.from({ length: 400 }, (_, i) => engine.addContent(ORG, kb.id, { text: `Note ${i}: ${TOPICS[i % 6]} ${TOPICS[(i * 5) % 6]} number ${i}` })),
   );
-  while (engine.stats().queueDepth > 0) await Bun.sleep(10);
-  const vectors = engine.knowledgeBase(kb.id)!.vectors!;
-  await until(() => vectors.graphReady && vectors.servesView, 'the graph');
+  // Every chunk indexed and in the served graph: no later hand-off changes the view mid-comparison.
+  const held = engine.knowledgeBase(kb.id)!;
+  const vectors = held.vectors!;
+  await until(() => held.chunkCount === 400 && vectors.size === 400 && vectors.graphReady && vectors.servesView, 'every chunk in the graph');
   const searcher = (engine as unknown as { core: { searcher: GraphSearcher } }).core.searcher;
   const queries = ['hot lava', 'melting ice', 'camel sand', 'reef fish', 'trains in the city', 'birds'];
   const hybrid = async () => {
