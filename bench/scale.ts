@@ -353,8 +353,8 @@ async function importThroughHttp(
   const serverCoresDuringAcks = (cpuSecondsOf(s.pid) - cpu0) / ackSeconds;
   const progress: { t: number; chunks: number; queue: number; rss: number }[] = [];
   let final: { chunks: number; failed: number };
-  // Progress from the knowledge base's own counts: a /metrics reading walks every item (and, until
-  // the heap-space gauges went, the whole heap: a tenth of the main thread at a 500 ms poll).
+  // Progress from the knowledge base's own counts (a /metrics reading once walked every item and,
+  // until the heap-space gauges went, the whole heap: a tenth of the main thread at a 500 ms poll).
   for (;;) {
     const kb = (await call(s, 'GET', `/api/v1/knowledge-bases/${kbId}`)).json?.data?.ingestion?.contents as
       | { pending: number; processing: number; ready: number; failed: number }
@@ -440,7 +440,7 @@ async function measureSize(targetChunks: number) {
     const ingestion = await phase(`${fmtCount(targetChunks)}: bulk load of ${fmtInt(items)} items through HTTP (${bulkLabel}, no ?wait)`, () =>
       bulk
         ? importThroughHttp(s, kbId, { count: items, bodyAt }, { batchLines, connections: Math.min(writers, 4), pollMs: targetChunks > 200_000 ? 2000 : 500 })
-        : // Each /metrics reading walks every item: seldom at large sizes, so the poll costs the load little.
+        : // /metrics read seldom at large sizes: each reading is a request the load's requests wait behind.
           ingestThroughHttp(s, kbId, { count: items, bodyAt }, problems, {
             connections: writers,
             pollMs: targetChunks > 200_000 ? 2000 : 500,

@@ -9,7 +9,7 @@ import { cannon } from './load';
 export interface IngestOptions {
   /** Concurrent writers (autocannon connections). */
   connections: number;
-  /** How often /metrics is read for progress: each reading walks every item, so large loads read seldom. */
+  /** How often /metrics is read for progress (a request on the main thread: large loads read seldom). */
   pollMs: number;
   /** The embedder's call counts, when it runs in this process. */
   embedderCalls?: () => unknown;
