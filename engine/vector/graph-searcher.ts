@@ -76,6 +76,8 @@ export function searcherMemory(buffer: SharedArrayBuffer): SearcherMemory {
 
 const memoryBytes = CTL_BYTES + MAX_KEYS * 8 + MAX_DIMENSIONS * 4 + MAX_PATH_BYTES;
 
+const encoder = new TextEncoder();
+
 /** The longest the request thread waits for keys before it gives up on the worker for good. */
 const ANSWER_TIMEOUT_MS = 5000;
 
@@ -131,7 +133,7 @@ export class GraphSearcher {
     const { ctl } = this.mem;
     if (!this.worker) this.boot();
     if (Atomics.load(ctl, Ctl.State) !== State.Idle) return this.decline();
-    const encoded = new TextEncoder().encode(path);
+    const encoded = encoder.encode(path);
     if (encoded.length > MAX_PATH_BYTES) return this.decline();
     this.mem.path.set(encoded);
     this.mem.query.set(query);
