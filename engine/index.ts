@@ -60,6 +60,7 @@ export { encodeFrame, readFramesSync, scanFrames, FRAME_HEADER } from './log/fra
 export { VectorIndex } from './vector/vector-index';
 export { GraphSearcher } from './vector/graph-searcher';
 export type { IndexSetDump } from './kb/index-set';
+export { applyIndexDelta, dumpBytes, indexDelta, indexMark, type DeltaBase, type IndexMark, type IndexSetDelta } from './kb/index-delta';
 export type { ItemDump } from './kb/item-dump';
 export type { InvertedIndexDump } from './bm25/inverted-index';
 export type { DocTermsDump } from './bm25/doc-terms';

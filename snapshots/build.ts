@@ -80,9 +80,10 @@ export interface BuildRequest {
    * entries: made durable and listed here. `vectors`: the set's vector file linked there, whose
    * first `bytes` are the set's (made durable and checksummed here, off the main thread); `from`:
    * the previous snapshot holds the same file, with the CRC32 of its first `from.bytes` (only the
-   * rows after them are read).
+   * rows after them are read); `base`: `file` is an index delta of this full dump, linked from the
+   * previous snapshot (already durable, its entry that snapshot's).
    */
-  indexes?: { kbId: string; configId: string; file: SnapshotFile; vectors?: LinkedFile }[];
+  indexes?: { kbId: string; configId: string; file: SnapshotFile; base?: SnapshotFile; vectors?: LinkedFile }[];
   /**
    * Item dumps of every knowledge base the engine wrote into `outDir` at `seq` (Snapshotter), and
    * the text store's file linked there (`texts`: its first `bytes` hold the dumps' texts):
@@ -116,8 +117,15 @@ function indexFiles(req: BuildRequest): Pick<SnapshotManifest, 'files' | 'indexe
   for (const d of req.indexes ?? []) {
     fsyncFile(join(req.outDir, d.file.name));
     files.push(d.file);
+    if (d.base) files.push(d.base);
     if (d.vectors) files.push(linkedFileEntry(req.outDir, d.vectors));
-    indexes.push({ kbId: d.kbId, configId: d.configId, file: d.file.name, ...(d.vectors ? { vectors: d.vectors.name } : {}) });
+    indexes.push({
+      kbId: d.kbId,
+      configId: d.configId,
+      file: d.file.name,
+      ...(d.base ? { base: d.base.name } : {}),
+      ...(d.vectors ? { vectors: d.vectors.name } : {}),
+    });
   }
   const items = req.items;
   if (!items) return { files, ...(indexes.length > 0 ? { indexes } : {}) };

@@ -105,6 +105,11 @@ export interface SnapshotManifest {
     configId: string;
     file: string;
     /**
+     * `file` is an index delta (engine/kb/index-delta.ts) continuing this full index dump, a hard
+     * link of the previous snapshot's: the set's dump is the two together.
+     */
+    base?: string;
+    /**
      * The set's vector file, hard-linked from the engine's (format 3 on): its first `bytes` (the
      * files entry's) are the set's stored vectors by document number; the engine may have written
      * more after them, which are not the snapshot's. Derived like the dump: checked when read.
@@ -197,7 +202,7 @@ export async function verifySnapshot(
   if (!FORMATS_READ.includes(manifest.format)) return { ok: false, reason: `unknown snapshot format ${manifest.format}` };
   const framed = options.framed ? recordFiles(manifest) : [];
   const dumps = new Set([
-    ...(manifest.indexes ?? []).flatMap((d) => (d.vectors ? [d.file, d.vectors] : [d.file])),
+    ...(manifest.indexes ?? []).flatMap((d) => [d.file, ...(d.base ? [d.base] : []), ...(d.vectors ? [d.vectors] : [])]),
     ...(manifest.items ? [...manifest.items.files.map((f) => f.file), manifest.items.texts] : []),
   ]);
   for (const f of manifest.files) {

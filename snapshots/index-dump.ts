@@ -2,7 +2,7 @@
 // holding its chunk table and BM25 index as the engine had them at the snapshot's sequence number,
 // so a restart loads them in a few large reads instead of re-adding every chunk of the records.
 // The file is a dump file (snapshots/dump-file.ts) whose header names the knowledge base and configuration.
-import type { IndexSetDump } from '../engine';
+import type { IndexSetDelta, IndexSetDump } from '../engine';
 import { prepareDumpFile, readDumpFile, type DumpFormat, type Kind, type PreparedDump } from './dump-file';
 
 /** Bumped when the sections change: a dump of another version is not used (the records are). */
@@ -53,6 +53,38 @@ const SCHEMA: Record<string, Kind> = {
 const FORMAT: DumpFormat = { name: 'an index dump', magic: 'KBIXDUMP', version: INDEX_DUMP_VERSION, schema: SCHEMA, optional: ['groups.'] };
 
 export const indexDumpFileName = (kbId: string, configId: string) => `index-${kbId}-${configId}.dump`;
+
+/**
+ * An index delta (engine/kb/index-delta.ts): the sections of an index dump holding only what was
+ * appended since its base (a full dump the snapshot holds too, SnapshotManifest indexes[].base),
+ * and what the delta continues of the base.
+ */
+const DELTA_FORMAT: DumpFormat = {
+  name: 'an index delta',
+  magic: 'KBIXDELT',
+  version: INDEX_DUMP_VERSION,
+  schema: { ...SCHEMA, 'base.terms': 'number', 'base.rewritten': 'i32', 'base.docs': 'number', 'base.pool': 'number', 'base.chunks': 'number' },
+  optional: ['groups.'],
+};
+
+export const indexDeltaFileName = (kbId: string, configId: string) => `index-${kbId}-${configId}.delta`;
+
+/** An index delta, fixed now and written later (as prepareIndexDump). */
+export function prepareIndexDelta(kbId: string, configId: string, delta: IndexSetDelta): PreparedDump {
+  return prepareDumpFile(DELTA_FORMAT, { kbId, configId }, { ...delta.dump, base: delta.base });
+}
+
+/** Read an index delta written by prepareIndexDelta (checked as readIndexDump checks a dump). */
+export function readIndexDelta(
+  path: string,
+  kbId: string,
+  configId: string,
+  whole?: { bytes: number; crc32?: number },
+  options?: { checksums?: boolean },
+): IndexSetDelta {
+  const { base, ...dump } = readDumpFile(path, DELTA_FORMAT, { kbId, configId }, whole, options) as IndexSetDump & { base: IndexSetDelta['base'] };
+  return { dump, base };
+}
 
 /** An index set's dump, fixed now and written later (PreparedDump: its arrays must not change meanwhile). */
 export function prepareIndexDump(kbId: string, configId: string, dump: IndexSetDump): PreparedDump {

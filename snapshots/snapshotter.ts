@@ -6,14 +6,20 @@ import { linkSync, statSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import {
+  applyIndexDelta,
+  dumpBytes,
   Engine,
   fsyncPathAsync,
+  indexDelta,
+  indexMark,
   PayloadDecoder,
   PRIVATE_DIR,
   readFramesSync,
   WorkerPool,
   workerUrl,
   type EngineOptions,
+  type IndexMark,
+  type IndexSetDump,
   type LogRecord,
   type RestoredIndex,
   type StartingItems,
@@ -22,7 +28,7 @@ import {
 import type { BuildRequest, BuildResult, PartsResult } from './build';
 import type { VerifyRequest, VerifyResult } from './verify';
 import type { PreparedDump } from './dump-file';
-import { indexDumpFileName, prepareIndexDump, readIndexDump } from './index-dump';
+import { indexDeltaFileName, indexDumpFileName, prepareIndexDelta, prepareIndexDump, readIndexDelta, readIndexDump } from './index-dump';
 import { itemDumpFileName, prepareItemDump, readItemDump } from './item-dump';
 import {
   coversShards,
@@ -50,6 +56,20 @@ export interface SnapshotInfo {
 type Warn = (message: string, details: Record<string, unknown>) => void;
 
 /**
+ * A full index dump a later snapshot may write a delta of (engine/kb/index-delta.ts): what it held,
+ * and its file's size and CRC32 (the previous snapshot holds it when its entry has these).
+ */
+export interface DumpBase {
+  mark: IndexMark;
+  bytes: number;
+  crc32: number;
+}
+
+/** The bases of deltas by `kbId configId`. */
+export type DumpBases = Map<string, DumpBase>;
+const setKey = (kbId: string, configId: string) => `${kbId} ${configId}`;
+
+/**
  * The newest intact snapshot under `root` as an engine's starting point. A snapshot that fails its
  * checks is reported and skipped for the one before it; build directories of snapshots that never
  * finished are removed first (no snapshot runs before the engine is open).
@@ -64,7 +84,7 @@ export async function newestSnapshot(
   skip: ReadonlySet<string> = new Set(),
   /** Snapshot directories whose item dumps failed to load (openEngine): their records are replayed. */
   noItems: ReadonlySet<string> = new Set(),
-): Promise<(StartingPoint & { snapshot: SnapshotInfo; recordsCheck?: RecordsCheck }) | undefined> {
+): Promise<(StartingPoint & { snapshot: SnapshotInfo; recordsCheck?: RecordsCheck; bases: DumpBases }) | undefined> {
   const unfinished = await removeUnfinishedSnapshots(root);
   if (unfinished.length > 0) info('removed unfinished snapshot directories', { removed: unfinished });
   for (const candidate of await listSnapshotDirs(root)) {
@@ -85,7 +105,8 @@ export async function newestSnapshot(
     // With item dumps, whole-file checksums run in a worker while the state loads (`checks`), and
     // the record files' after it (`recordsCheck`).
     const deferred: FileCheck[] | undefined = manifest.items && !noItems.has(candidate.dir) ? [] : undefined;
-    const indexes = readIndexDumps(candidate.dir, manifest, candidate.name, warn, deferred);
+    const bases: DumpBases = new Map();
+    const indexes = readIndexDumps(candidate.dir, manifest, candidate.name, warn, bases, deferred);
     const items = deferred && readItemDumps(candidate.dir, manifest, indexes, candidate.name, warn, deferred);
     // No item dumps after all: the index dumps and vector files are checked here, before the records replay.
     if (deferred && !items) for (const check of deferred) if (crc32File(check.path, check.bytes) !== check.crc32) check.failed?.();
@@ -96,6 +117,7 @@ export async function newestSnapshot(
       seq: manifest.seq,
       records: manifest.stats.records,
       indexes,
+      bases,
       ...(items && verified ? { items, checks: verified.linked, recordsCheck: verified.records } : {}),
       replay(apply) {
         // One decoder for every file: a later one's binary records may use terms of an earlier one.
@@ -130,37 +152,48 @@ export async function newestSnapshot(
 }
 
 /**
- * The snapshot's index dumps that read back whole and intact. One that does not is reported and
- * left out: its knowledge base is rebuilt from the records instead.
+ * The snapshot's index dumps that read back whole and intact (a delta with its base). One that does
+ * not is reported and left out: its knowledge base is rebuilt from the records instead. Each full
+ * dump read is added to `bases`: the index that loads it can be dumped as a delta of it.
  */
-function readIndexDumps(dir: string, manifest: SnapshotManifest, snapshot: string, warn: Warn, deferred?: FileCheck[]): RestoredIndex[] {
+function readIndexDumps(dir: string, manifest: SnapshotManifest, snapshot: string, warn: Warn, bases: DumpBases, deferred?: FileCheck[]): RestoredIndex[] {
   const out: RestoredIndex[] = [];
   const unusable = (file: string, reason: string) =>
     warn('index dump unusable; its knowledge base is rebuilt from the snapshot records', { snapshot, file, reason });
-  for (const { kbId, configId, file, vectors } of manifest.indexes ?? []) {
+  for (const { kbId, configId, file, base, vectors } of manifest.indexes ?? []) {
     try {
-      const entry = manifest.files.find((f) => f.name === file);
-      if (!entry) throw new Error('not among the snapshot files');
-      const path = join(dir, file);
-      // Deferred: its whole-file checksum goes to `deferred` (read here without one).
-      const checksums = deferred === undefined || entry.crc32 === undefined;
-      const restored: RestoredIndex = {
-        kbId,
-        configId,
-        dump: readIndexDump(path, kbId, configId, entry, { checksums }),
-        ...vectorFile(dir, manifest, vectors, snapshot, warn, deferred),
+      const entryOf = (name: string) => {
+        const entry = manifest.files.find((f) => f.name === name);
+        if (!entry) throw new Error(`${name} is not among the snapshot files`);
+        return entry;
       };
+      const entry = entryOf(file);
+      const baseEntry = base !== undefined ? entryOf(base) : undefined;
+      // Deferred: whole-file checksums go to `deferred` (read here without them).
+      const checksums = deferred === undefined || entry.crc32 === undefined || (baseEntry !== undefined && baseEntry.crc32 === undefined);
+      const dump: IndexSetDump = baseEntry
+        ? applyIndexDelta(
+            readIndexDump(join(dir, baseEntry.name), kbId, configId, baseEntry, { checksums }),
+            readIndexDelta(join(dir, file), kbId, configId, entry, { checksums }),
+          )
+        : readIndexDump(join(dir, file), kbId, configId, entry, { checksums });
+      const restored: RestoredIndex = { kbId, configId, dump, ...vectorFile(dir, manifest, vectors, snapshot, warn, deferred) };
       out.push(restored);
+      const key = setKey(kbId, configId);
+      if (!baseEntry && entry.crc32 !== undefined) bases.set(key, { mark: indexMark(dump), bytes: entry.bytes, crc32: entry.crc32 });
       if (!checksums)
-        deferred!.push({
-          path,
-          bytes: entry.bytes,
-          crc32: entry.crc32!,
-          failed: () => {
-            unusable(file, 'fails its checksum');
-            out.splice(out.indexOf(restored), 1);
-          },
-        });
+        for (const e of baseEntry ? [entry, baseEntry] : [entry])
+          deferred!.push({
+            path: join(dir, e.name),
+            bytes: e.bytes,
+            crc32: e.crc32!,
+            failed: () => {
+              unusable(e.name, 'fails its checksum');
+              const at = out.indexOf(restored);
+              if (at >= 0) out.splice(at, 1);
+              bases.delete(key);
+            },
+          });
     } catch (err) {
       unusable(file, err instanceof Error ? err.message : String(err));
     }
@@ -358,6 +391,7 @@ export async function openEngine(options: EngineOptions): Promise<{ engine: Engi
     let latest: SnapshotInfo | undefined;
     let fromItems = false;
     let recordsCheck: RecordsCheck | undefined;
+    let bases: DumpBases | undefined;
     try {
       const engine = await Engine.open({
         ...options,
@@ -366,10 +400,11 @@ export async function openEngine(options: EngineOptions): Promise<{ engine: Engi
           latest = start?.snapshot;
           fromItems = start?.items !== undefined;
           recordsCheck = start?.recordsCheck;
+          bases = start?.bases;
           return start;
         },
       });
-      return { engine, snapshots: new Snapshotter(engine, root, latest, recordsCheck) };
+      return { engine, snapshots: new Snapshotter(engine, root, latest, recordsCheck, bases) };
     } catch (err) {
       await recordsCheck?.cancel();
       // Item dumps that read back intact but do not load (they disagree with the index dumps): the
@@ -409,28 +444,66 @@ export function writeDumps(
   dumps: ReturnType<Engine['dumpIndexes']>,
   items: StartingItems | undefined,
   prev?: SnapshotInfo,
-): Promise<{ indexes: NonNullable<BuildRequest['indexes']>; items?: BuildRequest['items'] }> {
+  bases?: DumpBases,
+): Promise<{ indexes: NonNullable<BuildRequest['indexes']>; items?: BuildRequest['items']; bases: DumpBases }> {
+  const next: DumpBases = new Map();
   const indexes = dumps.map(({ kbId, configId, dump, vectors }) => {
-    const name = indexDumpFileName(kbId, configId);
-    const prepared = prepareIndexDump(kbId, configId, dump);
-    return { kbId, configId, name, prepared, vectors: vectors && linkVectors(dir, kbId, configId, vectors, prev) };
+    const key = setKey(kbId, configId);
+    const continued = continueBase(dir, kbId, configId, dump, prev, bases?.get(key));
+    const name = continued ? indexDeltaFileName(kbId, configId) : indexDumpFileName(kbId, configId);
+    const prepared = continued ? prepareIndexDelta(kbId, configId, continued.delta) : prepareIndexDump(kbId, configId, dump);
+    return { kbId, configId, key, dump, name, prepared, continued, vectors: vectors && linkVectors(dir, kbId, configId, vectors, prev) };
   });
   const withItems = items !== undefined && indexes.every((d, i) => (d.vectors !== undefined) === (dumps[i]!.vectors !== undefined)) && linkTexts(dir, items);
   const itemDumps = withItems ? items.kbs.map((dump) => ({ kbId: dump.kb.id, name: itemDumpFileName(dump.kb.id), prepared: prepareItemDump(dump) })) : [];
   const write = async (name: string, prepared: PreparedDump) => ({ name, ...(await prepared.write(join(dir, name))) });
   return (async () => {
     const indexEntries: NonNullable<BuildRequest['indexes']> = [];
-    for (const d of indexes)
-      indexEntries.push({ kbId: d.kbId, configId: d.configId, file: await write(d.name, d.prepared), ...(d.vectors ? { vectors: d.vectors } : {}) });
-    if (!withItems) return { indexes: indexEntries };
+    for (const d of indexes) {
+      const file = await write(d.name, d.prepared);
+      // A full dump is the base of the next snapshot's deltas (its size and CRC32 name its file).
+      next.set(d.key, d.continued ? d.continued.base : { mark: indexMark(d.dump), bytes: file.bytes, crc32: file.crc32 });
+      indexEntries.push({
+        kbId: d.kbId,
+        configId: d.configId,
+        file,
+        ...(d.continued ? { base: d.continued.file } : {}),
+        ...(d.vectors ? { vectors: d.vectors } : {}),
+      });
+    }
+    if (!withItems) return { indexes: indexEntries, bases: next };
     const files = [];
     for (const d of itemDumps) files.push({ kbId: d.kbId, file: await write(d.name, d.prepared) });
     const texts = join(dir, TEXTS_FILE);
     return {
       indexes: indexEntries,
+      bases: next,
       items: { files, texts: { name: TEXTS_FILE, bytes: items.texts.bytes, ...checksummed(prev, prev?.manifest.items?.texts, texts, items.texts.bytes) } },
     };
   })();
+}
+
+/** Index deltas are written while they hold at most this share of a full dump's bytes; past it, a full dump (the base of the next ones). */
+const DELTA_MAX_SHARE = 0.5;
+
+/**
+ * The set's dump as a delta of `base` (a full dump of it the previous snapshot holds), that file
+ * linked into `dir`; undefined when there is none to continue (no base, the previous snapshot does
+ * not hold it, the set is no longer the one dumped there) or the delta would not be much smaller.
+ */
+function continueBase(dir: string, kbId: string, configId: string, dump: IndexSetDump, prev: SnapshotInfo | undefined, base: DumpBase | undefined) {
+  if (!base || !prev) return undefined;
+  const name = indexDumpFileName(kbId, configId);
+  const entry = prev.manifest.files.find((f) => f.name === name);
+  if (!entry || entry.bytes !== base.bytes || entry.crc32 !== base.crc32) return undefined;
+  const delta = indexDelta(dump, base.mark);
+  if (!delta || dumpBytes(delta.dump) > DELTA_MAX_SHARE * dumpBytes(dump)) return undefined;
+  try {
+    linkSync(join(prev.dir, name), join(dir, name));
+  } catch {
+    return undefined;
+  }
+  return { delta, base, file: { name, bytes: entry.bytes, crc32: entry.crc32 } };
 }
 
 /** Link a set's vector file into the snapshot: its manifest entry, or undefined when it cannot be linked. */
@@ -485,6 +558,11 @@ export class Snapshotter {
   readonly recordsChecked: Promise<void>;
   private readonly cancelCheck: () => Promise<void>;
   private closing = false;
+  /** The full index dumps the newest snapshot holds, whose sets the next snapshot may dump as deltas of them. */
+  private bases: DumpBases;
+  get dumpBases(): ReadonlyMap<string, DumpBase> {
+    return this.bases;
+  }
 
   constructor(
     private readonly engine: Engine,
@@ -493,7 +571,10 @@ export class Snapshotter {
     /** The newest complete snapshot on local disk. */
     public latest: SnapshotInfo | undefined,
     recordsCheck?: RecordsCheck,
+    /** The full index dumps of `latest` the engine loaded: the next snapshot may write deltas of them. */
+    bases: DumpBases = new Map(),
   ) {
+    this.bases = bases;
     this.cancelCheck = recordsCheck?.cancel ?? (async () => {});
     const opened = latest;
     this.recordsChecked =
@@ -570,7 +651,7 @@ export class Snapshotter {
       const exact = this.engine.dumpsState && this.engine.lastSequence === seq;
       // The indexes and items as they are (with the vector and text files): a restart replays no
       // record. Taken in this step, written while the engine goes on.
-      const dumps = withDumps && exact ? writeDumps(tmp, this.engine.dumpIndexes(), this.engine.dumpItems(), prev) : undefined;
+      const dumps = withDumps && exact ? writeDumps(tmp, this.engine.dumpIndexes(), this.engine.dumpItems(), prev, this.bases) : undefined;
       // At shutdown, continue the previous snapshot instead of rewriting it (build.ts): only when
       // the state is exactly the snapshot's (a cluster's log range may hold other shards' records;
       // a graph saved after more was applied could belong to a configuration activated since, or
@@ -596,7 +677,7 @@ export class Snapshotter {
       placing = incremental ? this.pool.run<PartsResult>({ placeParts: base }) : undefined;
       placing?.catch(() => {});
       // Everything of the state is taken: the dumps are written while the engine goes on.
-      const written = dumps ? await dumps : { indexes: [] };
+      const written: Awaited<ReturnType<typeof writeDumps>> = dumps ? await dumps : { indexes: [], bases: new Map() };
       lap('dumps written');
       const placed = await placing;
       lap('parts placed (worker)');
@@ -613,6 +694,7 @@ export class Snapshotter {
       await rename(tmp, dir);
       await fsyncPathAsync(this.dir);
       lap('rename');
+      this.bases = written.bases;
       this.latest = { seq, dir, manifest, phases: { ...steps, ...Object.fromEntries(Object.entries(phases).map(([k, v]) => [`worker: ${k}`, v])) } };
       return this.latest;
     } catch (err) {

@@ -6,6 +6,7 @@
 // The snapshot is then kept and the engine opened on it again (restart after that shutdown).
 //   bun bench/restart/shutdown.ts [--dir .bench-out/restart/base-100000] [--tail 2000] [--full]
 // `--full`: the snapshot written whole, as before incremental snapshots (the code after them).
+// `--no-delta`: index dumps written whole, as before index deltas (engine/kb/index-delta.ts).
 // The dumps are taken (and vector files linked) on the main thread as the Snapshotter takes them
 // ('dumps taken (main thread)'), written off it ('dumps written'), made durable (vector files
 // checksummed) by the build ('index dumps').
@@ -23,7 +24,12 @@ import { spawnStub } from '../snapshot/stub';
 
 const { values } = parseArgs({
   args: Bun.argv.slice(2),
-  options: { dir: { type: 'string' }, tail: { type: 'string', default: '2000' }, full: { type: 'boolean', default: false } },
+  options: {
+    dir: { type: 'string' },
+    tail: { type: 'string', default: '2000' },
+    full: { type: 'boolean', default: false },
+    'no-delta': { type: 'boolean', default: false },
+  },
 });
 const base = values.dir ?? join(BENCH_OUT, 'restart', 'base-100000');
 const work = `${base}-shutdown`;
@@ -62,7 +68,7 @@ const mainGraphs = engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.use
 phases['save graphs (main thread)'] = Math.round(performance.now() - t);
 // The index and item dumps, as Snapshotter.take() writes them: taken on the main thread, written after.
 t = performance.now();
-const written = writeDumps(tmp, engine.dumpIndexes(), engine.dumpItems(), prev);
+const written = writeDumps(tmp, engine.dumpIndexes(), engine.dumpItems(), prev, values['no-delta'] ? undefined : new Map(snapshots.dumpBases));
 phases['dumps taken (main thread)'] = Math.round(performance.now() - t);
 t = performance.now();
 const { indexes, items } = await written;

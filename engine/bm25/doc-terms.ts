@@ -13,6 +13,8 @@ export class DocTerms {
   /** Per document: where its entry starts in the pool, NONE when it has none. */
   private offsets = new Uint32Array(1024).fill(NONE);
   private scratch = new Int32Array(256);
+  /** Compactions of the pool so far (index deltas continue a pool only while this is unchanged). */
+  rewrites = 0;
 
   /** Bytes held (pool and offsets). */
   get byteLength(): number {
@@ -117,6 +119,7 @@ export class DocTerms {
     this.pool = next;
     this.used = w;
     this.dead = 0;
+    this.rewrites++;
   }
 
   private reserve(bytes: number): void {

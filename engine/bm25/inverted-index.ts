@@ -38,6 +38,8 @@ class PostingList {
   minDocLength = Infinity;
   /** Live groups (content items) with a document holding the term: the idf's n. */
   groupFreq = 0;
+  /** Compactions so far: a later dump continues an earlier one's postings only while this is unchanged (index deltas). */
+  rewrites = 0;
 
   get docFreq(): number {
     return this.length - this.dead;
@@ -104,6 +106,7 @@ class PostingList {
     this.tfs = tfs;
     this.length = w;
     this.dead = 0;
+    this.rewrites++;
     if (this.bigTfs) for (const d of this.bigTfs.keys()) if (!alive[d]) this.bigTfs.delete(d);
   }
 
@@ -308,6 +311,12 @@ export class InvertedIndex {
   // Scratch space of one MaxScore window; reused across searches (single-threaded).
   private readonly window = new Float64Array(WINDOW);
   private readonly windowBits = new Int32Array(WINDOW_WORDS);
+
+  /**
+   * Who this index's state descends from, for index deltas: an object of its own, or the counters
+   * of the dump it loaded (a restart's mark of that dump then matches it).
+   */
+  private lineage: object = {};
 
   constructor(readonly params: Bm25Params = DEFAULT_BM25) {}
 
@@ -910,9 +919,11 @@ export class InvertedIndex {
     const n = this.lists.length;
     const listStats = new Uint32Array(4 * n);
     const minDocLength = new Float64Array(n);
+    const rewrites = new Uint32Array(n);
     let bigs = 0;
     for (let t = 0; t < n; t++) {
       const l = this.lists[t]!;
+      rewrites[t] = l.rewrites;
       listStats[4 * t] = l.length;
       listStats[4 * t + 1] = l.dead;
       listStats[4 * t + 2] = l.maxTf;
@@ -980,6 +991,7 @@ export class InvertedIndex {
       overlapOffsets,
       overlapIds,
       overlapTfs,
+      lineage: { of: this.lineage, lists: rewrites, pool: this.docTerms.rewrites },
     };
   }
 
@@ -1048,6 +1060,7 @@ export class InvertedIndex {
     this.overlapLength = overlapLength!;
     this.liveGroups = liveGroups!;
     this.settledUpTo = settledUpTo!;
+    this.lineage = d.counters;
   }
 }
 
@@ -1081,6 +1094,12 @@ export interface InvertedIndexDump {
   overlapOffsets: Uint32Array<ArrayBuffer>;
   overlapIds: Int32Array<ArrayBuffer>;
   overlapTfs: Int32Array<ArrayBuffer>;
+  /**
+   * Not written (dump() gives it): what an index delta needs to know the state it continues is this
+   * one's past. `of`: the index (its lineage), `lists`: each list's compactions, `pool`: the
+   * document-terms pool's.
+   */
+  lineage?: { of: object; lists: Uint32Array; pool: number };
 }
 
 /** One array of pieces (a dump handed straight to load, without a file in between). */

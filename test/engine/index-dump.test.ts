@@ -1,6 +1,7 @@
 // Index dumps (snapshots/index-dump.ts): an InvertedIndex and a ChunkTable written to a file and
 // loaded back answer exactly as the originals, before and after further changes; a damaged,
-// cut or foreign dump is refused.
+// cut or foreign dump is refused. Index deltas (engine/kb/index-delta.ts) applied to their base
+// give the same sections as a full dump.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,7 +9,8 @@ import { join } from 'node:path';
 import { InvertedIndex } from '../../engine/bm25/inverted-index';
 import { ChunkTable } from '../../engine/kb/chunk-table';
 import { DuplicateGroups } from '../../engine/vector/duplicate-groups';
-import { prepareIndexDump, readIndexDump } from '../../snapshots/index-dump';
+import { applyIndexDelta, indexDelta, indexMark } from '../../engine/kb/index-delta';
+import { prepareIndexDelta, prepareIndexDump, readIndexDelta, readIndexDump } from '../../snapshots/index-dump';
 import { mulberry32 } from '../helpers/random';
 
 /** The PRNG with an integer helper. */
@@ -292,5 +294,158 @@ describe('index dumps', () => {
     const other = new InvertedIndex(params);
     other.add(0, { terms: ['b'], tfs: [1], length: 1 });
     expect(() => other.load(index.dump())).toThrow(/empty index/);
+  });
+});
+
+describe('index deltas', () => {
+  /** Deletes every `step`-th live document from `from` (lists compact once half dead; the pool once half its bytes are). */
+  const removeEvery = (index: InvertedIndex, table: ChunkTable<object>, groups: DuplicateGroups, from: number, to: number, step: number) => {
+    for (let d = from; d < to; d += step)
+      if (index.has(d)) {
+        index.remove(d);
+        table.clear(d);
+        groups.leave(d);
+      }
+  };
+  const addDocs = (index: InvertedIndex, table: ChunkTable<object>, groups: DuplicateGroups, from: number, n: number, seed: number) => {
+    const r = new Rng(seed);
+    for (let d = from; d < from + n; d++) {
+      index.add(d, randomDoc(r, 0));
+      table.push({ late: d }, r.next() < 0.1 ? `other-${d}` : `ch_${d.toString(16).padStart(28, '0')}`, 0, 10, r.next() < 0.5 ? 1 : undefined);
+      groups.grow(d + 1);
+      groups.join(d, d % 50, (other) => other % 3 === d % 3);
+    }
+    if (n >= 3) index.group([from, from + 1, from + 2], { terms: ['w0'], tfs: [1], length: 1 });
+    index.settle();
+    return from + n;
+  };
+  const setDump = (index: InvertedIndex, table: ChunkTable<object>, groups: DuplicateGroups) => ({
+    bm25: index.dump(),
+    chunks: table.dump(),
+    groups: groups.dump(),
+  });
+
+  /** A base written whole, more changes, then the delta written and read back, applied to the base read back. */
+  async function continued(
+    seed: number,
+    change: (index: InvertedIndex, table: ChunkTable<object>, groups: DuplicateGroups, docs: number) => number,
+    items = 600,
+  ) {
+    const rng = new Rng(seed);
+    const index = new InvertedIndex(params);
+    const table = new ChunkTable<object>();
+    const groups = new DuplicateGroups();
+    let docs = build(rng, index, table, items);
+    groups.grow(docs);
+    for (let d = 0; d < docs; d++) if (index.has(d)) groups.join(d, d % 50, (other) => other % 3 === d % 3);
+    const baseDump = setDump(index, table, groups);
+    const mark = indexMark(baseDump);
+    const basePath = join(dir, `base-${seed}.dump`);
+    const baseWhole = await prepareIndexDump('kb_x', 'cfg_x', baseDump).write(basePath);
+    docs = change(index, table, groups, docs);
+    const delta = indexDelta(setDump(index, table, groups), mark)!;
+    expect(delta).toBeDefined();
+    const deltaPath = join(dir, `delta-${seed}.delta`);
+    const deltaWhole = await prepareIndexDelta('kb_x', 'cfg_x', delta).write(deltaPath);
+    const merged = applyIndexDelta(readIndexDump(basePath, 'kb_x', 'cfg_x', baseWhole), readIndexDelta(deltaPath, 'kb_x', 'cfg_x', deltaWhole));
+    // The same bytes as a full dump of the index now, section by section.
+    const fullPath = join(dir, `full-${seed}.dump`);
+    const fullWhole = await prepareIndexDump('kb_x', 'cfg_x', setDump(index, table, groups)).write(fullPath);
+    const full = readIndexDump(fullPath, 'kb_x', 'cfg_x', fullWhole);
+    expect(JSON.stringify(sectionsOf(merged))).toBe(JSON.stringify(sectionsOf(full)));
+    const loaded = new InvertedIndex(params);
+    loaded.load(merged.bm25);
+    expect(answers(loaded, docs)).toBe(answers(index, docs));
+    const t2 = new ChunkTable<object>();
+    t2.load(
+      merged.chunks,
+      Array.from({ length: table.length }, (_, d) => table.owner(d)),
+    );
+    expect(tableOf(t2, docs)).toBe(tableOf(table, docs));
+    return {
+      delta,
+      deltaBytes: deltaWhole.bytes,
+      fullBytes: fullWhole.bytes,
+      index,
+      table,
+      groups,
+      docs,
+      baseDump: readIndexDump(basePath, 'kb_x', 'cfg_x', baseWhole),
+    };
+  }
+
+  /** Every section of a dump as plain numbers (postings joined), to compare two dumps. */
+  function sectionsOf(d: ReturnType<typeof readIndexDump>) {
+    const out: Record<string, unknown> = {};
+    const walk = (v: unknown, p: string) => {
+      if (ArrayBuffer.isView(v)) out[p] = Array.from(v as Uint8Array);
+      else if (Array.isArray(v) && v.length > 0 && ArrayBuffer.isView(v[0])) out[p] = v.flatMap((x) => Array.from(x as Uint8Array));
+      else if (v && typeof v === 'object' && !Array.isArray(v)) for (const [k, x] of Object.entries(v)) walk(x, p ? `${p}.${k}` : k);
+      else out[p] = v;
+    };
+    walk(d, '');
+    return out;
+  }
+
+  test('a delta holds what was appended since its base; applied to the base it is the index as it is now', async () => {
+    // Adds and a few deletes: no list compacts, every list goes on from its base.
+    const few = await continued(21, (index, table, groups, docs) => {
+      removeEvery(index, table, groups, 0, docs, 97);
+      return addDocs(index, table, groups, docs, 60, 1);
+    });
+    expect(few.delta.base.rewritten.length).toBe(0);
+    expect(few.delta.base.pool).toBeGreaterThan(0);
+    expect(few.deltaBytes).toBeLessThan(few.fullBytes / 3);
+    // Every document deleted, then more added than there were: lists and the pool (past 64 KiB)
+    // compact, then grow past their base's length; they are held whole.
+    const many = await continued(
+      22,
+      (index, table, groups, docs) => {
+        removeEvery(index, table, groups, 0, docs, 1);
+        return addDocs(index, table, groups, docs, docs + 500, 2);
+      },
+      2000,
+    );
+    expect(many.delta.base.rewritten.length).toBeGreaterThan(0);
+    expect(many.delta.base.pool).toBe(0);
+    expect(many.delta.dump.bm25.docTerms.pool.length).toBeGreaterThan(many.baseDump.bm25.docTerms.pool.length);
+    // Lists compact, then grow past their length in the base (held whole all the same); the pool does not compact.
+    const some = await continued(23, (index, table, groups, docs) => {
+      removeEvery(index, table, groups, 0, Math.floor(docs * 0.55), 1);
+      return addDocs(index, table, groups, docs, docs, 3);
+    });
+    const regrown = Array.from(some.delta.base.rewritten).filter((t) => some.delta.dump.bm25.listStats[4 * t]! > some.baseDump.bm25.listStats[4 * t]!);
+    expect(regrown.length).toBeGreaterThan(10);
+    expect(some.delta.base.pool).toBeGreaterThan(0);
+  });
+
+  test('a restart takes the dump it loaded as a base; another index, or a base it does not continue, is refused', async () => {
+    const { index, table, groups, docs, baseDump } = await continued(31, (index, table, groups, docs) => addDocs(index, table, groups, docs, 40, 4));
+    // The index loaded from a dump: that dump is its mark.
+    const loaded = new InvertedIndex(params);
+    const restored = readIndexDump(join(dir, 'full-31.dump'), 'kb_x', 'cfg_x');
+    loaded.load(restored.bm25);
+    const t2 = new ChunkTable<object>();
+    t2.load(
+      restored.chunks,
+      Array.from({ length: table.length }, (_, d) => table.owner(d)),
+    );
+    const mark = indexMark(restored);
+    for (let d = docs; d < docs + 30; d++) {
+      loaded.add(d, randomDoc(new Rng(d), 0));
+      t2.push({ late: d }, `ch_${d.toString(16).padStart(28, '0')}`, 0, 10, undefined);
+    }
+    loaded.remove(1);
+    const delta = indexDelta({ bm25: loaded.dump(), chunks: t2.dump(), groups: groups.dump() }, mark)!;
+    expect(delta.base.docs).toBe(docs);
+    const merged = applyIndexDelta(restored, delta);
+    const again = new InvertedIndex(params);
+    again.load(merged.bm25);
+    expect(answers(again, docs + 30)).toBe(answers(loaded, docs + 30));
+    // The live index's own dump is not a delta of the restored mark, nor of another index's.
+    expect(indexDelta(setDump(index, table, groups), mark)).toBeUndefined();
+    expect(indexDelta({ bm25: new InvertedIndex(params).dump(), chunks: table.dump() }, indexMark(setDump(index, table, groups)))).toBeUndefined();
+    // Applied to a dump other than its base: refused.
+    expect(() => applyIndexDelta(baseDump, delta)).toThrow(/not the dump it continues/);
   });
 });

@@ -513,6 +513,102 @@ describe('index dumps', () => {
     expect(c.recovery.snapshot?.seq).toBe(snap.seq);
     expect(await allAnswers(c, kbId)).toBe(before);
   }, 120_000);
+
+  test('a later snapshot writes a delta of the full index dump before it; restarts from it answer alike, after pruning and with a damaged base', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const a = await open(dir);
+    const { kbId, ids } = await fill(a, 40);
+    const more = async (e: Engine, from: number, n: number) => {
+      for (let i = from; i < from + n; i++)
+        await e.addContent(ORG, kbId, { text: `Later note ${i} about ${TOPICS[i % 5]}, and then ${TOPICS[(i + 1) % 5]}.`, metadata: { i } });
+      await settle(e);
+    };
+    const entry = (snap: { manifest: { files: { name: string; bytes: number; crc32?: number }[] } }, name: string) =>
+      snap.manifest.files.find((f) => f.name === name)!;
+    // Long items: postings make most of the dump, as at scale (not the arrays a delta holds whole, per document and per term).
+    const long = async (e: Engine, from: number, n: number) => {
+      for (let i = from; i < from + n; i++) {
+        const sentences = Array.from({ length: 30 }, (_, k) => `Part ${k} of long note ${i} tells of ${TOPICS[(i + k) % 5]} near place ${i * 100 + k}.`);
+        await e.addContent(ORG, kbId, { text: sentences.join(' '), metadata: { i: 1000 + i } });
+      }
+      await settle(e);
+    };
+    await long(a, 0, 20);
+    const first = await snaps(a).snapshot();
+    const full = first.manifest.indexes![0]!;
+    expect(full.base).toBeUndefined();
+    // More items, an update and a delete: the next snapshot writes only what they added.
+    await more(a, 100, 5);
+    await a.updateContent(ORG, kbId, ids[5]!, { text: 'Rewritten: glaciers and coral reefs.' });
+    await a.deleteContent(ORG, kbId, ids[6]!);
+    await settle(a);
+    const second = await snaps(a).snapshot();
+    const delta = second.manifest.indexes![0]!;
+    expect(delta.file).toMatch(/^index-.*\.delta$/);
+    expect(delta.base).toBe(full.file);
+    expect(entry(second, delta.file).bytes).toBeLessThan(entry(first, full.file).bytes / 2);
+    expect(entry(second, full.file)).toEqual(entry(first, full.file));
+    expect(sameFile(join(second.dir, full.file), join(first.dir, full.file))).toBe(true);
+    // And again: a delta of the same full dump, not of the delta before it.
+    await more(a, 200, 3);
+    const third = await snaps(a).snapshot();
+    expect(third.manifest.indexes![0]!.base).toBe(full.file);
+    expect(sameFile(join(third.dir, full.file), join(first.dir, full.file))).toBe(true);
+    const before = await allAnswers(a, kbId);
+    await close(a);
+
+    // The snapshots before it pruned: the newest holds its base.
+    rmSync(first.dir, { recursive: true });
+    rmSync(second.dir, { recursive: true });
+    const { e: b, warnings } = await openLogged(dir);
+    expect(warnings).toEqual([]);
+    expect(b.recovery.snapshot).toMatchObject({ seq: third.seq, from: 'dumps' });
+    expect(b.recovery.records).toBe(0);
+    expect(await allAnswers(b, kbId)).toBe(before);
+    // Started from a delta: the next snapshot's dump is whole (the base of later deltas).
+    await more(b, 300, 2);
+    const fourth = await snaps(b).snapshot();
+    expect(fourth.manifest.indexes![0]!.base).toBeUndefined();
+    const afterFourth = await allAnswers(b, kbId);
+    await close(b);
+
+    // Started from a full dump: the next snapshot is a delta of that file.
+    const c = await open(dir);
+    expect(await allAnswers(c, kbId)).toBe(afterFourth);
+    await more(c, 400, 3);
+    await c.deleteContent(ORG, kbId, ids[7]!);
+    await settle(c);
+    const fifth = await snaps(c).snapshot();
+    expect(fifth.manifest.indexes![0]!.base).toBe(full.file);
+    expect(entry(fifth, full.file)).toEqual(entry(fourth, full.file));
+    // Past half of a full dump's bytes, a full dump again.
+    await long(c, 20, 25);
+    const sixth = await snaps(c).snapshot();
+    expect(sixth.manifest.indexes![0]!.base).toBeUndefined();
+    const last = await allAnswers(c, kbId);
+    await close(c);
+
+    const { e: d, warnings: dWarnings } = await openLogged(dir);
+    expect(dWarnings).toEqual([]);
+    expect(d.recovery.snapshot?.seq).toBe(sixth.seq);
+    expect(await allAnswers(d, kbId)).toBe(last);
+    await close(d);
+    // The fifth (a delta) with a damaged base: reported, and its records replayed (then the log after it).
+    rmSync(sixth.dir, { recursive: true });
+    const good = readFileSync(join(fifth.dir, full.file));
+    const bad = Buffer.from(good);
+    bad[Math.floor(bad.length / 2)]! ^= 0x10;
+    rmSync(join(fifth.dir, full.file));
+    writeFileSync(join(fifth.dir, full.file), bad);
+    const { e: f, warnings: fWarnings } = await openLogged(dir);
+    expect(fWarnings.map((w) => w.message)).toEqual([
+      'item dumps unusable; the snapshot records are replayed',
+      'index dump unusable; its knowledge base is rebuilt from the snapshot records',
+    ]);
+    expect(f.recovery.snapshot?.seq).toBe(fifth.seq);
+    expect(await allAnswers(f, kbId)).toBe(last);
+  }, 180_000);
 });
 
 describe('item dumps', () => {
