@@ -17,10 +17,12 @@
 //
 //   bun bench/scale.ts [--sizes 10k,100k,1m] [--quick] [--json out.json] [--connections 16]
 //                      [--duration 5] [--queries 300] [--from earlier.json]
-//                      [--bulk jsonl] [--batch-lines 2000] [--load-only] [--keep]
+//                      [--bulk jsonl] [--batch-lines 2000] [--load-only] [--stop-after-load] [--keep]
 //   --quick: 10k chunks, short search runs (about a minute under light load).
 //   --bulk jsonl: load through POST …/contents/import, --batch-lines items a request (up to 4 at a
 //   time) instead of one item per POST; --load-only: stop after the load (rate, CPU per chunk).
+//   --stop-after-load: no snapshot once writes pause (SNAPSHOT_IDLE_S=0), so the graceful stop
+//   after the load (and the graph) writes it, as a stop in the seconds after a load does.
 //   --keep: leave each size's data directory (its path is printed) for a closer look.
 //   --from: re-project and print the measured sizes of an earlier --json (starts no server).
 //
@@ -64,6 +66,7 @@ const { values: args } = parseArgs({
     queries: { type: 'string' },
     from: { type: 'string' },
     'load-only': { type: 'boolean', default: false },
+    'stop-after-load': { type: 'boolean', default: false },
     bulk: { type: 'string' },
     'batch-lines': { type: 'string' },
     keep: { type: 'boolean', default: false },
@@ -112,6 +115,7 @@ const env = (dataDir: string): Record<string, string> => ({
   COST_EFFECTIVE_MODEL: `http:${HASH_MODEL}`,
   EMBEDDING_HTTP_URL: stub?.url ?? '',
   EMBEDDING_HTTP_DIMENSIONS: String(HASH_DIMENSIONS),
+  ...(args['stop-after-load'] ? { SNAPSHOT_IDLE_S: '0' } : {}),
 });
 
 async function call(s: Server, method: string, path: string, body?: unknown) {
@@ -475,7 +479,9 @@ async function measureSize(targetChunks: number) {
 
     // Writes paused: the server snapshots (SNAPSHOT_IDLE_S), which holds up searches while it takes
     // the dumps. Searched once that is over, so the latencies are those of a node at rest.
-    const idleSnapshot = await phase(`${fmtCount(targetChunks)}: the snapshot once writes paused`, () => snapshotCoveringLog(s));
+    const idleSnapshot = args['stop-after-load']
+      ? { covered: false, waitedSeconds: 0 }
+      : await phase(`${fmtCount(targetChunks)}: the snapshot once writes paused`, () => snapshotCoveringLog(s));
     const http = await phase(`${fmtCount(targetChunks)}: search through HTTP, one connection, ${durationS} s per mode`, () => httpLatency(s, kbId));
     load.searched = load1();
 

@@ -632,26 +632,31 @@ export class Snapshotter {
       steps[name] = Math.round(now - t);
       t = now;
     };
-    const seq = await this.engine.sealLog();
-    lap('seal log');
     const prev = this.latest;
-    if (prev && prev.seq >= seq) return prev;
+    // Nothing written since the newest snapshot (a single node's log: what a seal would hold).
+    if (prev && this.engine.dumpsState && prev.seq >= this.engine.lastSequence) return prev;
     await mkdir(this.dir, { recursive: true, mode: PRIVATE_DIR });
-    const tmp = join(this.dir, `tmp-${seq}-${crypto.randomUUID()}`);
+    const tmp = join(this.dir, `tmp-${crypto.randomUUID()}`);
     await mkdir(tmp, { mode: PRIVATE_DIR });
     // Awaited: other work may run meanwhile, so it is timed apart from the state (taken in one step).
     lap('directory');
     // An incremental snapshot's record files and graphs, placed by the worker while the dumps are written here.
     let placing: Promise<PartsResult> | undefined;
+    let dumps: ReturnType<typeof writeDumps> | undefined;
     try {
-      const range = this.engine.logRange(prev?.seq ?? 0, seq);
+      // The seal and the state in one synchronous step. A single node's log seals exactly the records
+      // appended before the call (SegmentLog.roll), each applied as it was appended, so the state
+      // taken here is the snapshot's, even while writes flow (before, a seal awaited first let writes
+      // in between, and snapshots during a bulk load held no dumps). A cluster's log seals where the
+      // stream is: its snapshots hold no dumps, and the graphs' documents are reconciled.
+      const sealing = this.engine.sealLog();
+      const at = this.engine.lastSequence;
+      const exact = this.engine.dumpsState;
       const mainGraphs = this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`), { viewsOnly: !reuseGraphs });
-      // The engine's state is exactly the snapshot's: a single node (its own log, every shard) with
-      // nothing applied after the sealed log, in this same synchronous step.
-      const exact = this.engine.dumpsState && this.engine.lastSequence === seq;
       // The indexes and items as they are (with the vector and text files): a restart replays no
       // record. Taken in this step, written while the engine goes on.
-      const dumps = withDumps && exact ? writeDumps(tmp, this.engine.dumpIndexes(), this.engine.dumpItems(), prev, this.bases) : undefined;
+      dumps = withDumps && exact ? writeDumps(tmp, this.engine.dumpIndexes(), this.engine.dumpItems(), prev, this.bases) : undefined;
+      dumps?.catch(() => {});
       // At shutdown, continue the previous snapshot instead of rewriting it (build.ts): only when
       // the state is exactly the snapshot's (a cluster's log range may hold other shards' records;
       // a graph saved after more was applied could belong to a configuration activated since, or
@@ -661,6 +666,15 @@ export class Snapshotter {
       const graphThreshold = this.engine.graphThreshold;
       const shards = this.engine.shards.toJSON();
       lap('state taken (request thread)');
+      const seq = await sealing;
+      lap('seal log');
+      if (exact && seq !== at) throw new Error(`the log sealed through ${seq}, not ${at} where the state was taken`);
+      if (prev && prev.seq >= seq) {
+        await dumps?.catch(() => {});
+        await rm(tmp, { recursive: true, force: true });
+        return prev;
+      }
+      const range = this.engine.logRange(prev?.seq ?? 0, seq);
       const base: BuildRequest = {
         prevDir: prev?.dir,
         log: range,
@@ -700,6 +714,7 @@ export class Snapshotter {
     } catch (err) {
       // Nothing writes into it any more before it goes.
       await placing?.catch(() => {});
+      await dumps?.catch(() => {});
       await rm(tmp, { recursive: true, force: true });
       throw err;
     }

@@ -74,7 +74,8 @@ export class SegmentLog implements RecordLog {
   private segments: { firstSeq: number; name: string }[] = [];
   /** Sequence number of the last record on disk. */
   private durableSeq = 0;
-  private rollRequests: ((seq: number) => void)[] = [];
+  /** Rolls asked for, each sealing the records appended before it was asked (`through`). */
+  private rollRequests: { through: number; resolve: (seq: number) => void; reject: (err: unknown) => void }[] = [];
 
   private constructor(private readonly options: WalOptions) {
     this.segmentLimit = options.segmentBytes ?? 64 * 1024 * 1024;
@@ -200,55 +201,74 @@ export class SegmentLog implements RecordLog {
     await null;
     try {
       while (this.queue.length > 0 || this.rollRequests.length > 0) {
-        if (this.rollRequests.length > 0) {
-          const waiting = this.rollRequests;
-          this.rollRequests = [];
+        // One roll at a time: the records appended before it was asked go into the segment it closes.
+        const roll = this.rollRequests.shift();
+        if (roll) {
+          let n = 0;
+          while (n < this.queue.length && this.queue[n]!.seq <= roll.through) n++;
+          if (n > 0) {
+            const head = this.queue.slice(0, n);
+            this.queue = this.queue.slice(n);
+            await this.writeBatch(head);
+          }
+          if (this.failure) {
+            roll.reject(this.failure);
+            continue;
+          }
           if (this.segmentSize > 0) {
             await this.fh!.close();
             await this.startSegment();
           }
-          for (const resolve of waiting) resolve(this.durableSeq);
+          roll.resolve(this.durableSeq);
           continue;
         }
         const batch = this.queue;
         this.queue = [];
-        try {
-          if (this.segmentSize > 0 && this.segmentSize >= this.segmentLimit) {
-            await this.fh!.close();
-            await this.startSegment();
-          }
-          const bytes = batch.length === 1 ? batch[0]!.frame : Buffer.concat(batch.map((p) => p.frame));
-          let written = 0;
-          while (written < bytes.length) {
-            const { bytesWritten } = await this.fh!.write(bytes, written, bytes.length - written);
-            written += bytesWritten;
-          }
-          await this.fh!.datasync();
-          this.syncs++;
-          this.segmentSize += bytes.length;
-          this.durableSeq = batch[batch.length - 1]!.seq;
-          for (const p of batch) p.resolve(p.seq);
-        } catch (err) {
-          // The disk refused a write or an fsync: nothing after this point can be trusted to be
-          // durable, so the log stops accepting writes (the owner decides whether to exit).
-          this.failure = err;
-          for (const p of [...batch, ...this.queue]) p.reject(err);
-          this.queue = [];
-        }
+        await this.writeBatch(batch);
       }
     } finally {
       this.flushing = undefined;
     }
   }
 
+  /** Write and fsync frames, then acknowledge them. The disk refusing fails the log and every write queued. */
+  private async writeBatch(batch: Pending[]): Promise<void> {
+    try {
+      if (this.segmentSize > 0 && this.segmentSize >= this.segmentLimit) {
+        await this.fh!.close();
+        await this.startSegment();
+      }
+      const bytes = batch.length === 1 ? batch[0]!.frame : Buffer.concat(batch.map((p) => p.frame));
+      let written = 0;
+      while (written < bytes.length) {
+        const { bytesWritten } = await this.fh!.write(bytes, written, bytes.length - written);
+        written += bytesWritten;
+      }
+      await this.fh!.datasync();
+      this.syncs++;
+      this.segmentSize += bytes.length;
+      this.durableSeq = batch[batch.length - 1]!.seq;
+      for (const p of batch) p.resolve(p.seq);
+    } catch (err) {
+      // The disk refused a write or an fsync: nothing after this point can be trusted to be
+      // durable, so the log stops accepting writes (the owner decides whether to exit).
+      this.failure = err;
+      for (const p of [...batch, ...this.queue]) p.reject(err);
+      this.queue = [];
+    }
+  }
+
   /**
    * Close the current segment and start a new one. Resolves with the last sequence number of the
-   * closed segments: every record up to it is on disk in a file that will not change again.
+   * closed segments: every record appended before this call, and none after it (what a caller's
+   * state held when it asked, which a snapshot's dumps rely on), is on disk in a file that will
+   * not change again.
    */
   roll(): Promise<number> {
     if (this.failure) return Promise.reject(this.failure);
-    return new Promise((resolve) => {
-      this.rollRequests.push(resolve);
+    const through = this.lastSeq;
+    return new Promise((resolve, reject) => {
+      this.rollRequests.push({ through, resolve, reject });
       this.flushing ??= this.flushLoop();
     });
   }

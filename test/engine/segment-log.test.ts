@@ -164,6 +164,32 @@ describe('segments for snapshots', () => {
     await second.wal.close();
   });
 
+  test('a roll seals exactly the records appended before it was asked, though they are not yet durable; later ones go to the next segment', async () => {
+    const dir = tempDir();
+    const first = await openCollect(dir);
+    await first.wal.append(enc('a1'));
+    // Appends in flight (none durable yet), a roll, then more appends: the roll holds the first five.
+    const before = [2, 3, 4, 5].map((i) => first.wal.append(enc(`a${i}`)));
+    const rolled = first.wal.roll();
+    const after = [6, 7, 8].map((i) => first.wal.append(enc(`b${i}`)));
+    expect(await rolled).toBe(5);
+    expect(await Promise.all(before)).toEqual([2, 3, 4, 5]);
+    expect(await Promise.all(after)).toEqual([6, 7, 8]);
+    const closed = first.wal.range(0, 5).files;
+    expect(closed.length).toBe(1);
+    expect(scanFrames(new Uint8Array(readFileSync(closed[0]!))).frames.map((f) => f.seq)).toEqual([1, 2, 3, 4, 5]);
+    // Two rolls asked with an append between them: each seals what came before it.
+    const r1 = first.wal.roll();
+    const mid = first.wal.append(enc('c9'));
+    const r2 = first.wal.roll();
+    expect([await r1, await r2, await mid]).toEqual([8, 9, 9]);
+    expect(first.wal.range(5, 9).files.length).toBe(2);
+    await first.wal.close();
+    const second = await openCollect(dir);
+    expect(second.entries.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    await second.wal.close();
+  });
+
   test('segments a snapshot covers whole are not read at open; the one it ends in is, and a damaged one after it still is', async () => {
     const dir = tempDir();
     const first = await openCollect(dir);

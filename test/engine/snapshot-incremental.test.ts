@@ -514,6 +514,36 @@ describe('index dumps', () => {
     expect(await allAnswers(c, kbId)).toBe(before);
   }, 120_000);
 
+  test('a snapshot taken while writes flow holds dumps of exactly its records; a restart from them replays the log after it', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const a = await open(dir);
+    const { kbId } = await fill(a, 10);
+    const stream = (from: number, n: number) =>
+      Array.from({ length: n }, (_, i) =>
+        a.addContent(ORG, kbId, { text: `Streaming note ${from + i} about ${TOPICS[(from + i) % 5]}.`, metadata: { i: from + i } }),
+      );
+    // Writes in flight (logged, not yet durable, their indexing queued) while the snapshot is taken.
+    const writes = stream(100, 40);
+    await Bun.sleep(5);
+    const taking = snaps(a).snapshot();
+    writes.push(...stream(200, 20));
+    const snap = await taking;
+    await Promise.all(writes);
+    await settle(a);
+    expect(snap.manifest.indexes).toHaveLength(1);
+    expect(snap.manifest.items).toBeDefined();
+    expect(a.lastSequence).toBeGreaterThan(snap.seq);
+    const before = await allAnswers(a, kbId);
+    await close(a);
+
+    const { e: b, warnings } = await openLogged(dir);
+    expect(warnings).toEqual([]);
+    expect(b.recovery.snapshot).toMatchObject({ seq: snap.seq, from: 'dumps' });
+    expect(b.recovery.records).toBeGreaterThan(0);
+    expect(await allAnswers(b, kbId)).toBe(before);
+  }, 120_000);
+
   test('a later snapshot writes a delta of the full index dump before it; restarts from it answer alike, after pruning and with a damaged base', async () => {
     const dir = TestServer.tempDir();
     dirs.push(dir);
