@@ -8,7 +8,7 @@
 // retried with exponential backoff and reported in logs, /ready and metrics.
 import { rm } from 'node:fs/promises';
 import { backoffDelay, type Engine } from '../engine';
-import { listSnapshotDirs } from './format';
+import { listSnapshotDirs, type SnapshotManifest } from './format';
 import type { Snapshotter } from './snapshotter';
 import type { SnapshotStore } from './store';
 
@@ -228,6 +228,7 @@ export class SnapshotManager {
           ms: this.status.lastDurationMs,
           phases: snap.phases,
           stats: snap.manifest.stats,
+          dumps: dumpsWritten(snap.manifest),
           logSegmentsRemoved: truncated,
         },
         'snapshot written',
@@ -303,4 +304,13 @@ export class SnapshotManager {
     const since = await this.engine.logBytes(latest.seq).catch(() => undefined);
     return since !== undefined && since < most ? since : undefined;
   }
+}
+
+/** What a snapshot's index dumps were (for its log line): how many whole and as deltas, and the bytes written (a delta's base is a link). */
+function dumpsWritten(manifest: SnapshotManifest): { full: number; deltas: number; bytes: number } | undefined {
+  if (!manifest.indexes?.length) return undefined;
+  const bytes = (name: string) => manifest.files.find((f) => f.name === name)?.bytes ?? 0;
+  const deltas = manifest.indexes.filter((d) => d.base !== undefined).length;
+  const written = [...manifest.indexes.map((d) => d.file), ...(manifest.items?.files.map((f) => f.file) ?? [])];
+  return { full: manifest.indexes.length - deltas, deltas, bytes: written.reduce((n, name) => n + bytes(name), 0) };
 }

@@ -111,6 +111,10 @@ describe('unfinished snapshots', () => {
     const kb = await createKb(a, 'Snapshots');
     const before = await addContent(a, kb, 'Penguins live in large colonies.');
     await until('a snapshot', async () => (logged(a, 'snapshot written') ? true : undefined), 30_000);
+    // Its log line says what its dumps were: the first is whole, written here.
+    const dumps = logged(a, 'snapshot written').dumps;
+    expect([dumps.full, dumps.deltas]).toEqual([1, 0]);
+    expect(dumps.bytes).toBeGreaterThan(0);
     const after = await addContent(a, kb, 'A volcano erupted near the village.');
     await a.kill9();
 
