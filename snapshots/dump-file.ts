@@ -78,19 +78,19 @@ export interface PreparedDump {
 }
 
 /**
- * Prepare `value` as a dump of `format` with `identity` in its header: every section's checksum
- * is taken now, over the arrays as they are (views, not copies), and write() copies them out
- * later, checking that each section still has that checksum. The caller keeps the arrays from
+ * Prepare `value` as a dump of `format` with `identity` in its header: every array section's
+ * checksum is taken now, over the arrays as they are (views, not copies), and write() copies them
+ * out later, checking that each section still has that checksum. The caller keeps the arrays from
  * changing until then (append beyond a view, or replace an array, but never write inside one).
- * A field given as an array of arrays is written as their concatenation.
+ * A field given as an array of arrays is written as their concatenation. JSON fields are encoded
+ * by write(), each after a turn of the event loop (at a million items they took most of the
+ * request thread's pause while a snapshot was taken during a load): the caller gives values
+ * nothing changes afterwards (copies, or objects only ever replaced).
  */
 export function prepareDumpFile(format: DumpFormat, identity: Record<string, string>, value: unknown): PreparedDump {
   const scalars: Record<string, number> = {};
-  // Each section as pieces (views: a posting list each), checksummed first, since the header before
-  // them lists their checksums.
-  const bodies: Uint8Array[][] = [];
-  const sections: Section[] = [];
-  let offset = 0;
+  // Each array section as pieces (views: a posting list each), checksummed now; JSON ones as values.
+  const parts: { path: string; kind: Kind; pieces?: Uint8Array[]; json?: unknown; crc32: number }[] = [];
   for (const [p, kind] of Object.entries(format.schema)) {
     const field = get(value, p);
     if (field === undefined && optionalGroup(format, p)) continue;
@@ -98,30 +98,47 @@ export function prepareDumpFile(format: DumpFormat, identity: Record<string, str
       scalars[p] = field as number;
       continue;
     }
-    const views = kind === 'json' ? [new TextEncoder().encode(JSON.stringify(field))] : Array.isArray(field) ? field : [field];
-    if (kind !== 'json' && !views.every((v) => v instanceof ARRAYS[kind])) throw new Error(`${format.name}: ${p} is not a ${kind} array`);
-    const pieces = views.map((v: ArrayBufferView) => bytesOf(v));
-    let bytes = 0;
-    let crc = 0;
-    for (const b of pieces) {
-      bytes += b.length;
-      crc = Bun.hash.crc32(b, crc);
+    if (kind === 'json') {
+      parts.push({ path: p, kind, json: field, crc32: 0 });
+      continue;
     }
-    sections.push({ path: p, kind, offset, bytes, crc32: crc });
-    bodies.push(pieces);
-    offset = pad8(offset + bytes);
+    const views = Array.isArray(field) ? field : [field];
+    if (!views.every((v) => v instanceof ARRAYS[kind])) throw new Error(`${format.name}: ${p} is not a ${kind} array`);
+    const pieces = views.map((v: ArrayBufferView) => bytesOf(v));
+    let crc = 0;
+    for (const b of pieces) crc = Bun.hash.crc32(b, crc);
+    parts.push({ path: p, kind, pieces, crc32: crc });
   }
-  // Section offsets count from the end of the padded header.
-  const header = new TextEncoder().encode(JSON.stringify({ ...identity, scalars, sections } satisfies Header));
-  const start = pad8(PREFIX_BYTES + header.length);
-  const prefix = new Uint8Array(start);
-  prefix.set(new TextEncoder().encode(format.magic), 0);
-  const view = new DataView(prefix.buffer);
-  view.setUint32(8, format.version, true);
-  view.setUint32(12, header.length, true);
-  view.setUint32(16, Bun.hash.crc32(header), true);
-  prefix.set(header, PREFIX_BYTES);
-  return { write: (path) => writeSections(path, format, prefix, sections, bodies) };
+  return {
+    write: async (path) => {
+      const bodies: Uint8Array[][] = [];
+      const sections: Section[] = [];
+      let offset = 0;
+      for (const part of parts) {
+        let pieces = part.pieces;
+        if (!pieces) {
+          await new Promise((resolve) => setImmediate(resolve));
+          const encoded = new TextEncoder().encode(JSON.stringify(part.json));
+          part.crc32 = Bun.hash.crc32(encoded);
+          pieces = [encoded];
+        }
+        const bytes = pieces.reduce((n, b) => n + b.length, 0);
+        sections.push({ path: part.path, kind: part.kind, offset, bytes, crc32: part.crc32 });
+        bodies.push(pieces);
+        offset = pad8(offset + bytes);
+      }
+      // Section offsets count from the end of the padded header.
+      const header = new TextEncoder().encode(JSON.stringify({ ...identity, scalars, sections } satisfies Header));
+      const prefix = new Uint8Array(pad8(PREFIX_BYTES + header.length));
+      prefix.set(new TextEncoder().encode(format.magic), 0);
+      const view = new DataView(prefix.buffer);
+      view.setUint32(8, format.version, true);
+      view.setUint32(12, header.length, true);
+      view.setUint32(16, Bun.hash.crc32(header), true);
+      prefix.set(header, PREFIX_BYTES);
+      return writeSections(path, format, prefix, sections, bodies);
+    },
+  };
 }
 
 /** The prefix and each section's pieces (zero-padded to 8), through one staging buffer, written asynchronously. */

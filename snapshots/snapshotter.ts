@@ -655,8 +655,16 @@ export class Snapshotter {
       const mainGraphs = this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`), { viewsOnly: !reuseGraphs });
       // The indexes and items as they are (with the vector and text files): a restart replays no
       // record. Taken in this step, written while the engine goes on.
-      dumps = withDumps && exact ? writeDumps(tmp, this.engine.dumpIndexes(), this.engine.dumpItems(), prev, this.bases) : undefined;
-      dumps?.catch(() => {});
+      if (withDumps && exact) {
+        lap('graphs saved (request thread)');
+        const indexes = this.engine.dumpIndexes();
+        lap('index dumps taken (request thread)');
+        const items = this.engine.dumpItems();
+        lap('item dumps taken (request thread)');
+        dumps = writeDumps(tmp, indexes, items, prev, this.bases);
+        dumps.catch(() => {});
+        lap('dumps prepared (request thread)');
+      }
       // At shutdown, continue the previous snapshot instead of rewriting it (build.ts): only when
       // the state is exactly the snapshot's (a cluster's log range may hold other shards' records;
       // a graph saved after more was applied could belong to a configuration activated since, or

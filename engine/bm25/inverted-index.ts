@@ -970,7 +970,8 @@ export class InvertedIndex {
     });
     return {
       counters: Float64Array.of(this.liveDocs, this.totalLength, this.maxDoc, this.changes, this.overlapLength, this.liveGroups, this.settledUpTo),
-      terms: this.terms,
+      // A copy: the dump writes it later (snapshots/dump-file.ts encodes JSON when it writes).
+      terms: this.terms.slice(),
       listStats,
       minDocLength,
       postingDocs,

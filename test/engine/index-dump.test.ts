@@ -248,6 +248,8 @@ describe('index dumps', () => {
     }
     index.group([docs, docs + 1, docs + 2], { terms: ['w0'], tfs: [1], length: 1 });
     index.settle();
+    // A term new since (the terms are a JSON section, encoded when written).
+    index.add(docs + 200, { terms: ['newfound'], tfs: [1], length: 1 });
     remove(docs, docs + 200);
     expect(answers(index, docs)).not.toBe(before);
     const path = join(dir, 'moving.dump');
