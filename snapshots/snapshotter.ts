@@ -427,7 +427,10 @@ export async function openEngine(options: EngineOptions): Promise<{ engine: Engi
 /**
  * Write the engine's dumps into a snapshot being built: every index set's dump with a link to its
  * vector file, and, with `items`, every knowledge base's item dump with a link to the text store's
- * file; their manifest entries (made durable, the linked files checksummed, by the build).
+ * file; their manifest entries (made durable, the linked files checksummed, by the build). A set
+ * whose full dump `prev` holds (`bases`) is written as a delta of it beside a link to that file,
+ * while the delta is small enough (continueBase); the promise also gives the bases of the next
+ * snapshot's deltas.
  *
  * Everything is taken before this returns its promise (each dump prepared over the arrays as they
  * are, each file linked with the length it has), so the caller may go on changing the engine: the
@@ -650,6 +653,8 @@ export class Snapshotter {
       // in between, and snapshots during a bulk load held no dumps). A cluster's log seals where the
       // stream is: its snapshots hold no dumps, and the graphs' documents are reconciled.
       const sealing = this.engine.sealLog();
+      // Awaited below; a failure before then must not go unhandled.
+      sealing.catch(() => {});
       const at = this.engine.lastSequence;
       const exact = this.engine.dumpsState;
       const mainGraphs = this.engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.usearch`), { viewsOnly: !reuseGraphs });
