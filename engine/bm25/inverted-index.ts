@@ -1103,8 +1103,11 @@ export interface InvertedIndexDump {
   lineage?: { of: object; lists: Uint32Array; pool: number };
 }
 
-/** One array of pieces (a dump handed straight to load, without a file in between). */
-function joined<T extends Int32Array<ArrayBuffer> | Uint8Array<ArrayBuffer>>(a: T | readonly T[], make: new (n: number) => T): T {
+/** One array of pieces (a dump handed straight to load, without a file in between; an index delta's base and tail). */
+export function joined<T extends Int32Array<ArrayBuffer> | Uint32Array<ArrayBuffer> | Uint8Array<ArrayBuffer>>(
+  a: T | readonly T[],
+  make: new (n: number) => T,
+): T {
   if (!Array.isArray(a)) return a as T;
   const out = new make((a as readonly T[]).reduce((n, p) => n + p.length, 0));
   let at = 0;

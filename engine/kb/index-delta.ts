@@ -6,7 +6,7 @@
 // vectors' duplicate groups) change in place. A delta holds the appended tails, whole what a
 // compaction rewrote since the base, and the small arrays whole: bytes per document or per term,
 // where the postings and the pool are bytes per posting (most of a dump).
-import type { InvertedIndexDump } from '../bm25/inverted-index';
+import { joined, type InvertedIndexDump } from '../bm25/inverted-index';
 import type { IndexSetDump } from './index-set';
 
 /** What a dump held, to take a later dump of the same set as a delta of it (indexMark). */
@@ -139,13 +139,6 @@ export function dumpBytes(dump: IndexSetDump): number {
   return bytes;
 }
 
-function concat<T extends Int32Array<ArrayBuffer> | Uint32Array<ArrayBuffer> | Uint8Array<ArrayBuffer>>(a: T, b: T, make: new (n: number) => T): T {
-  const out = new make(a.length + b.length);
-  out.set(a as never);
-  out.set(b as never, a.length);
-  return out;
-}
-
 /**
  * The dump `delta` continues `base` to (a dump as read back: one array per section). Throws when
  * `base` is not what the delta continues.
@@ -202,19 +195,19 @@ export function applyIndexDelta(base: IndexSetDump, delta: IndexSetDelta): Index
     terms: [...b.terms, ...d.bm25.terms],
     postingDocs,
     postingTfs,
-    docLength: concat(b.docLength, d.bm25.docLength, Uint32Array),
-    spanStart: concat(b.spanStart, d.bm25.spanStart, Int32Array),
-    spanEnd: concat(b.spanEnd, d.bm25.spanEnd, Int32Array),
-    docTerms: { ...d.bm25.docTerms, pool: concat(b.docTerms.pool.subarray(0, at.pool), d.bm25.docTerms.pool, Uint8Array) },
+    docLength: joined([b.docLength, d.bm25.docLength], Uint32Array),
+    spanStart: joined([b.spanStart, d.bm25.spanStart], Int32Array),
+    spanEnd: joined([b.spanEnd, d.bm25.spanEnd], Int32Array),
+    docTerms: { ...d.bm25.docTerms, pool: joined([b.docTerms.pool.subarray(0, at.pool), d.bm25.docTerms.pool], Uint8Array) },
   };
   const c = base.chunks;
   const chunks = {
     ...d.chunks,
-    start: concat(c.start, d.chunks.start, Int32Array),
-    end: concat(c.end, d.chunks.end, Int32Array),
-    page: concat(c.page, d.chunks.page, Int32Array),
-    prefixCode: concat(c.prefixCode, d.chunks.prefixCode, Uint8Array),
-    idBytes: concat(c.idBytes, d.chunks.idBytes, Uint8Array),
+    start: joined([c.start, d.chunks.start], Int32Array),
+    end: joined([c.end, d.chunks.end], Int32Array),
+    page: joined([c.page, d.chunks.page], Int32Array),
+    prefixCode: joined([c.prefixCode, d.chunks.prefixCode], Uint8Array),
+    idBytes: joined([c.idBytes, d.chunks.idBytes], Uint8Array),
   };
   return { ...d, bm25, chunks };
 }
