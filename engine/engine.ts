@@ -317,6 +317,9 @@ export class Engine {
   /** Resolves true once the log is applied up to `seq` (another node's position), false after `timeoutMs`. */
   whenApplied = (seq: number, timeoutMs: number): Promise<boolean> => this.node.whenApplied(seq, timeoutMs);
 
+  /** Resolves true once the log is applied as far as it reaches now, on whichever node it was written; false after `timeoutMs`. */
+  whenCurrent = (timeoutMs: number): Promise<boolean> => this.node.whenCurrent(timeoutMs);
+
   // --- reports ----------------------------------------------------------------------------------
 
   /** Direct access for benchmarks and tests inside the process. */

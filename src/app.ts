@@ -10,6 +10,7 @@ import { RateLimiter } from './http/rate-limit';
 import { jsonAnswerBytes } from './http/json-bytes';
 import { pathOf } from './http/serve';
 import { catchUp, forward } from './http/forward';
+import { wantsStrongRead, whenStrong } from './http/consistency';
 import { RouteTable } from './http/methods';
 import { requestIdOf } from './http/request-id';
 import { clientAddressOf } from './http/client-address';
@@ -163,12 +164,16 @@ export function createApp(ctx: ServerContext, keys: KeyStore, uploads: UploadSer
       set.headers = {};
       return new Response(bytes, init);
     })
-    // Cluster mode: a request forwarded here first waits until this node has applied the log as far
-    // as the sending node had (its client may have just made this knowledge base there). Not async:
-    // requests not forwarded pass through without a promise.
+    // Cluster mode: a strong read (src/http/consistency.ts) first waits until this node has applied
+    // the log as far as it reaches; a request forwarded here, until this node has applied it as far as
+    // the sending node had (its client may have just made this knowledge base there). Not async:
+    // other requests pass through without a promise.
     .onBeforeHandle({ as: 'global' }, ({ request }) => {
+      const strong = wantsStrongRead(request);
       const engine = ctx.engine();
-      if (ctx.config.cluster && engine) return catchUp(request, (seq, ms) => engine.whenApplied(seq, ms));
+      if (!ctx.config.cluster || !engine) return;
+      if (strong) return whenStrong(engine.whenCurrent);
+      return catchUp(request, (seq, ms) => engine.whenApplied(seq, ms));
     })
     // The root points at the API documentation.
     .get('/', ({ redirect }) => redirect('/docs', 302), { detail: { hide: true } })

@@ -9,7 +9,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { EngineLog } from '../options';
-import { connectNats, whenJetStreamAnswers, type NatsAuth } from '../log/nats';
+import { connectNats, whenJetStreamAnswers, within, type NatsAuth } from '../log/nats';
 
 export interface NodeEntry {
   nodeId: string;
@@ -33,10 +33,6 @@ export interface LiveNodesOptions {
   ttlMs?: number;
   log?: EngineLog;
 }
-
-/** A JetStream call that does not answer within `ms` (NATS out of reach) rejects instead of waiting. */
-const within = <T>(ms: number, promise: Promise<T>) =>
-  Promise.race([promise, Bun.sleep(ms).then(() => Promise.reject(new Error(`NATS did not answer within ${ms} ms`)))]);
 
 export class LiveNodes {
   private known: NodeEntry[] = [];

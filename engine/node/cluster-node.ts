@@ -7,6 +7,7 @@ import { JetStreamJobs, type IndexingJob } from '../ingest/jetstream-jobs';
 import { unbuiltItems, unfinishedItems } from '../ingest/queue';
 import { decodePayload } from '../log/codec';
 import { JetStreamLog } from '../log/jetstream-log';
+import { within } from '../log/nats';
 import type { LogRecord } from '../records';
 import { LogConflict, type Entry, type JobKey, type Node, type NodeContext, type Route } from './node';
 
@@ -215,6 +216,13 @@ export class ClusterNode implements Node {
     return this.log.waitFollowed(seq, timeoutMs);
   }
 
+  /** Applies the stream as far as it reaches now (asked of its leader); false after `timeoutMs` or when NATS does not answer. */
+  async whenCurrent(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    const end = await within(timeoutMs, this.log.streamLastSequence()).catch(() => undefined);
+    return end !== undefined && this.log.waitFollowed(end, Math.max(0, deadline - Date.now()));
+  }
+
   routeOf(kbId: string): Route {
     const { shards } = this.ctx;
     if (shards.holds(kbId)) return { here: true };
@@ -237,9 +245,7 @@ export class ClusterNode implements Node {
 
   /** Rejects when NATS does not answer within `timeoutMs`. */
   async replication(timeoutMs: number): Promise<ReplicationStatus> {
-    const asked = Promise.all([this.log.streamLastSequence(), this.jobs.depth()]);
-    const timeout = Bun.sleep(timeoutMs).then(() => Promise.reject(new Error(`NATS did not answer within ${timeoutMs} ms`)));
-    const [streamSeq, jobsWaiting] = await Promise.race([asked, timeout]);
+    const [streamSeq, jobsWaiting] = await within(timeoutMs, Promise.all([this.log.streamLastSequence(), this.jobs.depth()]));
     const appliedSeq = this.log.lastSequence;
     return {
       appliedSeq,

@@ -66,6 +66,11 @@ export class LocalNode implements Node {
     return Promise.resolve(true);
   }
 
+  /** One node's log is applied as it is written: always current. */
+  whenCurrent(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
   routeOf(): Route {
     return { here: true };
   }

@@ -77,6 +77,11 @@ export interface Node {
   start(): void;
   /** Resolves true once the log is applied up to `seq`, false after `timeoutMs`. */
   whenApplied(seq: number, timeoutMs: number): Promise<boolean>;
+  /**
+   * Resolves true once this node has applied every record the log held when asked (so a read then
+   * sees every write answered before it, on any node), false after `timeoutMs`.
+   */
+  whenCurrent(timeoutMs: number): Promise<boolean>;
   routeOf(kbId: string): Route;
   /** Remove log records a snapshot at `seq` covers (as far as the mode allows); resolves with the parts removed. */
   truncateLog(seq: number): Promise<number>;

@@ -9,7 +9,7 @@ export interface CorsPolicy {
 }
 
 /** Headers a browser may send on a cross-origin API call. */
-const ALLOWED_HEADERS = 'content-type, x-service-api-key, x-service-organization-id, x-request-id';
+const ALLOWED_HEADERS = 'content-type, x-service-api-key, x-service-organization-id, x-request-id, x-kb-consistency';
 /** Headers a page may read from an answer. */
 const EXPOSED_HEADERS = 'x-request-id, retry-after, allow';
 const PREFLIGHT_MAX_AGE_S = '600';

@@ -2,6 +2,7 @@
 // in for the nodes: the answer comes back unchanged; a node that refuses the connection or answers
 // 503 (starting, stopping) passes the request to the next holder; a request that may have been
 // applied, or whose streamed body is spent, is not sent twice; one hop only.
+import { CONSISTENCY_HEADER, wantsStrongRead, whenStrong } from '../../src/http/consistency';
 import { afterAll, describe, expect, test } from 'bun:test';
 import { APPLIED_HEADER, catchUp, forward, FORWARDED_HEADER } from '../../src/http/forward';
 import { ApiError } from '../../src/errors';
@@ -104,5 +105,21 @@ describe('catching up before answering a forwarded request', () => {
     await catchUp(new Request('http://127.0.0.1:1/', { headers: { [APPLIED_HEADER]: '42' } }), whenApplied); // not forwarded
     for (const bad of ['', 'abc', '-5', '0', '1e300', '9007199254740993']) await catchUp(forwarded(bad), whenApplied);
     expect(asked).toEqual([]);
+  });
+});
+
+describe('strong reads (x-kb-consistency)', () => {
+  const asking = (value?: string) => new Request('http://127.0.0.1:1/', { headers: value === undefined ? {} : { [CONSISTENCY_HEADER]: value } });
+
+  test('strong waits until the node is current; 503 with retry-after when it cannot be in time', async () => {
+    const asked: number[] = [];
+    await whenStrong(async (ms) => (asked.push(ms), true));
+    expect(asked).toEqual([5000]);
+    await expect(whenStrong(async () => false)).rejects.toMatchObject({ code: 'NOT_READY', headers: { 'retry-after': '1' } });
+  });
+
+  test('the header is strong or eventual, in any case and spacing; absent is eventual; anything else is a 400', () => {
+    expect([undefined, 'eventual', 'strong', ' STRONG '].map((v) => wantsStrongRead(asking(v)))).toEqual([false, false, true, true]);
+    for (const bad of ['', 'all', 'strong; q=1']) expect(() => wantsStrongRead(asking(bad))).toThrow(expect.objectContaining({ code: 'VALIDATION_ERROR' }));
   });
 });

@@ -162,3 +162,26 @@ test('without CORS_ORIGINS a preflight is an ordinary request: no CORS headers',
     plain.cleanup();
   }
 }, 60_000);
+
+describe('x-kb-consistency on a single node', () => {
+  test('strong and eventual answer as usual (one node is always current); any other value is a 400 that changes nothing', async () => {
+    const kb = await createKb(server);
+    const contents = `/api/v1/knowledge-bases/${kb}/contents`;
+    for (const level of ['strong', 'eventual', ' Strong ']) {
+      const res = await server.api('POST', contents, { text: `written with ${level}` }, undefined, { 'x-kb-consistency': level });
+      expect(res.status).toBe(201);
+    }
+    for (const bad of ['', 'linearizable', 'strong,eventual']) {
+      const res = await server.api('POST', contents, { text: 'refused' }, undefined, { 'x-kb-consistency': bad });
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe('VALIDATION_ERROR');
+      expect(res.body.error.message).toContain('x-kb-consistency');
+    }
+    expect((await server.api('GET', `${contents}?limit=100`)).body.total).toBe(3);
+    const preflight = await fetch(`${server.url}${contents}`, {
+      method: 'OPTIONS',
+      headers: { origin: ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'x-kb-consistency' },
+    });
+    expect(preflight.headers.get('access-control-allow-headers')).toContain('x-kb-consistency');
+  });
+});
