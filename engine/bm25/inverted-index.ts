@@ -673,9 +673,10 @@ export class InvertedIndex {
     // Terms below `essential` cannot lift a document past the k-th score on their own (nor can
     // expansions ever bring a document: they are only looked up for documents the others found).
     let essential = InvertedIndex.expansionCount(qterms);
-    let threshold = -Infinity;
+    // The k-th best score so far, less the slack: what a document must reach to be ranked.
+    let cut = -Infinity;
     for (;;) {
-      while (essential < n && prefix[essential]! < threshold * (1 - PRUNE_SLACK)) essential++;
+      while (essential < n && prefix[essential]! < cut) essential++;
       if (essential === n) break;
       // The window starts at the smallest unread document of the essential lists.
       let start = 0x7fffffff;
@@ -746,10 +747,15 @@ export class InvertedIndex {
           const d = start + slot;
           let i = essential - 1;
           for (; i >= 0; i--) {
-            if (score + fromWords + prefix[i]! < threshold * (1 - PRUNE_SLACK)) break;
+            if (score + fromWords + prefix[i]! < cut) break;
             const list = lists[i]!;
-            const p = (pos[i] = list.advance(pos[i]!, d));
-            if (p < list.length && list.docs[p] === d) {
+            const { docs, length } = list;
+            // Candidates come in doc order and most lists probed are dense: the next posting or the
+            // one after is usually the one, and a gallop is taken only past them.
+            let p = pos[i]!;
+            if (p < length && docs[p]! < d && ++p < length && docs[p]! < d) p = list.advance(p, d);
+            pos[i] = p;
+            if (p < length && docs[p] === d) {
               const tf = list.tfAt(p, d);
               const contribution = weightedTermScore(weights[i]!, tf, normBase + normPerLength * docLength[d]!);
               const w = wordOf[i]!;
@@ -766,7 +772,7 @@ export class InvertedIndex {
           }
           if (i >= 0) continue; // pruned
           top.push(d, essentialExpansions ? this.scoreOf(qterms, d) : score);
-          threshold = top.threshold();
+          cut = top.threshold() * (1 - PRUNE_SLACK);
         }
       }
     }
