@@ -54,7 +54,7 @@ const STATUSES: readonly ContentStatus[] = ['pending', 'ready', 'failed'];
 /**
  * The dump of `items` (in list order, their live chunks those of the active set); `hasVector`:
  * whether a document's vector is stored. Texts in the store are dumped as their place in it, texts
- * held on the heap (versions waiting for indexing) as they are.
+ * held on the heap (an engine without a text store) as they are.
  */
 export function dumpItems(
   kb: KnowledgeBaseRecord,

@@ -202,9 +202,12 @@ export class KnowledgeBase {
    * the text as a snapshot stored it (`given.text` is then empty), placed in the store at once.
    */
   putContent(id: string, given: ContentVersion, at: string, createdAt = at, encoded?: EncodedText): ContentItem {
-    // Held on the heap until indexed (ingestion reads it soon); applyIndexed moves it to the store.
+    // Into the store at once: a bulk load's items wait for indexing by the hundred thousand, and
+    // held on the heap their texts were most of its memory and of its snapshots' item dumps.
+    // Ingestion reads a text back once (a few microseconds from the page cache).
     const version = given instanceof ItemVersion ? given : new ItemVersion(given);
     if (encoded) version.takeEncoded(encoded, this.texts);
+    else if (this.texts) version.moveTo(this.texts);
     const existing = this.contents.get(id);
     if (existing) {
       // Its text may change while it waits: counted again with the new one. A new version's

@@ -1,7 +1,8 @@
-// A content item's version whose text can leave the JavaScript heap: it is held as a string while
-// the version waits to be indexed (ingestion reads it soon), and moved to the knowledge base's text
-// store once its chunks answer searches; `text` then reads it back from the store, `slice` only
-// the characters asked for (a hit's chunk).
+// A content item's version whose text can leave the JavaScript heap: it is made with the text as a
+// string and moved to the knowledge base's text store as soon as the knowledge base has one (when
+// put: KnowledgeBase.putContent); `text` then reads it back from the store, `slice` only the
+// characters asked for (a hit's chunk). Without a store (an engine without a data directory) it
+// stays on the heap.
 import type { Metadata } from '../filter/metadata';
 import type { ContentSource } from '../records';
 import type { EncodedText } from '../text/encoded-text';
