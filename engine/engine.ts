@@ -334,6 +334,7 @@ export class Engine {
     return collectMetrics([...this.state.kbs.values()], this.ingestion.throughput.perSecond(), {
       queueDepth: this.ingestion.depth,
       walBytes: await this.node.log.sizeBytes(),
+      textBytes: this.texts.bytes,
       workerCrashes: this.compute.documents.crashes + this.compute.queries.crashes,
     });
   }

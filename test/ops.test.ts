@@ -30,6 +30,8 @@ test('/metrics exposes requests, ingestion and index gauges in Prometheus format
   expect(Number(/^kb_ingestion_chunks_per_second (\S+)$/m.exec(text)?.[1])).toBeGreaterThan(0); // a chunk indexed within the last minute
   expect(text).toMatch(/kb_embedding_batch_duration_seconds_count\{model="Xenova\/all-MiniLM-L6-v2"\} 1/);
   expect(text).toMatch(/kb_wal_bytes \d+/);
+  expect(Number(/^kb_text_store_bytes\{state="live"\} (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
+  expect(text).toMatch(/^kb_text_store_bytes\{state="dead"\} \d+$/m);
   expect(text).toMatch(/kb_process_resident_memory_bytes \d+/);
   // Labels never carry ids: path parameters are folded.
   expect(text).not.toContain(kb);

@@ -135,14 +135,18 @@ export class KnowledgeBase {
 
   /** Start building `config` beside the active one (a build of another configuration is dropped). */
   startBuilding(config: KnowledgeBaseConfig): void {
+    const dropped = this.next;
     this.next = new IndexSet(config, this.exactThreshold);
+    if (dropped) this.releaseUnused(dropped);
     this.builtCount = 0;
     this.buildChunksLeft = 0;
     for (const item of this.contents.values()) this.countInBuild(item, 1);
   }
 
   cancelBuilding(): void {
+    const dropped = this.next;
     this.next = undefined;
+    if (dropped) this.releaseUnused(dropped);
     this.builtCount = 0;
     this.buildChunksLeft = 0;
   }
@@ -180,7 +184,9 @@ export class KnowledgeBase {
   activateBuilding(at: string): void {
     const next = this.next!;
     for (const item of this.contents.values()) {
+      const was = item.live?.version;
       item.live = next.live.get(item.id);
+      this.releaseIfUnused(item, was);
       const outcome = next.outcomes.get(item.id);
       const settled = outcome && outcome.version === item.current.version;
       (item as { status: ContentStatus }).status = settled ? outcome.status : 'pending';
@@ -210,6 +216,7 @@ export class KnowledgeBase {
     else if (this.texts) version.moveTo(this.texts);
     const existing = this.contents.get(id);
     if (existing) {
+      const was = existing.current;
       // Its text may change while it waits: counted again with the new one. A new version's
       // outcome in a build is still to come.
       this.tally.leave(existing);
@@ -218,6 +225,7 @@ export class KnowledgeBase {
       this.countInBuild(existing, 1);
       this.tally.enter(existing);
       existing.updatedAt = at;
+      this.releaseIfUnused(existing, was);
       return existing;
     }
     // One string for both times when equal (a decoded record carries two copies).
@@ -281,10 +289,31 @@ export class KnowledgeBase {
     firstDoc: number,
     set: IndexSet = this.active,
   ): number[] {
+    const was = set === this.active ? item.live?.version : set.live.get(item.id)?.version;
     const live = set.applyIndexed(item, chunks, vectors, firstDoc);
     if (set === this.active) item.live = live;
+    this.releaseIfUnused(item, was);
     if (this.texts && live.version instanceof ItemVersion) live.version.moveTo(this.texts);
     return live.docs;
+  }
+
+  /**
+   * A version nothing refers to any more (neither the item's newest, nor live in the active set or
+   * the one being built) has a dead text: counted as such in the store (the share of dead bytes
+   * decides when a snapshot stops dumping items and the file is written anew).
+   */
+  private releaseIfUnused(item: ContentItem, version: ContentVersion | undefined): void {
+    if (!(version instanceof ItemVersion) || version === item.current || version === item.live?.version) return;
+    if (version === this.next?.live.get(item.id)?.version) return;
+    version.release();
+  }
+
+  /** The versions live in a dropped set that nothing else refers to. */
+  private releaseUnused(dropped: IndexSet): void {
+    for (const [id, live] of dropped.live) {
+      const item = this.contents.get(id);
+      if (item) this.releaseIfUnused(item, live.version);
+    }
   }
 
   /** Where indexing ended in the set being built. */

@@ -10,6 +10,8 @@ export interface EngineMetrics {
   /** Per knowledge base type: knowledge bases, live chunks, stored vectors, vectors waiting for the HNSW graph. */
   byType: Record<string, { knowledgeBases: number; chunks: number; vectors: number; graphPending: number }>;
   walBytes: number;
+  /** The text store's file: texts of versions something refers to, and texts dead since (the file holds both until written anew). */
+  textBytes: { live: number; dead: number };
   workerCrashes: number;
   /** Knowledge bases being re-embedded, and their items built so far of all their items. */
   reembedding: { knowledgeBases: number; done: number; total: number };
@@ -18,7 +20,7 @@ export interface EngineMetrics {
 export function collectMetrics(
   kbs: KnowledgeBase[],
   chunksPerSecond: number,
-  rest: Pick<EngineMetrics, 'queueDepth' | 'walBytes' | 'workerCrashes'>,
+  rest: Pick<EngineMetrics, 'queueDepth' | 'walBytes' | 'textBytes' | 'workerCrashes'>,
 ): EngineMetrics {
   const byType: EngineMetrics['byType'] = {};
   for (const kb of kbs) {

@@ -98,6 +98,15 @@ export class Metrics {
       for (const [type, t] of Object.entries(m.byType)) g.set({ type }, t.graphPending);
     });
     gauge('kb_wal_bytes', 'Size of the write-ahead log', [], (g, m) => g.set(m.walBytes));
+    gauge(
+      'kb_text_store_bytes',
+      'Bytes of the text store file: texts of current or searchable versions (live), and of versions replaced or deleted since (dead)',
+      ['state'],
+      (g, m) => {
+        g.set({ state: 'live' }, m.textBytes.live);
+        g.set({ state: 'dead' }, m.textBytes.dead);
+      },
+    );
     gauge('kb_reembed_knowledge_bases', 'Knowledge bases being re-embedded for the model now serving their type', [], (g, m) =>
       g.set(m.reembedding.knowledgeBases),
     );

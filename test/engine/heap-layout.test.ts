@@ -362,4 +362,43 @@ describe('engine with texts out of the heap', () => {
       [ids[0]!, 'replaced by words of its own: zebra'],
     ]);
   });
+
+  test('a text goes to the store when written; a version replaced or deleted counts its text as dead, once, through a restart', async () => {
+    const dir = tempDir();
+    let e = await open(dir);
+    const kb = await e.createKnowledgeBase(ORG, { name: 'dead', description: '', type: 'TEXT_HIGH_QUALITY', config: textKbConfig(NO_EMBEDDING) });
+    const texts = async () => (await e.metrics()).textBytes;
+    const settled = async () => {
+      while (e.stats().queueDepth > 0 || [...e.knowledgeBase(kb.id)!.contents.values()].some((i) => i.status === 'pending' || i.status === 'processing'))
+        await Bun.sleep(20);
+    };
+    const t = (n: number) => `version ${n} of the text ${'x'.repeat(10 * n)}`;
+    const a = await e.addContent(ORG, kb.id, { text: t(1) });
+    // Waiting for indexing, the text is in the store already, not on the heap.
+    expect((e.knowledgeBase(kb.id)!.contents.get(a.id)!.current as ItemVersion).stored).toBe(true);
+    await settled();
+    expect(await texts()).toEqual({ live: t(1).length, dead: 0 });
+    // Replaced once indexed: the old text answers until the new one does, then it is dead.
+    await e.updateContent(ORG, kb.id, a.id, { text: t(2) });
+    expect((await texts()).dead).toBe(0);
+    await settled();
+    expect(await texts()).toEqual({ live: t(2).length, dead: t(1).length });
+    // Replaced while waiting (or being indexed): version 3 never answers; its text is dead too.
+    await e.updateContent(ORG, kb.id, a.id, { text: t(3) });
+    await e.updateContent(ORG, kb.id, a.id, { text: t(4) });
+    await settled();
+    const dead = t(1).length + t(2).length + t(3).length;
+    expect(await texts()).toEqual({ live: t(4).length, dead });
+    const b = await e.addContent(ORG, kb.id, { text: t(5) });
+    await settled();
+    await e.deleteContent(ORG, kb.id, b.id);
+    expect(await texts()).toEqual({ live: t(4).length, dead: dead + t(5).length });
+    expect(e.getContent(ORG, kb.id, a.id).current.text).toBe(t(4));
+
+    await e.close();
+    engines.length = 0;
+    e = await open(dir);
+    expect(await texts()).toEqual({ live: t(4).length, dead: dead + t(5).length });
+    expect(e.getContent(ORG, kb.id, a.id).current.text).toBe(t(4));
+  });
 });
