@@ -87,6 +87,12 @@ export class ItemVersion implements ContentVersion {
     this.place(store, store.put(this.held));
   }
 
+  /** Its store wrote the text anew elsewhere in its file (TextStore.rewrite). */
+  relocate(ref: TextRef): void {
+    if (this.held !== undefined || !this.store) throw new Error('only a stored text can be relocated');
+    this.place(this.store, ref);
+  }
+
   /** The text is `encoded` (a restart's, its version's text being empty): into `store` as it is, or onto the heap without one. */
   takeEncoded(encoded: EncodedText, store: TextStore | undefined): void {
     if (store) this.place(store, store.putEncoded(encoded));

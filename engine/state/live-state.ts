@@ -10,6 +10,7 @@ import { idClock, observeId, observeIdClock } from '../ids';
 import type { IndexSet } from '../kb/index-set';
 import type { RestoredIndex, StartingItems } from '../options';
 import { KnowledgeBase } from '../kb/knowledge-base';
+import { ItemVersion } from '../kb/version';
 import type { LogRecord } from '../records';
 import type { EncodedText } from '../text/encoded-text';
 import type { TextStore } from '../text/text-store';
@@ -103,13 +104,12 @@ export class LiveState implements StateTarget {
 
   /**
    * Every knowledge base's item dump, with the text store's file they point into (every text
-   * written); undefined when one cannot give one (engine/kb/item-dump.ts), or when most of the
-   * file is texts that answer nothing any more: restarts then replay the records, and the first
-   * from a snapshot that compacted those texts away writes the file anew.
+   * written, dead ones too: a start from them writes the file anew once they outweigh the live
+   * ones); undefined when one cannot give one (engine/kb/item-dump.ts).
    */
   dumpItems(): StartingItems | undefined {
     const texts = this.options.texts;
-    if (!texts || texts.bytes.dead > texts.bytes.live) return undefined;
+    if (!texts) return undefined;
     const clock = idClock();
     const kbs = [];
     for (const kb of this.kbs.values()) {
@@ -140,6 +140,21 @@ export class LiveState implements StateTarget {
     }
     // Nothing reads a text before the engine is open: the file is taken over last.
     texts.adopt(start.texts.path, start.texts.bytes, textBytes);
+    if (texts.bytes.dead > texts.bytes.live) this.rewriteTexts(texts);
+  }
+
+  /**
+   * The text file holds more dead texts (of versions replaced or deleted) than live ones: the live
+   * ones are written into a new file (at a million chunks about the 1.3 GB of their texts), so the
+   * file stays within twice what answers.
+   */
+  private rewriteTexts(texts: TextStore): void {
+    const versions = new Set<ItemVersion>();
+    for (const kb of this.kbs.values())
+      for (const item of kb.contents.values()) for (const v of [item.current, item.live?.version]) if (v instanceof ItemVersion && v.stored) versions.add(v);
+    const stored = [...versions];
+    const moved = texts.rewrite(stored.map((v) => v.storedRef!));
+    stored.forEach((v, i) => v.relocate(moved[i]!));
   }
 
   /** A new index set: it waits for its dump when there is one (restoreIndexes), and keeps its vectors in the vector directory. */

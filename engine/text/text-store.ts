@@ -6,7 +6,7 @@
 // back (adopt) instead of storing every text again; the snapshot makes it durable, not the store.
 // Texts are stored as Latin-1 (one byte per character) when every character fits, else as UTF-16LE
 // (two bytes), so a chunk's character range is a byte range and a hit reads only its chunk.
-import { closeSync, ftruncateSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { linkOrCopy } from '../fsync';
 import { join } from 'node:path';
 import { isLatin1, type EncodedText } from './encoded-text';
@@ -106,6 +106,71 @@ export class TextStore {
     }
     this.live += size;
     return { at, length: text.length, wide };
+  }
+
+  /**
+   * Write the texts at `refs` into a new file in place of this one, leaving dead texts behind;
+   * returns where each now lies (in the order given). The old file is read in file order, a window
+   * at a time. A snapshot's link to the old file keeps its bytes.
+   */
+  rewrite(refs: readonly TextRef[]): TextRef[] {
+    this.flush();
+    const order = refs.map((_, i) => i).sort((a, b) => refs[a]!.at - refs[b]!.at);
+    const temporary = `${this.path}.new`;
+    const fd = TextStore.fresh(temporary);
+    const out = new Array<TextRef>(refs.length);
+    let window = Buffer.allocUnsafe(4 * BUFFER_BYTES);
+    let windowAt = 0;
+    let windowBytes = 0;
+    let written = 0;
+    let pendingBytes = 0;
+    const flushOut = () => {
+      let done = 0;
+      while (done < pendingBytes) done += writeSync(fd, this.pending, done, pendingBytes - done, written + done);
+      written += pendingBytes;
+      pendingBytes = 0;
+    };
+    try {
+      for (const i of order) {
+        const ref = refs[i]!;
+        const size = ref.wide ? ref.length * 2 : ref.length;
+        if (ref.at < windowAt || ref.at + size > windowAt + windowBytes) {
+          if (size > window.length) window = Buffer.allocUnsafe(size);
+          windowAt = ref.at;
+          windowBytes = 0;
+          const want = Math.min(window.length, this.flushed - windowAt);
+          while (windowBytes < want) {
+            const n = readSync(this.fd, window, windowBytes, want - windowBytes, windowAt + windowBytes);
+            if (n <= 0) break;
+            windowBytes += n;
+          }
+          if (windowBytes < size) throw new Error(`text store: short read at ${ref.at} while rewriting`);
+        }
+        const bytes = window.subarray(ref.at - windowAt, ref.at - windowAt + size);
+        out[i] = { at: written + pendingBytes, length: ref.length, wide: ref.wide };
+        if (pendingBytes + size > this.pending.length) flushOut();
+        if (size > this.pending.length) {
+          let done = 0;
+          while (done < size) done += writeSync(fd, bytes, done, size - done, written + done);
+          written += size;
+        } else {
+          this.pending.set(bytes, pendingBytes);
+          pendingBytes += size;
+        }
+      }
+      flushOut();
+    } catch (err) {
+      closeSync(fd);
+      rmSync(temporary, { force: true });
+      throw err;
+    }
+    closeSync(this.fd);
+    renameSync(temporary, this.path);
+    this.fd = fd;
+    this.flushed = written;
+    this.live = written;
+    this.dead = 0;
+    return out;
   }
 
   /** Characters [start, end) of a stored text (the whole text by default). */

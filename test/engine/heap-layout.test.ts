@@ -58,6 +58,29 @@ describe('TextStore', () => {
     store.close();
   });
 
+  test('rewrite keeps the texts asked for, in a new file of just their bytes, wherever they lay (past its window too)', () => {
+    const dir = tempDir();
+    const store = new TextStore(dir);
+    const rand = mulberry32(9);
+    const texts: string[] = ['', 'ÿ', 'y'.repeat(5 << 20), randomText(rand, 3 << 20, true)];
+    for (let i = 0; i < 600; i++) texts.push(randomText(rand, Math.floor(rand() * 30_000), rand() < 0.3));
+    const refs = texts.map((t) => store.put(t));
+    // Every third text dies; the rest are kept, asked for out of file order.
+    const kept = texts.map((_, i) => i).filter((i) => i % 3 !== 1);
+    for (let i = 1; i < texts.length; i += 3) store.release(refs[i]!);
+    const order = [...kept].sort(() => rand() - 0.5);
+    const moved = store.rewrite(order.map((i) => refs[i]!));
+    const liveBytes = order.reduce((sum, i) => sum + (refs[i]!.wide ? 2 : 1) * texts[i]!.length, 0);
+    expect(store.bytes).toEqual({ live: liveBytes, dead: 0 });
+    expect(statSync(join(dir, 'texts.bin')).size).toBe(liveBytes);
+    order.forEach((i, k) => expect(store.read(moved[k]!)).toBe(texts[i]!));
+    // Appends follow.
+    const after = store.put('written after');
+    expect(after.at).toBe(liveBytes);
+    expect(store.read(after)).toBe('written after');
+    store.close();
+  });
+
   test('a new store replaces the file a link keeps; a store takes over a linked copy, cut to its length; close removes its file', () => {
     const dir = tempDir();
     const store = new TextStore(dir);

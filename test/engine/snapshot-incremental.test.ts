@@ -9,7 +9,7 @@ import type { Engine, EngineOptions, MetadataFilter } from '../../engine';
 import { LocalSnapshotStore, openEngine, RECORDS_FILE, SnapshotManager, SnapshotRecordsDamaged, type Snapshotter } from '../../snapshots';
 import { crc32File, tailSnapshots } from '../../snapshots/format';
 import { setSnapshotReading } from '../../snapshots/snapshotter';
-import { textKbConfig } from '../helpers/kb-config';
+import { NO_EMBEDDING, textKbConfig } from '../helpers/kb-config';
 import { TestServer } from '../helpers/server';
 import { rewriteAsFormat1 } from '../../support/snapshot-format1';
 
@@ -796,6 +796,49 @@ describe('item dumps', () => {
     const again = await snaps(d).snapshot({ reuseGraphs: true });
     expect(again.manifest.items).toBeDefined();
   }, 120_000);
+
+  test('a start whose text file is mostly dead texts writes the live ones into a new file; every text and hit reads the same', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    let e = await open(dir);
+    const kb = await e.createKnowledgeBase(ORG, { name: 'rewrite', description: '', type: 'TEXT_HIGH_QUALITY', config: textKbConfig(NO_EMBEDDING) });
+    const settled = async () => {
+      while (e.stats().queueDepth > 0 || [...e.knowledgeBase(kb.id)!.contents.values()].some((i) => i.status === 'pending' || i.status === 'processing'))
+        await Bun.sleep(20);
+    };
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++)
+      ids.push((await e.addContent(ORG, kb.id, { text: `item ${i} first words about apples, wide ${i % 4 === 0 ? '漢字' : 'plain'}` })).id);
+    await settled();
+    // Each item replaced three times (some while the one before waits): three dead texts to one live.
+    for (let round = 1; round <= 3; round++) {
+      for (let i = 0; i < ids.length; i++)
+        await e.updateContent(ORG, kb.id, ids[i]!, { text: `item ${i} round ${round} words about pears ${i % 4 === 0 ? 'ß漢' : 'plain'}` });
+      if (round !== 2) await settled();
+    }
+    await settled();
+    const before = (await e.metrics()).textBytes;
+    expect(before.dead).toBeGreaterThan(before.live);
+    const answers = (eng: Engine) => ({
+      texts: ids.map((id) => eng.getContent(ORG, kb.id, id).current.text),
+      hits: eng.searchFullText(ORG, kb.id, { query: 'round pears', limit: 20 }).map(({ doc, ...hit }) => hit),
+    });
+    const expected = answers(e);
+    expect(expected.texts[4]).toBe('item 4 round 3 words about pears ß漢');
+    const snap = await snaps(e).snapshot();
+    expect(snap.manifest.items?.files.length).toBe(1);
+    await close(e);
+    e = await open(dir);
+    expect(e.recovery.snapshot).toMatchObject({ seq: snap.seq, from: 'dumps' });
+    expect(answers(e)).toEqual(expected);
+    expect((await e.metrics()).textBytes).toEqual({ live: before.live, dead: 0 });
+    expect(statSync(join(dir, 'text', 'texts.bin')).size).toBe(before.live);
+    // Texts written after the rewrite follow the live ones.
+    const added = await e.addContent(ORG, kb.id, { text: 'one more about plums' });
+    await settled();
+    expect(e.getContent(ORG, kb.id, added.id).current.text).toBe('one more about plums');
+    expect(answers(e).texts).toEqual(expected.texts);
+  });
 });
 
 test('a shutdown leaves a few writes to the log only while the newest snapshot graph lacks few vectors', async () => {
