@@ -299,8 +299,8 @@ export class KnowledgeBase {
 
   /**
    * A version nothing refers to any more (neither the item's newest, nor live in the active set or
-   * the one being built) has a dead text: counted as such in the store (the share of dead bytes
-   * decides when a snapshot stops dumping items and the file is written anew).
+   * the one being built) has a dead text: counted as such in the store (a start from item dumps
+   * writes the file anew once dead bytes outweigh live ones).
    */
   private releaseIfUnused(item: ContentItem, version: ContentVersion | undefined): void {
     if (!(version instanceof ItemVersion) || version === item.current || version === item.live?.version) return;

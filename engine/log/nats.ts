@@ -84,11 +84,11 @@ function connectFailure(err: unknown, options: NodeConnectionOptions): string {
   return message;
 }
 
-/** A connection that reconnects for as long as the node runs (NATS servers restart, leaders move). */
 /** A NATS call that does not answer within `ms` (NATS out of reach) rejects instead of waiting. */
 export const within = <T>(ms: number, promise: Promise<T>): Promise<T> =>
   Promise.race([promise, Bun.sleep(ms).then(() => Promise.reject(new Error(`NATS did not answer within ${ms} ms`)))]);
 
+/** A connection that reconnects for as long as the node runs (NATS servers restart, leaders move). */
 export async function connectNats(servers: string[], auth?: NatsAuth): Promise<NatsConnection> {
   const options = natsConnectionOptions(servers, auth);
   try {
