@@ -18,6 +18,7 @@ import { RecordTooLargeError } from '../log/jetstream-log';
 import { ThroughputMeter } from './progress';
 import type { ItemResult } from './handlers';
 import { FairQueue } from './fair-queue';
+import { textLengthOf } from '../kb/status-tally';
 import { backoffDelay } from '../retry';
 
 export const DEFAULT_EMBEDDING_RETRY = { attempts: 8, baseMs: 2000, maxMs: 60_000 };
@@ -194,7 +195,8 @@ export class IngestionQueue {
         if (!target) scale = set.config.embedding.provider === 'http' ? REMOTE_BATCH_SCALE : 1;
         target = { kb: jobKb, set };
         batch.push({ job, item });
-        chars += item.current.text.length;
+        // The length alone: a stored text is read once, when the batch is sent.
+        chars += textLengthOf(item.current);
         return batch.length >= maxItems * scale || chars >= maxChunks * scale * set.config.chunking.size ? 'last' : 'take';
       });
       if (!target || batch.length === 0) continue;
