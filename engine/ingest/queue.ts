@@ -224,11 +224,15 @@ export class IngestionQueue {
       reported += chunks;
       for (const { item } of batch) this.chunksDone.set(item, reported);
     };
-    this.options.compute
-      .process(
-        versions.map((v) => ({ text: v.text, chunking, pages: v.pages })),
-        embedding.dimensions > 0 ? toSpec(embedding) : undefined,
-        onChunks,
+    // Texts are read (from the text store) inside the chain: a read that fails fails this batch;
+    // thrown here it would leave inFlight counted for ever and stop the pump.
+    Promise.resolve()
+      .then(() =>
+        this.options.compute.process(
+          versions.map((v) => ({ text: v.text, chunking, pages: v.pages })),
+          embedding.dimensions > 0 ? toSpec(embedding) : undefined,
+          onChunks,
+        ),
       )
       .catch((err: Error): ItemResult[] => batch.map(() => ({ ok: false, error: err.message })))
       .then((results) => {

@@ -1,7 +1,6 @@
 // Cluster mode end to end: three real server processes (src/main.ts) on one three-server NATS
 // JetStream cluster (test/helpers/nats.ts), talking HTTP on loopback. A write answered by one node
-// is read back from it at once and from the others within the replication lag (at once with a
-// strong read); keys issued through the admin command hold on every node; kill -9 of a node
+// is read back from it at once and from the others within the replication lag; keys issued through the admin command hold on every node; kill -9 of a node
 // during concurrent writes to all three loses no acknowledged write and the survivors keep
 // answering searches; kill -9 of the node that holds indexing jobs: the items still become ready,
 // through another node, each indexed once.
@@ -170,43 +169,6 @@ describe('cluster of three nodes on JetStream', () => {
     expect(huge.body.error.message).toContain('max_payload');
     expect((await n1.api('GET', `/api/v1/knowledge-bases/${kbId}/contents`)).body.total).toBe(before);
   }, 60_000);
-
-  test('a strong read (x-kb-consistency: strong) on another node sees every write answered before it, at once', async () => {
-    const [n1, n2, n3] = nodes as [TestServer, TestServer, TestServer];
-    const kbId = await newKb(n1, 'strong reads');
-    const strong = { 'x-kb-consistency': 'strong' };
-    let written = 0;
-    let eventualShort = 0;
-    for (let round = 0; round < 5; round++) {
-      // Node 2 is held still while node 1 takes the writes: it has them to apply when it goes on.
-      process.kill(n2.proc.pid, 'SIGSTOP');
-      const added = await Promise.all(
-        Array.from({ length: 300 }, (_, i) => n1.api('POST', `/api/v1/knowledge-bases/${kbId}/contents`, { text: `round ${round} item ${i}` })),
-      );
-      expect(added.every((r) => r.status === 201)).toBe(true);
-      written += added.length;
-      process.kill(n2.proc.pid, 'SIGCONT');
-      // Asked the moment node 2 goes on: an eventual read may trail (counted, not required).
-      const [eventual, ...reads] = await Promise.all([
-        n2.api('GET', `/api/v1/knowledge-bases/${kbId}/contents?limit=1`),
-        ...[n2, n3].map((n) => n.api('GET', `/api/v1/knowledge-bases/${kbId}/contents?limit=1`, undefined, undefined, strong)),
-      ]);
-      if (eventual!.body.total < written) eventualShort++;
-      for (const read of reads) {
-        expect(read.status).toBe(200);
-        expect(read.body.total).toBe(written);
-      }
-    }
-    console.log(`strong reads: ${written} writes in 5 rounds; eventual reads short in ${eventualShort} of 5`);
-    // A value that means nothing is refused, before anything is done.
-    const bad = await n2.api('POST', `/api/v1/knowledge-bases/${kbId}/contents`, { text: 'refused' }, undefined, { 'x-kb-consistency': 'linearizable' });
-    expect(bad.status).toBe(400);
-    expect(bad.body).toMatchObject({ success: false, error: { code: 'VALIDATION_ERROR' } });
-    expect(bad.body.error.message).toContain('x-kb-consistency');
-    expect((await n2.api('GET', `/api/v1/knowledge-bases/${kbId}/contents?limit=1`, undefined, undefined, strong)).body.total).toBe(written);
-    // Its 1,500 items would keep every node embedding for minutes: the tests after it share the job queue.
-    expect((await n1.api('DELETE', `/api/v1/knowledge-bases/${kbId}`)).status).toBe(200);
-  });
 
   test('an organization and key issued through the admin command hold on every node', async () => {
     const admin = async (...args: string[]) => {
