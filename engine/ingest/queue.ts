@@ -224,16 +224,19 @@ export class IngestionQueue {
       reported += chunks;
       for (const { item } of batch) this.chunksDone.set(item, reported);
     };
-    // Texts are read (from the text store) inside the chain: a read that fails fails this batch;
-    // thrown here it would leave inFlight counted for ever and stop the pump.
-    Promise.resolve()
-      .then(() =>
-        this.options.compute.process(
-          versions.map((v) => ({ text: v.text, chunking, pages: v.pages })),
-          embedding.dimensions > 0 ? toSpec(embedding) : undefined,
-          onChunks,
-        ),
-      )
+    // Texts are read here (from the text store): a read that fails fails this batch; thrown out of
+    // runBatch it would leave inFlight counted for ever and stop the pump.
+    let processing: Promise<ItemResult[]>;
+    try {
+      processing = this.options.compute.process(
+        versions.map((v) => ({ text: v.text, chunking, pages: v.pages })),
+        embedding.dimensions > 0 ? toSpec(embedding) : undefined,
+        onChunks,
+      );
+    } catch (err) {
+      processing = Promise.reject(err);
+    }
+    processing
       .catch((err: Error): ItemResult[] => batch.map(() => ({ ok: false, error: err.message })))
       .then((results) => {
         const done: IngestionBatch = {

@@ -267,6 +267,27 @@ describe('IngestionQueue order', () => {
     expect(sent.slice(8)).toEqual(['b1:16-23', 'c1:32-39', 'b2:16-31', 'b1:24-39', 'b2:32-39']);
   });
 
+  test('a text that cannot be read fails its batch; the queue goes on with the next', async () => {
+    const h = harness({ held: true });
+    const kb = h.addKb('B', 'b1', 3);
+    Object.defineProperty(kb.contents.get('b1:1')!.current, 'text', {
+      get() {
+        throw new Error('text store: short read at 0');
+      },
+    });
+    h.queue.start();
+    expect(h.calls).toHaveLength(0);
+    await Bun.sleep(10);
+    expect(h.committed.filter((r) => r.t === 'content.failed').map((r) => (r as { error: string }).error)).toEqual(
+      Array(3).fill('text store: short read at 0'),
+    );
+    h.addKb('B', 'b2', 2);
+    // Both slots free again: the pump did not stop.
+    expect(h.calls.map((c) => span(c.texts))).toEqual(['b2:0-0', 'b2:1-1']);
+    while (h.calls.length > 0) await h.finish();
+    expect(h.committed.filter((r) => r.t === 'content.indexed')).toHaveLength(2);
+  });
+
   test('superseded and deleted entries are dropped (settled done) and never sent', async () => {
     const h = harness({ held: true });
     const kb = h.addKb('B', 'b1', 5);
