@@ -112,7 +112,6 @@ export function linkOrCopy(from: string, to: string, copy: (from: string, to: st
   }
 }
 
-/** fsync by path on the thread pool (the event loop keeps running; under heavy IO it can take long). */
 /**
  * Unlink a file off the event loop: unlinking a large file frees its page-cache pages, which held
  * the request thread about 20 ms per 400 MB here. For files nothing depends on being gone at once
@@ -122,6 +121,7 @@ export function removeInBackground(path: string): void {
   void rm(path, { force: true }).catch(() => {});
 }
 
+/** fsync by path on the thread pool (the event loop keeps running; under heavy IO it can take long). */
 export async function fsyncPathAsync(path: string): Promise<void> {
   const fh = await open(path, 'r');
   try {

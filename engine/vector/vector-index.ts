@@ -577,7 +577,7 @@ export class VectorIndex {
     this.pending.splice(0, entries);
     this.sent -= entries;
     // The builder hands over a graph every few seconds while vectors arrive: the old files go off
-    // the request thread (their unlinks took 3.6 s of it in a 100k-chunk load).
+    // the request thread (their unlinks were 3.6 s of its profile samples in a 100k-chunk load).
     this.releaseGraph(this.hnsw, removeInBackground);
     this.hnsw = graph;
     this.viewPath = path;
