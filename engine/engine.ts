@@ -232,6 +232,8 @@ export class Engine {
   }
   /** Vectors not yet in graphs holding these many keys per knowledge base, or in the graphs as they are (LiveState.vectorsOutsideGraphs). */
   vectorsOutsideGraphs = (inGraphs?: ReadonlyMap<string, number>): number => this.state.vectorsOutsideGraphs(inGraphs);
+  /** Knowledge bases past the graph threshold whose graph is not a file the builder wrote (LiveState.graphsOutsideFiles). */
+  graphsOutsideFiles = (): number => this.state.graphsOutsideFiles();
   /** Save every in-memory HNSW graph (to `pathOf(kbId)`), with the documents each holds. */
   saveGraphs = (pathOf: (kbId: string) => string, options: { viewsOnly?: boolean } = {}) => this.state.saveGraphs(pathOf, options.viewsOnly);
   /** Every index set as flat arrays that later changes leave as they are (a snapshot writes them while the engine goes on). */

@@ -17,9 +17,9 @@
 // A snapshot is valid only when its manifest parses and every file matches its checksum. Index
 // dumps are derived data checked when they are read (a CRC32 per section): one that fails is not
 // used, the snapshot still is (its records hold everything).
-import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync, type Stats } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { sha256File, type ShardSet } from '../engine';
 
 /**
@@ -164,6 +164,40 @@ export async function listSnapshotDirs(root: string): Promise<{ seq: number; dir
     .filter((x) => x.m)
     .map(({ name, m }) => ({ seq: Number(m![1]), dir: join(root, name), name }))
     .sort((a, b) => b.seq - a.seq);
+}
+
+/**
+ * Whether two snapshot directories share their compacted records (one continues the other: its
+ * records.log is a hard link to the other's), so that damage to that file is damage to both.
+ */
+export function sharesRecords(a: string, b: string): boolean {
+  const x = statSync(join(a, RECORDS_FILE), { throwIfNoEntry: false });
+  const y = statSync(join(b, RECORDS_FILE), { throwIfNoEntry: false });
+  return x !== undefined && y !== undefined && x.ino === y.ino && x.dev === y.dev;
+}
+
+/** Whether the snapshot in `dir` holds `file` among its record files (the same file, hard-linked). */
+export function holdsRecordFile(dir: string, file: Pick<Stats, 'ino' | 'dev'>): boolean {
+  let manifest: SnapshotManifest;
+  try {
+    manifest = JSON.parse(readFileSync(join(dir, MANIFEST_FILE), 'utf8')) as SnapshotManifest;
+  } catch {
+    return false;
+  }
+  return recordFiles(manifest).some((name) => {
+    const s = statSync(join(dir, name), { throwIfNoEntry: false });
+    return s !== undefined && s.ino === file.ino && s.dev === file.dev;
+  });
+}
+
+/** Whether a snapshot older than the one in `dir` (under `root`) shares no records with it: one to fall back to should they be damaged. */
+export function hasFallback(root: string, dir: string): boolean {
+  const seq = Number(DIR.exec(basename(dir))?.[1]);
+  for (const name of readdirSync(root)) {
+    const m = DIR.exec(name);
+    if (m && Number(m[1]) < seq && !sharesRecords(dir, join(root, name))) return true;
+  }
+  return false;
 }
 
 /**

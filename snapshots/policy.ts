@@ -8,7 +8,7 @@
 // retried with exponential backoff and reported in logs, /ready and metrics.
 import { rm } from 'node:fs/promises';
 import { backoffDelay, type Engine } from '../engine';
-import { listSnapshotDirs, type SnapshotManifest } from './format';
+import { listSnapshotDirs, sharesRecords, type SnapshotManifest } from './format';
 import type { Snapshotter } from './snapshotter';
 import type { SnapshotStore } from './store';
 
@@ -23,9 +23,10 @@ export interface SnapshotPolicy {
   intervalMs: number;
   logBytes: number;
   /**
-   * The log since the newest snapshot must also reach this share of that snapshot's bytes: each
-   * snapshot rewrites the whole state, so a fixed step made a bulk load rewrite it over and over
-   * (quadratic in its size); a share makes the rewrites a bounded multiple of the data.
+   * The log since the newest snapshot must also reach this share of the bytes the next snapshot
+   * writes (Snapshotter.nextWriteBytes; on a remote store, every file): with a fixed step a bulk
+   * load rewrote the state over and over (quadratic in its size); a share makes the rewrites a
+   * bounded multiple of the log.
    */
   logGrowth: number;
   /**
@@ -180,11 +181,17 @@ export class SnapshotManager {
     return latest !== undefined && latest.seq === this.seqAtLastSnapshot && latest.manifest.items === undefined && this.engine.dumpsState;
   }
 
-  /** Log bytes since the newest snapshot that call for the next one. */
+  /**
+   * Log bytes since the newest snapshot that call for the next one: a share of what the next one
+   * writes. On local disk a snapshot that continues the newest writes only its dumps, so a bulk
+   * load snapshots every few tenths of growth and a stop right after it writes little; a remote
+   * store is sent every file of each snapshot.
+   */
   logThreshold(): number {
-    let snapshotBytes = 0;
-    for (const f of this.snapshots.latest?.manifest.files ?? []) snapshotBytes += f.bytes;
-    return Math.max(this.policy.logBytes, this.policy.logGrowth * snapshotBytes);
+    let written = 0;
+    if (this.store.isLocal) written = this.snapshots.nextWriteBytes();
+    else for (const f of this.snapshots.latest?.manifest.files ?? []) written += f.bytes;
+    return Math.max(this.policy.logBytes, this.policy.logGrowth * written);
   }
 
   /** Take a snapshot now, copy it to the store, prune, truncate the log. Never throws. */
@@ -250,17 +257,24 @@ export class SnapshotManager {
 
   /**
    * Keep the newest `keep` snapshots locally and in the store (`remove: false`: the others are
-   * left for later); drop the log the oldest kept one covers.
+   * left for later); drop the log the oldest kept one covers. The newest may share its compacted
+   * records with snapshots it continues: then the newest one sharing none is kept as well, with the
+   * log after it, so that damage to a shared file leaves a snapshot to fall back to; while there is
+   * none, the log is not truncated.
    */
   private async prune({ remove = true }: { remove?: boolean } = {}): Promise<number> {
     const local = await listSnapshotDirs(this.snapshots.dir);
     const keptLocal = local.slice(0, this.policy.keep);
-    if (remove) for (const old of local.slice(this.policy.keep)) await rm(old.dir, { recursive: true, force: true });
+    const older = local.slice(1);
+    const sharing = older.some((s) => sharesRecords(local[0]!.dir, s.dir));
+    const fallback = sharing ? older.find((s) => !sharesRecords(local[0]!.dir, s.dir)) : undefined;
+    if (fallback && !keptLocal.includes(fallback)) keptLocal.push(fallback);
+    if (remove) for (const old of local) if (!keptLocal.includes(old)) await rm(old.dir, { recursive: true, force: true });
     if (remove && !this.store.isLocal) {
       const remote = await this.store.list();
       for (const old of remote.slice(this.policy.keep)) await this.store.delete(old.seq);
     }
-    const oldestKept = keptLocal.at(-1)?.seq;
+    const oldestKept = sharing && !fallback ? undefined : keptLocal.at(-1)?.seq;
     const confirmed = this.store.isLocal ? oldestKept : this.status.confirmedSeq;
     if (oldestKept === undefined || confirmed === undefined) return 0;
     return this.engine.truncateLog(Math.min(oldestKept, confirmed));

@@ -13,17 +13,19 @@ export interface VerifyRequest {
   linked: { path: string; bytes: number; crc32: number }[];
 }
 
-export type VerifyResult = { ok: true } | { ok: false; damaged: 'records' | 'linked'; reason: string };
+/** `path`: the file that failed. */
+export type VerifyResult = { ok: true } | { ok: false; damaged: 'records' | 'linked'; path: string; reason: string };
 
 export function verifyFiles(req: VerifyRequest): VerifyResult {
   for (const f of req.records) {
     if (f.crc32 !== undefined) {
-      if (crc32File(f.path, f.bytes) !== f.crc32) return { ok: false, damaged: 'records', reason: `${f.path} fails its checksum` };
+      if (crc32File(f.path, f.bytes) !== f.crc32) return { ok: false, damaged: 'records', path: f.path, reason: `${f.path} fails its checksum` };
       continue;
     }
     const scan = readFramesSync(f.path, () => {});
-    if (!scan.ok) return { ok: false, damaged: 'records', reason: `${f.path} fails its frame checksums (${scan.reason})` };
+    if (!scan.ok) return { ok: false, damaged: 'records', path: f.path, reason: `${f.path} fails its frame checksums (${scan.reason})` };
   }
-  for (const f of req.linked) if (crc32File(f.path, f.bytes) !== f.crc32) return { ok: false, damaged: 'linked', reason: `${f.path} fails its checksum` };
+  for (const f of req.linked)
+    if (crc32File(f.path, f.bytes) !== f.crc32) return { ok: false, damaged: 'linked', path: f.path, reason: `${f.path} fails its checksum` };
   return { ok: true };
 }

@@ -3,6 +3,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sharesRecords } from '../snapshots/format';
 import { freePort, s3Env, startS3, type TestS3 } from './helpers/s3';
 import { addContent, createKb, TestServer } from './helpers/server';
 
@@ -125,7 +126,7 @@ describe('local snapshots', () => {
     expect(await allSearches(c, kb)).toEqual(before);
   }, 60_000);
 
-  test('a corrupt newest snapshot falls back to the previous one (and the log kept after it); found after a start from its dumps, the server exits first', async () => {
+  test('a corrupt newest snapshot falls back to the newest sharing none of its files (and the log kept after it); found after a start from its dumps, the server exits first', async () => {
     const a = await start({ env: { SNAPSHOT_KEEP: '2' } });
     const kb = await seed(a);
     await waitForSnapshotCovering(a);
@@ -136,7 +137,12 @@ describe('local snapshots', () => {
     const dirs = readdirSync(join(a.dataDir, 'snapshots'))
       .filter((n) => n.startsWith('snap-'))
       .sort();
-    expect(dirs.length).toBe(2);
+    // Two kept, and when the newest continues the one before it (sharing its records), also the
+    // newest sharing nothing with it: the one to fall back to.
+    const at = (name: string) => join(a.dataDir, 'snapshots', name);
+    const sharing = dirs.slice(0, -1).filter((d) => sharesRecords(at(d), at(dirs.at(-1)!)));
+    const fallback = dirs.filter((d) => !sharing.includes(d) && d !== dirs.at(-1)).at(-1)!;
+    expect(dirs.length).toBe(sharing.length > 0 ? 3 : 2);
     const newest = join(a.dataDir, 'snapshots', dirs.at(-1)!, 'records.log');
     const bytes = readFileSync(newest);
     bytes[Math.floor(bytes.length / 2)]! ^= 0xff;
@@ -149,9 +155,10 @@ describe('local snapshots', () => {
     });
     expect(await b.proc.exited).toBe(1);
     expect(b.output.some((l) => l.includes('snapshot records damaged') && l.includes('fails its checksum'))).toBe(true);
-    expect(readdirSync(join(a.dataDir, 'snapshots')).filter((n) => n.startsWith(`damaged-${dirs.at(-1)}-`))).toHaveLength(1);
+    // Set aside with every snapshot holding the damaged file.
+    for (const d of [dirs.at(-1)!, ...sharing]) expect(readdirSync(join(a.dataDir, 'snapshots')).filter((n) => n.startsWith(`damaged-${d}-`))).toHaveLength(1);
     const c = await start({ dataDir: a.dataDir });
-    expect((await c.api('GET', '/ready')).body.recovery.snapshot.seq).toBe(Number(dirs[0]!.slice(5)));
+    expect((await c.api('GET', '/ready')).body.recovery.snapshot.seq).toBe(Number(fallback.slice(5)));
     expect(await allSearches(c, kb)).toEqual(before);
   }, 60_000);
 });

@@ -338,6 +338,20 @@ export class LiveState implements StateTarget {
     return outside;
   }
 
+  /**
+   * Knowledge bases past the graph threshold whose graph is not a file the builder wrote (none yet,
+   * or one held in memory): a snapshot that links the engine's graphs has none for them, where a
+   * snapshot built whole builds one.
+   */
+  graphsOutsideFiles(): number {
+    let n = 0;
+    for (const kb of this.kbs.values()) {
+      const vectors = kb.vectors;
+      if (vectors && vectors.size >= this.graphThreshold && !(vectors.hasGraph && vectors.servesView)) n++;
+    }
+    return n;
+  }
+
   /** Save every HNSW graph (to `pathOf(kbId)`), with the documents each holds. */
   saveGraphs(pathOf: (kbId: string) => string, viewsOnly = false): SavedGraph[] {
     const out: SavedGraph[] = [];

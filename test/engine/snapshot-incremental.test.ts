@@ -163,13 +163,13 @@ describe('snapshot format 2', () => {
     // The graph from memory is taken whole: nothing to insert again.
     expect(b.knowledgeBase(kbId)!.vectors!.graphReady).toBe(true);
     expect(await answers(b, kbId)).toBe(before);
-    // A second one continues the chain; a periodic one compacts it into one file again.
+    // A second one continues the chain; one asked to compact writes it into one file again.
     await b.addContent(ORG, kbId, { text: 'Yet another note about lava flows.' });
     await settle(b);
     const second = await snaps(b).snapshot({ reuseGraphs: true });
     expect(second.manifest.tails).toHaveLength(2);
     await b.deleteContent(ORG, kbId, ids[5]!);
-    const compacted = await snaps(b).snapshot();
+    const compacted = await snaps(b).snapshot({ compact: true });
     expect(compacted.manifest.tails).toBeUndefined();
     expect(compacted.manifest.stats.records).toBeLessThan(second.manifest.stats.records);
     const after = await answers(b, kbId);
@@ -225,7 +225,7 @@ describe('snapshot format 2', () => {
     await close(b);
     writeFileSync(manifestPath, withDumps);
 
-    // A second stop continues the chain: two incremental snapshots, however many files; a periodic one compacts them all.
+    // A second stop continues the chain: two incremental snapshots, however many files; one asked to compact takes them all.
     const c = await open(dir, small);
     expect(c.recovery.snapshot).toMatchObject({ seq: shutdown.seq, from: 'dumps' });
     expect(await answers(c, kbId)).toBe(before);
@@ -236,7 +236,7 @@ describe('snapshot format 2', () => {
     expect(tailSnapshots(second.manifest)).toBe(2);
     expect(tailSnapshots(shutdown.manifest)).toBe(1);
     await c.deleteContent(ORG, kbId, ids[5]!);
-    const compacted = await snaps(c).snapshot();
+    const compacted = await snaps(c).snapshot({ compact: true });
     expect(compacted.manifest.tails).toBeUndefined();
     expect(compacted.manifest.stats.records).toBeLessThan(second.manifest.stats.records);
     const after = await answers(c, kbId);
@@ -405,8 +405,8 @@ describe('index dumps', () => {
         .sort(),
     ).toEqual(dups.slice(1).sort());
 
-    // Writes on the loaded indexes; the last item indexed is deleted before a periodic (compacted)
-    // snapshot, so its dump hands out more documents than the compacted records.
+    // Writes on the loaded indexes; the last item indexed is deleted before a compacted snapshot,
+    // so its dump hands out more documents than the compacted records.
     await b.addContent(ORG, kbId, { text: 'A late note about glaciers and ice, and more ice.', metadata: { i: 3 } });
     await b.updateContent(ORG, kbId, ids[4]!, { text: 'Note four, now about desert sand and camels.' });
     await b.deleteContent(ORG, kbId, ids[5]!);
@@ -414,7 +414,7 @@ describe('index dumps', () => {
     const last = await b.addContent(ORG, kbId, { text: 'The very last note, about coral reefs under the sea.' });
     await settle(b);
     await b.deleteContent(ORG, kbId, last.id);
-    const compacted = await snaps(b).snapshot();
+    const compacted = await snaps(b).snapshot({ compact: true });
     expect(compacted.manifest.tails).toBeUndefined();
     expect(compacted.manifest.indexes?.map((d) => d.kbId)).toEqual([kbId]);
     // The same vector file as the first snapshot's, longer: its checksum continued from the first's.
@@ -876,3 +876,87 @@ test('a shutdown leaves a few writes to the log only while the newest snapshot g
   expect(again.recovery.records).toBe(0);
   expect(await answers(again, kbId)).toBe(before);
 }, 120_000);
+
+describe('snapshots taken while serving', () => {
+  test('one after appends continues the newest (records linked, the log as tails); after many updates one compacts', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const a = await open(dir);
+    const { kbId, ids } = await fill(a, 24);
+    const vectors = a.knowledgeBase(kbId)!.vectors!;
+    while (!vectors.graphReady) await Bun.sleep(20);
+    // The first snapshot has none before it to fall back to: the next is written whole too.
+    const zeroth = await snaps(a).snapshot();
+    await a.addContent(ORG, kbId, { text: 'A note between the first two snapshots, about camels.' });
+    await settle(a);
+    while (!vectors.graphReady) await Bun.sleep(20);
+    const first = await snaps(a).snapshot();
+    expect(first.manifest.tails).toBeUndefined();
+    expect(statSync(join(first.dir, RECORDS_FILE)).ino).not.toBe(statSync(join(zeroth.dir, RECORDS_FILE)).ino);
+    // Appends only: nothing a compaction would drop.
+    for (let i = 0; i < 12; i++) await a.addContent(ORG, kbId, { text: `Appended note ${i} about ${TOPICS[i % 5]}.`, metadata: { i: 200 + i } });
+    await settle(a);
+    while (!vectors.graphReady) await Bun.sleep(20);
+    expect(a.graphsOutsideFiles()).toBe(0);
+    const second = await snaps(a).snapshot();
+    expect(tailSnapshots(second.manifest)).toBe(1);
+    expect(statSync(join(second.dir, RECORDS_FILE)).ino).toBe(statSync(join(first.dir, RECORDS_FILE)).ino);
+    expect(second.manifest.stats.records).toBe(first.manifest.stats.records + (second.seq - first.seq));
+    // The graph is the builder's file, linked as it is.
+    expect(second.manifest.graphs).toEqual([{ kbId, file: expect.any(String), vectors: vectors.size, from: 'memory', docs: expect.any(String) }]);
+    const appended = await answers(a, kbId);
+    await close(a);
+
+    const b = await open(dir);
+    expect(b.recovery.snapshot).toMatchObject({ seq: second.seq, from: 'dumps' });
+    expect(b.recovery.records).toBe(0);
+    expect(await answers(b, kbId)).toBe(appended);
+    // Each item rewritten twice: most of the records a compaction would keep are superseded.
+    for (const id of ids.slice(2)) await b.updateContent(ORG, kbId, id, { text: `Rewritten ${id} about ${TOPICS[1]}.` });
+    await settle(b);
+    for (const id of ids.slice(2)) await b.updateContent(ORG, kbId, id, { text: `Rewritten again ${id} about ${TOPICS[3]}.` });
+    await settle(b);
+    const bVectors = b.knowledgeBase(kbId)!.vectors!;
+    while (!bVectors.graphReady) await Bun.sleep(20);
+    const third = await snaps(b).snapshot();
+    expect(third.manifest.tails).toBeUndefined();
+    expect(third.manifest.stats.records).toBeLessThan(second.manifest.stats.records + (third.seq - second.seq));
+    const updated = await answers(b, kbId);
+    await close(b);
+    const c = await open(dir);
+    expect(c.recovery.snapshot?.seq).toBe(third.seq);
+    expect(await answers(c, kbId)).toBe(updated);
+  }, 120_000);
+
+  test('the log waits for a share of what the next snapshot writes: its dumps when it continues, every file when it compacts (the first, or after updates)', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const e = await open(dir);
+    const { kbId } = await fill(e, 24);
+    const vectors = e.knowledgeBase(kbId)!.vectors!;
+    while (!vectors.graphReady) await Bun.sleep(20);
+    await snaps(e).snapshot();
+    expect(snaps(e).nextWriteBytes()).toBe(snaps(e).latest!.manifest.files.reduce((n, f) => n + f.bytes, 0));
+    await e.addContent(ORG, kbId, { text: 'A note between the first two snapshots, about camels.' });
+    await settle(e);
+    while (!vectors.graphReady) await Bun.sleep(20);
+    const snap = await snaps(e).snapshot();
+    const bytes = (name: string) => snap.manifest.files.find((f) => f.name === name)!.bytes;
+    const dumps = bytes(snap.manifest.indexes![0]!.file) + bytes(snap.manifest.items!.files[0]!.file);
+    const all = snap.manifest.files.reduce((n, f) => n + f.bytes, 0);
+    expect(all).toBeGreaterThan(2 * dumps);
+    const policy = { intervalMs: 3_600_000, logBytes: 1, logGrowth: 0.5, dumpChunks: 1_000_000, keep: 2, checkMs: 20, maxBackoffMs: 1000 };
+    const quiet = { info() {}, warn() {}, error() {} };
+    const local = new SnapshotManager(e, snaps(e), new LocalSnapshotStore(snaps(e).dir), policy, quiet);
+    expect(snaps(e).nextWriteBytes()).toBe(dumps);
+    expect(local.logThreshold()).toBe(0.5 * dumps);
+    // A store elsewhere is sent every file.
+    const remote = new SnapshotManager(e, snaps(e), Object.assign(new LocalSnapshotStore(snaps(e).dir), { isLocal: false }), policy, quiet);
+    expect(remote.logThreshold()).toBe(0.5 * all);
+    // Updates enough that the next one compacts: it rewrites everything.
+    const listed = e.listContents(ORG, kbId, 0, 100)!.items;
+    for (const c of listed) await e.updateContent(ORG, kbId, c.id, { text: `Rewritten ${c.id}.` });
+    await settle(e);
+    expect(snaps(e).nextWriteBytes()).toBe(all);
+  }, 120_000);
+});

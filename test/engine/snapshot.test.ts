@@ -179,7 +179,8 @@ describe('engine snapshots', () => {
     const older = await snaps(a).snapshot();
     await a.addContent(ORG, kb.id, { text: 'Second note about pelicans.' });
     await settle(a);
-    const newer = await snaps(a).snapshot();
+    // Compacted: it shares no file with the older one (one continuing it would share its records).
+    const newer = await snaps(a).snapshot({ compact: true });
     await a.close();
     // Flip one byte: same size, wrong checksum.
     const path = join(newer.dir, 'records.log');
@@ -212,7 +213,7 @@ describe('engine snapshots', () => {
     expect(c.recovery.snapshot?.seq).toBe(older.seq);
     for (const query of ['pelicans', 'herons', 'gannets']) expect(c.searchFullText(ORG, kb.id, { query, limit: 5 })!.length).toBe(1);
     // Without dumps the records are read before the engine opens, and a damaged one skips the snapshot there.
-    const last = await snaps(c).snapshot();
+    const last = await snaps(c).snapshot({ compact: true });
     await c.close();
     engines.splice(engines.indexOf(c), 1);
     const manifestPath = join(last.dir, 'manifest.json');
@@ -241,7 +242,7 @@ describe('engine snapshots', () => {
       const older = await snaps(a).snapshot();
       await a.addContent(ORG, kb.id, { text: 'One more note about coral reefs.' });
       await settle(a);
-      const newer = await snaps(a).snapshot();
+      const newer = await snaps(a).snapshot({ compact: true });
       expect(newer.manifest.graphs.length).toBe(1);
       const before = await searches(a, kb.id);
       await a.close();
