@@ -953,6 +953,16 @@ describe('snapshots taken while serving', () => {
     // A store elsewhere is sent every file.
     const remote = new SnapshotManager(e, snaps(e), Object.assign(new LocalSnapshotStore(snaps(e).dir), { isLocal: false }), policy, quiet);
     expect(remote.logThreshold()).toBe(0.5 * all);
+    // A graph held in memory (started again here, before the builder writes it to a file): a
+    // snapshot continuing this one could only link files, so the next one compacts (and builds it).
+    vectors.startGraph();
+    expect(e.graphsOutsideFiles()).toBe(1);
+    expect(snaps(e).nextWriteBytes()).toBe(all);
+    // A write sends the builder its vectors; the graph it saves is served from its file again.
+    await e.addContent(ORG, kbId, { text: 'A note that wakes the graph builder, about reefs.' });
+    await settle(e);
+    while (!vectors.graphReady || e.graphsOutsideFiles() > 0) await Bun.sleep(20);
+    expect(snaps(e).nextWriteBytes()).toBe(dumps);
     // Updates enough that the next one compacts: it rewrites everything.
     const listed = e.listContents(ORG, kbId, 0, 100)!.items;
     for (const c of listed) await e.updateContent(ORG, kbId, c.id, { text: `Rewritten ${c.id}.` });
