@@ -63,7 +63,8 @@ export interface BuildRequest {
   /** Cluster mode with shards: the shards whose content the snapshot keeps (absent: all). */
   shards?: { count: number; held: number[] };
   /**
-   * Build an incremental snapshot (at shutdown, single node, the previous snapshot of format 2 on):
+   * Build an incremental snapshot (single node, the previous snapshot of format 2 on; when:
+   * Snapshotter.continues):
    * the previous snapshot's record files hard-linked, the log after it as written (placeLogTail), the
    * graphs in `mainGraphs` as they are, with their documents. `stats`: the engine's counts, for the
    * manifest (nothing here reads the records).

@@ -90,10 +90,11 @@ export interface SnapshotManifest {
     docs?: string;
   }[];
   /**
-   * Files of log frames replayed after records.log, in order (format 2 on). A snapshot taken at
-   * shutdown is incremental: the previous snapshot's record files, hard-linked (never written again),
-   * then the log after it as it was written (closed log segments it holds whole hard-linked, the
-   * records of others copied); the next periodic snapshot compacts them into one.
+   * Files of log frames replayed after records.log, in order (format 2 on). An incremental snapshot
+   * (at shutdown, or while serving: Snapshotter.continues) holds the previous snapshot's record
+   * files, hard-linked (never written again), then the log after it as it was written (closed log
+   * segments it holds whole hard-linked, the records of others copied); a compaction writes them
+   * into one again.
    */
   tails?: string[];
   /**

@@ -1,7 +1,8 @@
 // Snapshot format 2 through the engine library: binary indexed records after a term dictionary,
-// incremental snapshots at shutdown (the previous snapshot's record files hard-linked, the log after
-// it appended, the in-memory graph with its documents), data directories of format 1 opening, and
-// index dumps (loaded instead of re-adding every chunk; snapshots without them, or with a damaged one).
+// incremental snapshots at shutdown and while serving (the previous snapshot's record files
+// hard-linked, the log after it appended, the graph with its documents; compacted once many records
+// are dead), data directories of format 1 opening, and index dumps (loaded instead of re-adding
+// every chunk; snapshots without them, or with a damaged one).
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
