@@ -37,6 +37,7 @@ import {
   RECORDS_FILE,
   readDocs,
   recordFiles,
+  sameFile,
   SNAPSHOT_FORMAT,
   tailFileName,
   type SnapshotFile,
@@ -423,13 +424,6 @@ async function placeMainGraph(outDir: string, g: SavedGraph, files: SnapshotFile
   fsyncFile(join(outDir, docs));
   files.push(fileEntryCrc32(outDir, docs));
   return { kbId: g.kbId, file, vectors: g.docs.length, from: 'memory', docs };
-}
-
-/** Whether two paths name one file (hard links). */
-function sameFile(a: string, b: string): boolean {
-  const x = statSync(a, { throwIfNoEntry: false });
-  const y = statSync(b);
-  return x !== undefined && x.ino === y.ino && x.dev === y.dev;
 }
 
 /** Where the previous snapshot keeps the knowledge base's graph, if it has one. */

@@ -17,7 +17,7 @@
 // A snapshot is valid only when its manifest parses and every file matches its checksum. Index
 // dumps are derived data checked when they are read (a CRC32 per section): one that fails is not
 // used, the snapshot still is (its records hold everything).
-import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync, type Stats } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { sha256File, type ShardSet } from '../engine';
@@ -167,38 +167,41 @@ export async function listSnapshotDirs(root: string): Promise<{ seq: number; dir
     .sort((a, b) => b.seq - a.seq);
 }
 
+/** Whether two paths name one file (hard links); false when either is missing. */
+export function sameFile(a: string, b: string): boolean {
+  const x = statSync(a, { throwIfNoEntry: false });
+  const y = statSync(b, { throwIfNoEntry: false });
+  return x !== undefined && y !== undefined && x.ino === y.ino && x.dev === y.dev;
+}
+
 /**
  * Whether two snapshot directories share their compacted records (one continues the other: its
  * records.log is a hard link to the other's), so that damage to that file is damage to both.
  */
-export function sharesRecords(a: string, b: string): boolean {
-  const x = statSync(join(a, RECORDS_FILE), { throwIfNoEntry: false });
-  const y = statSync(join(b, RECORDS_FILE), { throwIfNoEntry: false });
-  return x !== undefined && y !== undefined && x.ino === y.ino && x.dev === y.dev;
-}
+export const sharesRecords = (a: string, b: string): boolean => sameFile(join(a, RECORDS_FILE), join(b, RECORDS_FILE));
 
 /** Whether the snapshot in `dir` holds `file` among its record files (the same file, hard-linked). */
-export function holdsRecordFile(dir: string, file: Pick<Stats, 'ino' | 'dev'>): boolean {
+export function holdsRecordFile(dir: string, file: string): boolean {
   let manifest: SnapshotManifest;
   try {
     manifest = JSON.parse(readFileSync(join(dir, MANIFEST_FILE), 'utf8')) as SnapshotManifest;
   } catch {
     return false;
   }
-  return recordFiles(manifest).some((name) => {
-    const s = statSync(join(dir, name), { throwIfNoEntry: false });
-    return s !== undefined && s.ino === file.ino && s.dev === file.dev;
-  });
+  return recordFiles(manifest).some((name) => sameFile(join(dir, name), file));
 }
 
-/** Whether a snapshot older than the one in `dir` (under `root`) shares no records with it: one to fall back to should they be damaged. */
-export function hasFallback(root: string, dir: string): boolean {
+/**
+ * The newest snapshot under `root` older than the one in `dir` that shares no records with it:
+ * the one to fall back to should they be damaged (its directory), or undefined.
+ */
+export function fallbackOf(root: string, dir: string): string | undefined {
   const seq = Number(DIR.exec(basename(dir))?.[1]);
-  for (const name of readdirSync(root)) {
-    const m = DIR.exec(name);
-    if (m && Number(m[1]) < seq && !sharesRecords(dir, join(root, name))) return true;
-  }
-  return false;
+  const older = readdirSync(root)
+    .map((name) => ({ name, seq: Number(DIR.exec(name)?.[1]) }))
+    .filter((s) => s.seq < seq)
+    .sort((a, b) => b.seq - a.seq);
+  return older.map((s) => join(root, s.name)).find((other) => !sharesRecords(dir, other));
 }
 
 /**

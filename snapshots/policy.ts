@@ -8,7 +8,7 @@
 // retried with exponential backoff and reported in logs, /ready and metrics.
 import { rm } from 'node:fs/promises';
 import { backoffDelay, type Engine } from '../engine';
-import { listSnapshotDirs, sharesRecords, type SnapshotManifest } from './format';
+import { fallbackOf, listSnapshotDirs, sharesRecords, type SnapshotManifest } from './format';
 import type { Snapshotter } from './snapshotter';
 import type { SnapshotStore } from './store';
 
@@ -265,9 +265,9 @@ export class SnapshotManager {
   private async prune({ remove = true }: { remove?: boolean } = {}): Promise<number> {
     const local = await listSnapshotDirs(this.snapshots.dir);
     const keptLocal = local.slice(0, this.policy.keep);
-    const older = local.slice(1);
-    const sharing = older.some((s) => sharesRecords(local[0]!.dir, s.dir));
-    const fallback = sharing ? older.find((s) => !sharesRecords(local[0]!.dir, s.dir)) : undefined;
+    const sharing = local.slice(1).some((s) => sharesRecords(local[0]!.dir, s.dir));
+    const fallbackDir = sharing ? fallbackOf(this.snapshots.dir, local[0]!.dir) : undefined;
+    const fallback = local.find((s) => s.dir === fallbackDir);
     if (fallback && !keptLocal.includes(fallback)) keptLocal.push(fallback);
     if (remove) for (const old of local) if (!keptLocal.includes(old)) await rm(old.dir, { recursive: true, force: true });
     if (remove && !this.store.isLocal) {

@@ -33,7 +33,7 @@ import { itemDumpFileName, prepareItemDump, readItemDump } from './item-dump';
 import {
   coversShards,
   crc32File,
-  hasFallback,
+  fallbackOf,
   holdsRecordFile,
   listSnapshotDirs,
   readDocs,
@@ -620,9 +620,8 @@ export class Snapshotter {
    * nothing (SnapshotManager keeps one, and the log after it).
    */
   private async setAside(dir: string, file?: string): Promise<string | undefined> {
-    const damaged = file !== undefined ? statSync(file, { throwIfNoEntry: false }) : undefined;
-    if (damaged)
-      for (const other of await listSnapshotDirs(this.dir)) if (other.dir !== dir && holdsRecordFile(other.dir, damaged)) await this.moveAside(other.dir);
+    if (file !== undefined)
+      for (const other of await listSnapshotDirs(this.dir)) if (other.dir !== dir && holdsRecordFile(other.dir, file)) await this.moveAside(other.dir);
     return this.moveAside(dir);
   }
 
@@ -784,7 +783,7 @@ export class Snapshotter {
   private continues(prev: SnapshotInfo | undefined, seq: number, atShutdown: boolean): prev is SnapshotInfo {
     if (!prev || prev.manifest.format < 2 || tailSnapshots(prev.manifest) >= MAX_TAILS) return false;
     if (atShutdown) return true;
-    if (this.engine.graphsOutsideFiles() > 0 || !hasFallback(this.dir, prev.dir)) return false;
+    if (this.engine.graphsOutsideFiles() > 0 || fallbackOf(this.dir, prev.dir) === undefined) return false;
     const records = prev.manifest.stats.records + Math.max(0, seq - prev.seq);
     return liveRecords(this.engine.stats()) >= (1 - DEAD_RECORDS_SHARE) * records;
   }
