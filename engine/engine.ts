@@ -5,6 +5,7 @@ import { progressOf, type IngestionProgress } from './ingest/progress';
 import { buildKey, type IngestionQueue } from './ingest/queue';
 import { ContentWaiters } from './ingest/waiters';
 import type { ContentItem, KnowledgeBase } from './kb/knowledge-base';
+import type { ItemMark } from './kb/item-dump';
 import type { LogRange } from './log/log';
 import { checkOrgQuota, contentOf, heldKbOf, kbOf, now, type EngineCore } from './methods/core';
 import * as contents from './methods/contents';
@@ -238,8 +239,11 @@ export class Engine {
   saveGraphs = (pathOf: (kbId: string) => string, options: { viewsOnly?: boolean } = {}) => this.state.saveGraphs(pathOf, options.viewsOnly);
   /** Every index set as flat arrays that later changes leave as they are (a snapshot writes them while the engine goes on). */
   dumpIndexes = () => this.state.dumpIndexes();
-  /** Every knowledge base's items and the text store's file, when all can be dumped (LiveState.dumpItems); same rule as dumpIndexes. */
-  dumpItems = () => this.state.dumpItems();
+  /**
+   * Every knowledge base's items and the text store's file, when all can be dumped (LiveState.dumpItems);
+   * same rule as dumpIndexes. `bases`: marks of full item dumps held, whose deltas may be given instead.
+   */
+  dumpItems = (bases?: ReadonlyMap<string, ItemMark>) => this.state.dumpItems(bases);
 
   // --- knowledge bases (methods/knowledge-bases.ts): on every node --------------------------------
 

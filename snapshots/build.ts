@@ -89,9 +89,10 @@ export interface BuildRequest {
   /**
    * Item dumps of every knowledge base the engine wrote into `outDir` at `seq` (Snapshotter), and
    * the text store's file linked there (`texts`: its first `bytes` hold the dumps' texts):
-   * made durable (the text file checksummed) and listed here.
+   * made durable (the text file checksummed) and listed here; `base`: `file` is an item delta of
+   * this full dump, linked from the previous snapshot (already durable, its entry that snapshot's).
    */
-  items?: { files: { kbId: string; file: SnapshotFile }[]; texts: LinkedFile };
+  items?: { files: { kbId: string; file: SnapshotFile; base?: SnapshotFile }[]; texts: LinkedFile };
 }
 
 /**
@@ -131,12 +132,17 @@ function indexFiles(req: BuildRequest): Pick<SnapshotManifest, 'files' | 'indexe
   }
   const items = req.items;
   if (!items) return { files, ...(indexes.length > 0 ? { indexes } : {}) };
-  for (const { file } of items.files) {
+  for (const { file, base } of items.files) {
     fsyncFile(join(req.outDir, file.name));
     files.push(file);
+    if (base) files.push(base);
   }
   files.push(linkedFileEntry(req.outDir, items.texts));
-  return { files, indexes, items: { files: items.files.map(({ kbId, file }) => ({ kbId, file: file.name })), texts: items.texts.name } };
+  return {
+    files,
+    indexes,
+    items: { files: items.files.map(({ kbId, file, base }) => ({ kbId, file: file.name, ...(base ? { base: base.name } : {}) })), texts: items.texts.name },
+  };
 }
 
 /**

@@ -11,6 +11,8 @@
 //   items-<kbId>.dump    optional, with index dumps of every set: a knowledge base's items as the
 //                        engine had them at `seq` (snapshots/item-dump.ts); with them a restart
 //                        replays no record
+//   items-<kbId>.delta   instead of a dump: the items changed since a full dump (its manifest
+//                        entry's `base`, linked from the snapshot before) and the ids removed
 //   texts.bin            beside item dumps: a hard link to the engine's text store file (its first
 //                        `bytes`), where the dumped items' texts lie
 //   manifest.json        format version, seq, and the size and SHA-256 of every file (written last)
@@ -123,7 +125,11 @@ export interface SnapshotManifest {
    * entry's): a restart builds its state from them and the index dumps, and replays no record.
    * Derived like the index dumps: checked when read, and the records are replayed when one fails.
    */
-  items?: { files: { kbId: string; file: string }[]; texts: string };
+  items?: {
+    /** `base`: `file` is an item delta of this full dump, a hard link of the previous snapshot's. */
+    files: { kbId: string; file: string; base?: string }[];
+    texts: string;
+  };
   stats: { knowledgeBases: number; contents: number; chunks: number; records: number };
   /** Cluster mode with shards: the only shards whose content the snapshot holds (absent: all). */
   shards?: { count: number; held: number[] };
@@ -241,7 +247,7 @@ export async function verifySnapshot(
   const framed = options.framed ? recordFiles(manifest) : [];
   const dumps = new Set([
     ...(manifest.indexes ?? []).flatMap((d) => [d.file, ...(d.base ? [d.base] : []), ...(d.vectors ? [d.vectors] : [])]),
-    ...(manifest.items ? [...manifest.items.files.map((f) => f.file), manifest.items.texts] : []),
+    ...(manifest.items ? [...manifest.items.files.flatMap((f) => [f.file, ...(f.base ? [f.base] : [])]), manifest.items.texts] : []),
   ]);
   for (const f of manifest.files) {
     // Checked section by section when read (readIndexDump); not needed for the snapshot to be usable.

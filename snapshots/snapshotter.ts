@@ -7,6 +7,7 @@ import { mkdir, rename, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import {
   applyIndexDelta,
+  applyItemDelta,
   dumpBytes,
   Engine,
   fsyncPathAsync,
@@ -20,6 +21,7 @@ import {
   type EngineOptions,
   type IndexMark,
   type IndexSetDump,
+  type ItemMark,
   type LogRecord,
   type RestoredIndex,
   type StartingItems,
@@ -29,7 +31,7 @@ import type { BuildRequest, BuildResult, PartsResult } from './build';
 import type { VerifyRequest, VerifyResult } from './verify';
 import type { PreparedDump } from './dump-file';
 import { indexDeltaFileName, indexDumpFileName, prepareIndexDelta, prepareIndexDump, readIndexDelta, readIndexDump } from './index-dump';
-import { itemDumpFileName, prepareItemDump, readItemDump } from './item-dump';
+import { itemDeltaFileName, itemDumpFileName, prepareItemDump, readItemDump } from './item-dump';
 import {
   coversShards,
   crc32File,
@@ -58,17 +60,22 @@ export interface SnapshotInfo {
 type Warn = (message: string, details: Record<string, unknown>) => void;
 
 /**
- * A full index dump a later snapshot may write a delta of (engine/kb/index-delta.ts): what it held,
- * and its file's size and CRC32 (the previous snapshot holds it when its entry has these).
+ * A full dump a later snapshot may write a delta of: what it held (an index dump's IndexMark,
+ * engine/kb/index-delta.ts; an item dump's ItemMark, engine/kb/item-dump.ts), and its file's size
+ * and CRC32 (the previous snapshot holds it when its entry has these).
  */
-export interface DumpBase {
-  mark: IndexMark;
+export interface DumpBase<Mark = IndexMark> {
+  mark: Mark;
   bytes: number;
   crc32: number;
 }
 
-/** The bases of deltas by `kbId configId`. */
-export type DumpBases = Map<string, DumpBase>;
+/** The bases of deltas: index dumps by `kbId configId`, item dumps by knowledge base. */
+export interface DumpBases {
+  indexes: Map<string, DumpBase>;
+  items: Map<string, DumpBase<ItemMark>>;
+}
+const noBases = (): DumpBases => ({ indexes: new Map(), items: new Map() });
 const setKey = (kbId: string, configId: string) => `${kbId} ${configId}`;
 
 /**
@@ -107,9 +114,9 @@ export async function newestSnapshot(
     // With item dumps, whole-file checksums run in a worker while the state loads (`checks`), and
     // the record files' after it (`recordsCheck`).
     const deferred: FileCheck[] | undefined = manifest.items && !noItems.has(candidate.dir) ? [] : undefined;
-    const bases: DumpBases = new Map();
-    const indexes = readIndexDumps(candidate.dir, manifest, candidate.name, warn, bases, deferred);
-    const items = deferred && readItemDumps(candidate.dir, manifest, indexes, candidate.name, warn, deferred);
+    const bases = noBases();
+    const indexes = readIndexDumps(candidate.dir, manifest, candidate.name, warn, bases.indexes, deferred);
+    const items = deferred && readItemDumps(candidate.dir, manifest, indexes, candidate.name, warn, deferred, bases.items);
     // No item dumps after all: the index dumps and vector files are checked here, before the records replay.
     if (deferred && !items) for (const check of deferred) if (crc32File(check.path, check.bytes) !== check.crc32) check.failed?.();
     const verified = items && verifyInWorker(candidate.dir, manifest, deferred);
@@ -158,7 +165,14 @@ export async function newestSnapshot(
  * not is reported and left out: its knowledge base is rebuilt from the records instead. Each full
  * dump read is added to `bases`: the index that loads it can be dumped as a delta of it.
  */
-function readIndexDumps(dir: string, manifest: SnapshotManifest, snapshot: string, warn: Warn, bases: DumpBases, deferred?: FileCheck[]): RestoredIndex[] {
+function readIndexDumps(
+  dir: string,
+  manifest: SnapshotManifest,
+  snapshot: string,
+  warn: Warn,
+  bases: DumpBases['indexes'],
+  deferred?: FileCheck[],
+): RestoredIndex[] {
   const out: RestoredIndex[] = [];
   const unusable = (file: string, reason: string) =>
     warn('index dump unusable; its knowledge base is rebuilt from the snapshot records', { snapshot, file, reason });
@@ -204,9 +218,10 @@ function readIndexDumps(dir: string, manifest: SnapshotManifest, snapshot: strin
 }
 
 /**
- * The snapshot's item dumps and text file, when each reads back whole and intact and so did the
- * index dumps of every set with their vector files: the engine then starts from them and replays
- * no record. Otherwise reported, and none: the records are replayed.
+ * The snapshot's item dumps (a delta with its base) and text file, when each reads back whole and
+ * intact and so did the index dumps of every set with their vector files: the engine then starts
+ * from them and replays no record. Otherwise reported, and none: the records are replayed. Each
+ * full dump read is added to `bases`: the knowledge base that loads it can be dumped as a delta of it.
  */
 function readItemDumps(
   dir: string,
@@ -215,6 +230,7 @@ function readItemDumps(
   snapshot: string,
   warn: Warn,
   deferred: FileCheck[],
+  bases: DumpBases['items'],
 ): StartingItems | undefined {
   const given = manifest.items;
   if (!given) return undefined;
@@ -227,15 +243,25 @@ function readItemDumps(
     const linked = linkedFile(dir, manifest, given.texts, deferred);
     if ('reason' in linked) throw new Error(`${given.texts} ${linked.reason}`);
     const texts = { path: linked.path, bytes: linked.bytes };
-    const kbs = given.files.map(({ kbId, file }) => {
-      const entry = manifest.files.find((f) => f.name === file);
-      if (!entry) throw new Error(`${file} is not among the snapshot files`);
-      const path = join(dir, file);
-      const dump = readItemDump(path, kbId, entry, { checksums: entry.crc32 === undefined });
-      if (entry.crc32 !== undefined) deferred.push({ path, bytes: entry.bytes, crc32: entry.crc32 });
+    const found = new Map<string, DumpBase<ItemMark>>();
+    const kbs = given.files.map(({ kbId, file, base }) => {
+      const read = (name: string, delta: boolean) => {
+        const entry = manifest.files.find((f) => f.name === name);
+        if (!entry) throw new Error(`${name} is not among the snapshot files`);
+        const path = join(dir, name);
+        const dump = readItemDump(path, kbId, entry, { checksums: entry.crc32 === undefined, delta });
+        if (entry.crc32 !== undefined) deferred.push({ path, bytes: entry.bytes, crc32: entry.crc32 });
+        return { dump, entry };
+      };
+      const full = read(base ?? file, false);
+      const dump = base ? applyItemDelta(full.dump, read(file, true).dump) : full.dump;
+      // What the knowledge base loading it takes as the base of its later deltas.
+      dump.mark = { of: {}, epoch: 0 };
+      if (full.entry.crc32 !== undefined) found.set(kbId, { mark: dump.mark, bytes: full.entry.bytes, crc32: full.entry.crc32 });
       if (!indexes.some((x) => x.kbId === kbId && x.configId === dump.kb.config.id)) throw new Error(`${kbId} has no index dump of its configuration`);
       return dump;
     });
+    for (const [kbId, base] of found) bases.set(kbId, base);
     return { kbs, texts };
   } catch (err) {
     warn('item dumps unusable; the snapshot records are replayed', { snapshot, reason: err instanceof Error ? err.message : String(err) });
@@ -433,7 +459,8 @@ export async function openEngine(options: EngineOptions): Promise<{ engine: Engi
  * vector file, and, with `items`, every knowledge base's item dump with a link to the text store's
  * file; their manifest entries (made durable, the linked files checksummed, by the build). A set
  * whose full dump `prev` holds (`bases`) is written as a delta of it beside a link to that file,
- * while the delta is small enough (continueBase); the promise also gives the bases of the next
+ * while the delta is small enough (continueBase); an item dump the engine gave as a delta (of the
+ * full one `prev` holds: itemMarks) likewise. The promise also gives the bases of the next
  * snapshot's deltas.
  *
  * Everything is taken before this returns its promise (each dump prepared over the arrays as they
@@ -444,7 +471,8 @@ export async function openEngine(options: EngineOptions): Promise<{ engine: Engi
  * request thread 2.8-4.8 s).
  *
  * Item dumps are left out when a set's vector file could not be linked (a restart from item dumps
- * reads no vector from the records), or when the engine gives none.
+ * reads no vector from the records), when the base of an item delta could not be, or when the
+ * engine gives none.
  */
 export function writeDumps(
   dir: string,
@@ -453,23 +481,33 @@ export function writeDumps(
   prev?: SnapshotInfo,
   bases?: DumpBases,
 ): Promise<{ indexes: NonNullable<BuildRequest['indexes']>; items?: BuildRequest['items']; bases: DumpBases }> {
-  const next: DumpBases = new Map();
+  const next = noBases();
   const indexes = dumps.map(({ kbId, configId, dump, vectors }) => {
     const key = setKey(kbId, configId);
-    const continued = continueBase(dir, kbId, configId, dump, prev, bases?.get(key));
+    const continued = continueBase(dir, kbId, configId, dump, prev, bases?.indexes.get(key));
     const name = continued ? indexDeltaFileName(kbId, configId) : indexDumpFileName(kbId, configId);
     const prepared = continued ? prepareIndexDelta(kbId, configId, continued.delta) : prepareIndexDump(kbId, configId, dump);
     return { kbId, configId, key, dump, name, prepared, continued, vectors: vectors && linkVectors(dir, kbId, configId, vectors, prev) };
   });
-  const withItems = items !== undefined && indexes.every((d, i) => (d.vectors !== undefined) === (dumps[i]!.vectors !== undefined)) && linkTexts(dir, items);
-  const itemDumps = withItems ? items.kbs.map((dump) => ({ kbId: dump.kb.id, name: itemDumpFileName(dump.kb.id), prepared: prepareItemDump(dump) })) : [];
+  const withItems =
+    items !== undefined &&
+    indexes.every((d, i) => (d.vectors !== undefined) === (dumps[i]!.vectors !== undefined)) &&
+    items.kbs.every((dump) => !dump.delta || linkItemBase(dir, dump.kb.id, prev, bases?.items.get(dump.kb.id))) &&
+    linkTexts(dir, items);
+  const itemDumps = withItems
+    ? items.kbs.map((dump) => {
+        const kbId = dump.kb.id;
+        const base = dump.delta ? bases!.items.get(kbId)! : undefined;
+        return { kbId, dump, base, name: dump.delta ? itemDeltaFileName(kbId) : itemDumpFileName(kbId), prepared: prepareItemDump(dump) };
+      })
+    : [];
   const write = async (name: string, prepared: PreparedDump) => ({ name, ...(await prepared.write(join(dir, name))) });
   return (async () => {
     const indexEntries: NonNullable<BuildRequest['indexes']> = [];
     for (const d of indexes) {
       const file = await write(d.name, d.prepared);
       // A full dump is the base of the next snapshot's deltas (its size and CRC32 name its file).
-      next.set(d.key, d.continued ? d.continued.base : { mark: indexMark(d.dump), bytes: file.bytes, crc32: file.crc32 });
+      next.indexes.set(d.key, d.continued ? d.continued.base : { mark: indexMark(d.dump), bytes: file.bytes, crc32: file.crc32 });
       indexEntries.push({
         kbId: d.kbId,
         configId: d.configId,
@@ -480,7 +518,16 @@ export function writeDumps(
     }
     if (!withItems) return { indexes: indexEntries, bases: next };
     const files = [];
-    for (const d of itemDumps) files.push({ kbId: d.kbId, file: await write(d.name, d.prepared) });
+    for (const d of itemDumps) {
+      const file = await write(d.name, d.prepared);
+      if (d.base) {
+        next.items.set(d.kbId, d.base);
+        files.push({ kbId: d.kbId, file, base: { name: itemDumpFileName(d.kbId), bytes: d.base.bytes, crc32: d.base.crc32 } });
+      } else {
+        if (d.dump.mark) next.items.set(d.kbId, { mark: d.dump.mark, bytes: file.bytes, crc32: file.crc32 });
+        files.push({ kbId: d.kbId, file });
+      }
+    }
     const texts = join(dir, TEXTS_FILE);
     return {
       indexes: indexEntries,
@@ -511,6 +558,33 @@ function continueBase(dir: string, kbId: string, configId: string, dump: IndexSe
     return undefined;
   }
   return { delta, base, file: { name, bytes: entry.bytes, crc32: entry.crc32 } };
+}
+
+/**
+ * The marks of the full item dumps `prev` holds (`bases`, checked against its entries): the engine
+ * may give a knowledge base's items as a delta of its mark (Engine.dumpItems), written beside a
+ * link to that dump (linkItemBase).
+ */
+export function itemMarks(prev: SnapshotInfo | undefined, bases: DumpBases | undefined): Map<string, ItemMark> {
+  const marks = new Map<string, ItemMark>();
+  if (!prev || !bases) return marks;
+  for (const [kbId, base] of bases.items) {
+    const entry = prev.manifest.files.find((f) => f.name === itemDumpFileName(kbId));
+    if (entry && entry.bytes === base.bytes && entry.crc32 === base.crc32) marks.set(kbId, base.mark);
+  }
+  return marks;
+}
+
+/** Link the full item dump an item delta continues from `prev` into the snapshot; false when it cannot be. */
+function linkItemBase(dir: string, kbId: string, prev: SnapshotInfo | undefined, base: DumpBase<ItemMark> | undefined): boolean {
+  if (!prev || !base) return false;
+  const name = itemDumpFileName(kbId);
+  try {
+    linkSync(join(prev.dir, name), join(dir, name));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Link a set's vector file into the snapshot: its manifest entry, or undefined when it cannot be linked. */
@@ -579,9 +653,9 @@ export class Snapshotter {
   readonly recordsChecked: Promise<void>;
   private readonly cancelCheck: () => Promise<void>;
   private closing = false;
-  /** The full index dumps the newest snapshot holds, whose sets the next snapshot may dump as deltas of them. */
+  /** The full index and item dumps the newest snapshot holds, which the next snapshot may write deltas of. */
   private bases: DumpBases;
-  get dumpBases(): ReadonlyMap<string, DumpBase> {
+  get dumpBases(): Readonly<DumpBases> {
     return this.bases;
   }
 
@@ -592,8 +666,8 @@ export class Snapshotter {
     /** The newest complete snapshot on local disk. */
     public latest: SnapshotInfo | undefined,
     recordsCheck?: RecordsCheck,
-    /** The full index dumps of `latest` the engine loaded: the next snapshot may write deltas of them. */
-    bases: DumpBases = new Map(),
+    /** The full index and item dumps of `latest` the engine loaded: the next snapshot may write deltas of them. */
+    bases: DumpBases = noBases(),
   ) {
     this.bases = bases;
     this.cancelCheck = recordsCheck?.cancel ?? (async () => {});
@@ -701,7 +775,7 @@ export class Snapshotter {
         lap('graphs saved (request thread)');
         const indexes = this.engine.dumpIndexes();
         lap('index dumps taken (request thread)');
-        const items = this.engine.dumpItems();
+        const items = this.engine.dumpItems(itemMarks(prev, this.bases));
         lap('item dumps taken (request thread)');
         dumps = writeDumps(tmp, indexes, items, prev, this.bases);
         dumps.catch(() => {});
@@ -741,7 +815,7 @@ export class Snapshotter {
       placing = incremental ? this.pool.run<PartsResult>({ placeParts: base }) : undefined;
       placing?.catch(() => {});
       // Everything of the state is taken: the dumps are written while the engine goes on.
-      const written: Awaited<ReturnType<typeof writeDumps>> = dumps ? await dumps : { indexes: [], bases: new Map() };
+      const written: Awaited<ReturnType<typeof writeDumps>> = dumps ? await dumps : { indexes: [], bases: noBases() };
       lap('dumps written');
       const placed = await placing;
       lap('parts placed (worker)');
@@ -804,7 +878,7 @@ export class Snapshotter {
     }
     let dumps = 0;
     for (const d of prev.manifest.indexes ?? []) dumps += (sizes.get(d.file) ?? 0) + (d.base ? (sizes.get(d.base) ?? 0) : 0);
-    for (const f of prev.manifest.items?.files ?? []) dumps += sizes.get(f.file) ?? 0;
+    for (const f of prev.manifest.items?.files ?? []) dumps += (sizes.get(f.file) ?? 0) + (f.base ? (sizes.get(f.base) ?? 0) : 0);
     return dumps;
   }
 

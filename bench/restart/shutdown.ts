@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildSnapshot } from '../../snapshots/build';
 import { openEngine } from '../../snapshots';
-import { writeDumps } from '../../snapshots/snapshotter';
+import { itemMarks, writeDumps } from '../../snapshots/snapshotter';
 import { snapshotDirName } from '../../snapshots/format';
 import { loadCorpus, replicaText } from '../lib/corpus';
 import { graphComplete } from '../lib/graph';
@@ -68,7 +68,8 @@ const mainGraphs = engine.saveGraphs((kbId) => join(tmp, `main-graph-${kbId}.use
 phases['save graphs (main thread)'] = Math.round(performance.now() - t);
 // The index and item dumps, as Snapshotter.take() writes them: taken on the main thread, written after.
 t = performance.now();
-const written = writeDumps(tmp, engine.dumpIndexes(), engine.dumpItems(), prev, values['no-delta'] ? undefined : new Map(snapshots.dumpBases));
+const bases = values['no-delta'] ? undefined : snapshots.dumpBases;
+const written = writeDumps(tmp, engine.dumpIndexes(), engine.dumpItems(itemMarks(prev, bases)), prev, bases);
 phases['dumps taken (main thread)'] = Math.round(performance.now() - t);
 t = performance.now();
 const { indexes, items } = await written;

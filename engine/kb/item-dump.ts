@@ -47,7 +47,30 @@ export interface ItemDump {
     textWide: Uint8Array<ArrayBuffer>;
     held: [number, string][];
   };
+  /**
+   * Present: a delta of an earlier full dump of the same knowledge base (its base): the rows are
+   * the items changed since the base (new, updated, re-indexed, their status changed), and
+   * `removed` the ids deleted since. A restart reads the base and the delta (applyItemDelta).
+   */
+  delta?: { removed: string[] };
+  /** Not written: the full dump a later dump may be a delta of (KnowledgeBase.dumpItems, applyItemDelta). */
+  mark?: ItemMark;
+  /** Not written: the rows a delta gave, and the ids it removed, once merged with its base (applyItemDelta). */
+  merged?: { changed: Uint8Array<ArrayBuffer>; removed: string[] };
 }
+
+/**
+ * A full item dump, named by the knowledge base's lineage (the object KnowledgeBase keeps while
+ * its items' change stamps count from the dump) and its change clock when the dump was taken:
+ * items stamped later changed since.
+ */
+export interface ItemMark {
+  readonly of: object;
+  readonly epoch: number;
+}
+
+/** Item deltas are taken while they hold at most this share of the items (rows and removals); past it, a full dump. */
+export const ITEM_DELTA_MAX_SHARE = 0.5;
 
 const STATUSES: readonly ContentStatus[] = ['pending', 'ready', 'failed'];
 
@@ -130,6 +153,96 @@ export function dumpItems(
   return { clock, kb, items: out, versions: columns };
 }
 
+/**
+ * A full dump with a delta of it applied: the base's rows that the delta neither removed nor gave
+ * again, merged in list order with the delta's rows (`merged` says which rows came from it). Version
+ * columns are the base's then the delta's; versions only replaced rows used are never made
+ * (loadItems makes versions as rows refer to them).
+ */
+export function applyItemDelta(base: ItemDump, delta: ItemDump): ItemDump {
+  if (base.delta || !delta.delta) throw new Error('item delta: needs a full dump and a delta of it');
+  if (base.kb.id !== delta.kb.id) throw new Error(`item delta of ${delta.kb.id} over a dump of ${base.kb.id}`);
+  const b = base.items;
+  const d = delta.items;
+  const gone = new Set(delta.delta.removed);
+  for (const id of d.ids) gone.add(id);
+  const nb = b.ids.length;
+  const nd = d.ids.length;
+  let kept = 0;
+  for (let i = 0; i < nb; i++) if (!gone.has(b.ids[i]!)) kept++;
+  const n = kept + nd;
+  const shift = base.versions.number.length;
+  const out: ItemDump['items'] = {
+    ids: new Array(n),
+    createdAt: new Array(n),
+    updatedAt: new Array(n),
+    status: new Uint8Array(n),
+    errors: [],
+    current: new Uint32Array(n),
+    live: new Int32Array(n),
+    liveFirst: new Int32Array(n),
+    liveCount: new Uint32Array(n),
+    liveVectors: new Uint8Array(n),
+  };
+  const changed = new Uint8Array(n);
+  const baseErrors = new Map(b.errors);
+  const deltaErrors = new Map(d.errors);
+  const copy = (from: ItemDump['items'], i: number, to: number, versionShift: number, errors: Map<number, string>) => {
+    out.ids[to] = from.ids[i]!;
+    out.createdAt[to] = from.createdAt[i]!;
+    out.updatedAt[to] = from.updatedAt[i]!;
+    out.status[to] = from.status[i]!;
+    const error = errors.get(i);
+    if (error !== undefined) out.errors.push([to, error]);
+    out.current[to] = from.current[i]! + versionShift;
+    out.live[to] = from.live[i]! < 0 ? -1 : from.live[i]! + versionShift;
+    out.liveFirst[to] = from.liveFirst[i]!;
+    out.liveCount[to] = from.liveCount[i]!;
+    out.liveVectors[to] = from.liveVectors[i]!;
+  };
+  // Both in list order (createdAt, id): merged as two sorted runs.
+  const before = (i: number, j: number) => {
+    const ca = b.createdAt[i]!;
+    const cb = d.createdAt[j]!;
+    return ca < cb || (ca === cb && b.ids[i]! < d.ids[j]!);
+  };
+  let i = 0;
+  let j = 0;
+  for (let to = 0; to < n; to++) {
+    while (i < nb && gone.has(b.ids[i]!)) i++;
+    if (i < nb && (j >= nd || before(i, j))) copy(b, i++, to, 0, baseErrors);
+    else {
+      copy(d, j++, to, shift, deltaErrors);
+      changed[to] = 1;
+    }
+  }
+  const bv = base.versions;
+  const dv = delta.versions;
+  const cat = <T extends Float64Array<ArrayBuffer> | Uint8Array<ArrayBuffer>>(x: T, y: T, make: (n: number) => T): T => {
+    const z = make(x.length + y.length);
+    z.set(x);
+    z.set(y, x.length);
+    return z;
+  };
+  const shifted = <T>(list: [number, T][]) => list.map(([k, v]): [number, T] => [k + shift, v]);
+  return {
+    clock: delta.clock,
+    kb: delta.kb,
+    items: out,
+    versions: {
+      number: cat(bv.number, dv.number, (k) => new Float64Array(k)),
+      metadata: [...bv.metadata, ...dv.metadata],
+      sources: [...bv.sources, ...shifted(dv.sources)],
+      pages: [...bv.pages, ...shifted(dv.pages)],
+      textAt: cat(bv.textAt, dv.textAt, (k) => new Float64Array(k)),
+      textChars: cat(bv.textChars, dv.textChars, (k) => new Float64Array(k)),
+      textWide: cat(bv.textWide, dv.textWide, (k) => new Uint8Array(k)),
+      held: [...bv.held, ...shifted(dv.held)],
+    },
+    merged: { changed, removed: delta.delta.removed },
+  };
+}
+
 /** Indexes of the items with live chunks, by their first document (those without chunks first); `space`: documents handed out. */
 function liveByDocument(d: ItemDump['items'], space: number): Int32Array {
   const n = d.live.length;
@@ -204,6 +317,10 @@ export function loadItems(
       version = new ItemVersion({ ...fields, text });
     } else {
       if (!texts) throw new Error('item dump: stored texts need a text store');
+      // A damaged dump is found by its checksum in another thread while this loads: a place that is
+      // no place must not be read meanwhile (a fractional length read on forever).
+      if (!Number.isSafeInteger(at) || !Number.isSafeInteger(c.textChars[i]!) || c.textChars[i]! < 0)
+        throw new Error(`item dump: version ${i} has its text at ${at}, ${c.textChars[i]} characters`);
       const wide = c.textWide[i] === 1;
       const bytes = c.textChars[i]! * (wide ? 2 : 1);
       textBytes += bytes;
@@ -221,7 +338,15 @@ export function loadItems(
     const status = STATUSES[d.status[i]!];
     if (status === undefined) throw new Error(`item dump: status ${d.status[i]}`);
     // The shape putContent gives an item (status last; live and error set after).
-    const item: ContentItem = { id: d.ids[i]!, kbId, createdAt, updatedAt: updatedAt === 0 ? createdAt : updatedAt, current: versionAt(d.current[i]!), status };
+    const item: ContentItem = {
+      id: d.ids[i]!,
+      kbId,
+      createdAt,
+      updatedAt: updatedAt === 0 ? createdAt : updatedAt,
+      current: versionAt(d.current[i]!),
+      status,
+      touched: 0,
+    };
     if (status === 'failed') item.error = errors.get(i);
     items[i] = item;
   }

@@ -8,6 +8,7 @@ import type { OriginalsStore } from '../files/originals';
 import { linkOrCopy, PRIVATE_DIR } from '../fsync';
 import { idClock, observeId, observeIdClock } from '../ids';
 import type { IndexSet } from '../kb/index-set';
+import type { ItemMark } from '../kb/item-dump';
 import type { RestoredIndex, StartingItems } from '../options';
 import { KnowledgeBase } from '../kb/knowledge-base';
 import { ItemVersion } from '../kb/version';
@@ -105,15 +106,16 @@ export class LiveState implements StateTarget {
   /**
    * Every knowledge base's item dump, with the text store's file they point into (every text
    * written, dead ones too: a start from them writes the file anew once they outweigh the live
-   * ones); undefined when one cannot give one (engine/kb/item-dump.ts).
+   * ones); undefined when one cannot give one (engine/kb/item-dump.ts). `bases`: by knowledge base,
+   * the mark of a full dump the caller holds, which its dump may be a delta of (KnowledgeBase.dumpItems).
    */
-  dumpItems(): StartingItems | undefined {
+  dumpItems(bases?: ReadonlyMap<string, ItemMark>): StartingItems | undefined {
     const texts = this.options.texts;
     if (!texts) return undefined;
     const clock = idClock();
     const kbs = [];
     for (const kb of this.kbs.values()) {
-      const dump = kb.dumpItems(clock);
+      const dump = kb.dumpItems(clock, bases?.get(kb.id));
       if (!dump) return undefined;
       kbs.push(dump);
     }
@@ -155,6 +157,8 @@ export class LiveState implements StateTarget {
     const stored = [...versions];
     const moved = texts.rewrite(stored.map((v) => v.storedRef!));
     stored.forEach((v, i) => v.relocate(moved[i]!));
+    // The dumps loaded point into the old file: none is a base any more.
+    for (const kb of this.kbs.values()) kb.breakLineage();
   }
 
   /** A new index set: it waits for its dump when there is one (restoreIndexes), and keeps its vectors in the vector directory. */

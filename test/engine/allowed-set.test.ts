@@ -72,6 +72,7 @@ test('a filter allows exactly the live chunks whose version matches, through upd
           createdAt: AT,
           updatedAt: AT,
           status: 'ready',
+          touched: 0,
           current: { version, text: 'word', metadata: op.metadata, source: { kind: 'text' } },
         };
         items.set(id, item);

@@ -61,6 +61,8 @@ async function openLogged(dir: string) {
   return { e, warnings };
 }
 
+const sameFile = (x: string, y: string) => statSync(x).ino === statSync(y).ino;
+
 const PROBE = Float32Array.from({ length: 512 }, (_, i) => Math.sin(i + 1));
 
 /** Every search mode, and every item as listed: what must be identical across restarts. */
@@ -294,8 +296,6 @@ describe('index dumps', () => {
   }
   const dumpFiles = (snap: { dir: string }) => readdirSync(snap.dir).filter((n) => n.startsWith('index-') && n.endsWith('.dump'));
   const engineVectorFile = (dir: string, kbId: string, configId: string) => join(dir, 'vectors', `${kbId}.${configId}.vectors`);
-  const sameFile = (x: string, y: string) => statSync(x).ino === statSync(y).ino;
-
   test('a vector file the engine wrote past (no snapshot since) is cut back to the snapshot; a damaged one is reported and not used', async () => {
     const dir = TestServer.tempDir();
     dirs.push(dir);
@@ -719,6 +719,90 @@ describe('item dumps', () => {
     expect(c.searchFullText(ORG, kbId, { query: 'coral reefs waiting', limit: 1 })[0]?.contentId).toBe(waiting.id);
   }, 120_000);
 
+  test('a later snapshot writes the items changed since the full item dump before it; restarts from it give back every item', async () => {
+    const dir = TestServer.tempDir();
+    dirs.push(dir);
+    const a = await open(dir);
+    const { kbId, ids } = await fill(a, 40);
+    const entry = (snap: { manifest: { files: { name: string; bytes: number; crc32?: number }[] } }, name: string) =>
+      snap.manifest.files.find((f) => f.name === name)!;
+    const itemsEntry = (snap: { manifest: { items?: { files: { kbId: string; file: string; base?: string }[] } } }) => snap.manifest.items!.files[0]!;
+    const full = `items-${kbId}.dump`;
+    const first = await snaps(a).snapshot({ reuseGraphs: true });
+    expect(itemsEntry(first)).toEqual({ kbId, file: full });
+    // New items, an update, deletes (of an item the base holds, and of one added since).
+    for (let i = 0; i < 4; i++) await a.addContent(ORG, kbId, { text: `Later note ${i} about ${TOPICS[i % 5]}.`, metadata: { i: 500 + i } });
+    const brief = await a.addContent(ORG, kbId, { text: 'Gone before the next snapshot: penguins.' });
+    await settle(a);
+    await a.updateContent(ORG, kbId, ids[3]!, { text: 'Rewritten: dunes and reefs.' });
+    await a.deleteContent(ORG, kbId, ids[4]!);
+    await a.deleteContent(ORG, kbId, brief.id);
+    await settle(a);
+    const second = await snaps(a).snapshot({ reuseGraphs: true });
+    expect(itemsEntry(second)).toEqual({ kbId, file: `items-${kbId}.delta`, base: full });
+    expect(entry(second, itemsEntry(second).file).bytes).toBeLessThan(entry(first, full).bytes / 2);
+    expect(entry(second, full)).toEqual(entry(first, full));
+    expect(sameFile(join(second.dir, full), join(first.dir, full))).toBe(true);
+    await a.updateContent(ORG, kbId, ids[8]!, { text: 'Rewritten again: arctic glaciers.' });
+    await settle(a);
+    const third = await snaps(a).snapshot({ reuseGraphs: true });
+    expect(itemsEntry(third).base).toBe(full);
+    const before = await itemsAndAnswers(a, kbId);
+    await close(a);
+
+    // The snapshots before it pruned: the newest holds its base.
+    rmSync(first.dir, { recursive: true });
+    rmSync(second.dir, { recursive: true });
+    const { e: b, warnings } = await openLogged(dir);
+    expect(warnings).toEqual([]);
+    expect(b.recovery.snapshot).toMatchObject({ seq: third.seq, from: 'dumps' });
+    expect(b.recovery.records).toBe(0);
+    expect(await itemsAndAnswers(b, kbId)).toBe(before);
+    // Started from a delta: the next snapshot continues the same full dump, and holds what the delta held.
+    await b.deleteContent(ORG, kbId, ids[5]!);
+    await b.addContent(ORG, kbId, { text: 'After the restart: lava and glaciers.', metadata: { i: 900 } });
+    await settle(b);
+    const fourth = await snaps(b).snapshot({ reuseGraphs: true });
+    expect(itemsEntry(fourth).base).toBe(full);
+    expect(entry(fourth, full)).toEqual(entry(third, full));
+    const afterFourth = await itemsAndAnswers(b, kbId);
+    await close(b);
+    rmSync(third.dir, { recursive: true });
+    const c = await open(dir);
+    expect(c.recovery.snapshot).toMatchObject({ seq: fourth.seq, from: 'dumps' });
+    expect(await itemsAndAnswers(c, kbId)).toBe(afterFourth);
+    // Past half of the items changed: a full dump, the base of the next deltas.
+    for (const id of ids.slice(6, 30)) await c.updateContent(ORG, kbId, id, { text: `Rewritten ${id}: coral reefs.` });
+    await settle(c);
+    const fifth = await snaps(c).snapshot({ reuseGraphs: true });
+    expect(itemsEntry(fifth)).toEqual({ kbId, file: full });
+    expect(sameFile(join(fifth.dir, full), join(fourth.dir, full))).toBe(false);
+    await c.addContent(ORG, kbId, { text: 'One more, about camels.', metadata: { i: 901 } });
+    await settle(c);
+    const sixth = await snaps(c).snapshot({ reuseGraphs: true });
+    expect(itemsEntry(sixth).base).toBe(full);
+    expect(sameFile(join(sixth.dir, full), join(fifth.dir, full))).toBe(true);
+    const last = await itemsAndAnswers(c, kbId);
+    await close(c);
+
+    // The delta's base damaged in a text's length (a fraction now), found by the file's checksum in
+    // another thread while the dumps load: reported, nothing read on it meanwhile, the records replayed.
+    rmSync(fifth.dir, { recursive: true });
+    const good = readFileSync(join(sixth.dir, full));
+    const bad = Buffer.from(good);
+    const headerBytes = bad.readUInt32LE(12);
+    const header = JSON.parse(bad.subarray(24, 24 + headerBytes).toString()) as { sections: { path: string; offset: number; bytes: number }[] };
+    const lengths = header.sections.find((s) => s.path === 'versions.textChars')!;
+    const from = Math.ceil((24 + headerBytes) / 8) * 8 + lengths.offset;
+    for (let at = from; at < from + lengths.bytes; at += 8) bad[at + 4]! ^= 0x10;
+    rmSync(join(sixth.dir, full));
+    writeFileSync(join(sixth.dir, full), bad);
+    const { e: d, warnings: dWarnings } = await openLogged(dir);
+    expect(dWarnings.map((w) => w.message)).toEqual(['item dumps unusable; the snapshot records are replayed']);
+    expect(d.recovery.snapshot).toMatchObject({ seq: sixth.seq, from: 'records' });
+    expect(await itemsAndAnswers(d, kbId)).toBe(last);
+  }, 180_000);
+
   test("a damaged item dump or text file is reported and the same snapshot's records are replayed", async () => {
     const dir = TestServer.tempDir();
     dirs.push(dir);
@@ -745,9 +829,10 @@ describe('item dumps', () => {
     flip(texts, 5);
     expect(await reopen()).toEqual([['item dumps unusable; the snapshot records are replayed', expect.stringMatching(/texts\.bin fails its checksum/)]]);
     flip(texts, 5);
-    // A section of the item dump changed: found as it is read.
+    // A section of the item dump changed (a text's place, a fraction now): refused as it is loaded,
+    // before the file's checksum fails in the other thread.
     flip(items, statSync(items).size - 200);
-    expect(await reopen()).toEqual([['item dumps unusable; the snapshot records are replayed', expect.stringMatching(/checksum/)]]);
+    expect(await reopen()).toEqual([['item dumps unusable; the snapshot records are replayed', expect.stringMatching(/has its text at [0-9]+\.[0-9]+/)]]);
     flip(items, statSync(items).size - 200);
     // The text file cut short.
     const whole = readFileSync(texts);
@@ -943,7 +1028,10 @@ describe('snapshots taken while serving', () => {
     while (!vectors.graphReady) await Bun.sleep(20);
     const snap = await snaps(e).snapshot();
     const bytes = (name: string) => snap.manifest.files.find((f) => f.name === name)!.bytes;
-    const dumps = bytes(snap.manifest.indexes![0]!.file) + bytes(snap.manifest.items!.files[0]!.file);
+    // A delta's base counted (it is written again when the delta would pass half of it).
+    const withBase = (d: { file: string; base?: string }) => bytes(d.file) + (d.base ? bytes(d.base) : 0);
+    expect(snap.manifest.items!.files[0]!.base).toBeDefined();
+    const dumps = withBase(snap.manifest.indexes![0]!) + withBase(snap.manifest.items!.files[0]!);
     const all = snap.manifest.files.reduce((n, f) => n + f.bytes, 0);
     expect(all).toBeGreaterThan(2 * dumps);
     const policy = { intervalMs: 3_600_000, logBytes: 1, logGrowth: 0.5, dumpChunks: 1_000_000, keep: 2, checkMs: 20, maxBackoffMs: 1000 };
