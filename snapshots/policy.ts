@@ -320,11 +320,21 @@ export class SnapshotManager {
   }
 }
 
-/** What a snapshot's index dumps were (for its log line): how many whole and as deltas, and the bytes written (a delta's base is a link). */
-function dumpsWritten(manifest: SnapshotManifest): { full: number; deltas: number; bytes: number } | undefined {
+/**
+ * What a snapshot's dumps were (for its log line): how many index and item dumps whole and as
+ * deltas, and the bytes written (a delta's base is a link).
+ */
+function dumpsWritten(manifest: SnapshotManifest): { full: number; deltas: number; items?: { full: number; deltas: number }; bytes: number } | undefined {
   if (!manifest.indexes?.length) return undefined;
   const bytes = (name: string) => manifest.files.find((f) => f.name === name)?.bytes ?? 0;
   const deltas = manifest.indexes.filter((d) => d.base !== undefined).length;
-  const written = [...manifest.indexes.map((d) => d.file), ...(manifest.items?.files.map((f) => f.file) ?? [])];
-  return { full: manifest.indexes.length - deltas, deltas, bytes: written.reduce((n, name) => n + bytes(name), 0) };
+  const items = manifest.items?.files;
+  const itemDeltas = items?.filter((f) => f.base !== undefined).length ?? 0;
+  const written = [...manifest.indexes.map((d) => d.file), ...(items?.map((f) => f.file) ?? [])];
+  return {
+    full: manifest.indexes.length - deltas,
+    deltas,
+    ...(items ? { items: { full: items.length - itemDeltas, deltas: itemDeltas } } : {}),
+    bytes: written.reduce((n, name) => n + bytes(name), 0),
+  };
 }
