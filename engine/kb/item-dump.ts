@@ -74,6 +74,22 @@ export const ITEM_DELTA_MAX_SHARE = 0.5;
 
 const STATUSES: readonly ContentStatus[] = ['pending', 'ready', 'failed'];
 
+/** The item columns of a dump of `n` items, to be filled. */
+function itemColumns(n: number): ItemDump['items'] {
+  return {
+    ids: new Array(n),
+    createdAt: new Array(n),
+    updatedAt: new Array(n),
+    status: new Uint8Array(n),
+    errors: [],
+    current: new Uint32Array(n),
+    live: new Int32Array(n),
+    liveFirst: new Int32Array(n),
+    liveCount: new Uint32Array(n),
+    liveVectors: new Uint8Array(n),
+  };
+}
+
 /**
  * The dump of `items` (in list order, their live chunks those of the active set); `hasVector`:
  * whether a document's vector is stored. Texts in the store are dumped as their place in it, texts
@@ -91,18 +107,7 @@ export function dumpItems(
     if (!(v instanceof ItemVersion)) throw new Error('an item dump holds item versions only');
     return versions.push(v) - 1;
   };
-  const out: ItemDump['items'] = {
-    ids: new Array(n),
-    createdAt: new Array(n),
-    updatedAt: new Array(n),
-    status: new Uint8Array(n),
-    errors: [],
-    current: new Uint32Array(n),
-    live: new Int32Array(n),
-    liveFirst: new Int32Array(n),
-    liveCount: new Uint32Array(n),
-    liveVectors: new Uint8Array(n),
-  };
+  const out = itemColumns(n);
   for (let i = 0; i < n; i++) {
     const item = items[i]!;
     out.ids[i] = item.id;
@@ -172,18 +177,7 @@ export function applyItemDelta(base: ItemDump, delta: ItemDump): ItemDump {
   for (let i = 0; i < nb; i++) if (!gone.has(b.ids[i]!)) kept++;
   const n = kept + nd;
   const shift = base.versions.number.length;
-  const out: ItemDump['items'] = {
-    ids: new Array(n),
-    createdAt: new Array(n),
-    updatedAt: new Array(n),
-    status: new Uint8Array(n),
-    errors: [],
-    current: new Uint32Array(n),
-    live: new Int32Array(n),
-    liveFirst: new Int32Array(n),
-    liveCount: new Uint32Array(n),
-    liveVectors: new Uint8Array(n),
-  };
+  const out = itemColumns(n);
   const changed = new Uint8Array(n);
   const baseErrors = new Map(b.errors);
   const deltaErrors = new Map(d.errors);
