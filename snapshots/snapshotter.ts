@@ -548,16 +548,25 @@ const DELTA_MAX_SHARE = 0.5;
 function continueBase(dir: string, kbId: string, configId: string, dump: IndexSetDump, prev: SnapshotInfo | undefined, base: DumpBase | undefined) {
   if (!base || !prev) return undefined;
   const name = indexDumpFileName(kbId, configId);
-  const entry = prev.manifest.files.find((f) => f.name === name);
-  if (!entry || entry.bytes !== base.bytes || entry.crc32 !== base.crc32) return undefined;
+  if (!holdsBase(prev, name, base)) return undefined;
   const delta = indexDelta(dump, base.mark);
   if (!delta || dumpBytes(delta.dump) > DELTA_MAX_SHARE * dumpBytes(dump)) return undefined;
+  if (!tryLink(join(prev.dir, name), join(dir, name))) return undefined;
+  return { delta, base, file: { name, bytes: base.bytes, crc32: base.crc32 } };
+}
+
+/** Whether `prev` holds the full dump `base` names as `name` (its entry's size and CRC32). */
+const holdsBase = (prev: SnapshotInfo, name: string, base: { bytes: number; crc32: number }) =>
+  prev.manifest.files.some((f) => f.name === name && f.bytes === base.bytes && f.crc32 === base.crc32);
+
+/** Hard-link `from` as `to`; false when it cannot be (another file system, a file gone). */
+function tryLink(from: string, to: string): boolean {
   try {
-    linkSync(join(prev.dir, name), join(dir, name));
+    linkSync(from, to);
+    return true;
   } catch {
-    return undefined;
+    return false;
   }
-  return { delta, base, file: { name, bytes: entry.bytes, crc32: entry.crc32 } };
 }
 
 /**
@@ -568,46 +577,28 @@ function continueBase(dir: string, kbId: string, configId: string, dump: IndexSe
 export function itemMarks(prev: SnapshotInfo | undefined, bases: DumpBases | undefined): Map<string, ItemMark> {
   const marks = new Map<string, ItemMark>();
   if (!prev || !bases) return marks;
-  for (const [kbId, base] of bases.items) {
-    const entry = prev.manifest.files.find((f) => f.name === itemDumpFileName(kbId));
-    if (entry && entry.bytes === base.bytes && entry.crc32 === base.crc32) marks.set(kbId, base.mark);
-  }
+  for (const [kbId, base] of bases.items) if (holdsBase(prev, itemDumpFileName(kbId), base)) marks.set(kbId, base.mark);
   return marks;
 }
 
 /** Link the full item dump an item delta continues from `prev` into the snapshot; false when it cannot be. */
 function linkItemBase(dir: string, kbId: string, prev: SnapshotInfo | undefined, base: DumpBase<ItemMark> | undefined): boolean {
-  if (!prev || !base) return false;
   const name = itemDumpFileName(kbId);
-  try {
-    linkSync(join(prev.dir, name), join(dir, name));
-    return true;
-  } catch {
-    return false;
-  }
+  return prev !== undefined && base !== undefined && tryLink(join(prev.dir, name), join(dir, name));
 }
 
 /** Link a set's vector file into the snapshot: its manifest entry, or undefined when it cannot be linked. */
 function linkVectors(dir: string, kbId: string, configId: string, vectors: { path: string; bytes: number }, prev?: SnapshotInfo) {
   const rows = vectorFileName(kbId, configId);
-  try {
-    // A link only: copying would hold this thread (a restart then stores the records' vectors).
-    linkSync(vectors.path, join(dir, rows));
-  } catch {
-    return undefined;
-  }
+  // A link only: copying would hold this thread (a restart then stores the records' vectors).
+  if (!tryLink(vectors.path, join(dir, rows))) return undefined;
   const before = prev?.manifest.indexes?.find((d) => d.kbId === kbId && d.configId === configId)?.vectors;
   return { name: rows, bytes: vectors.bytes, ...checksummed(prev, before, join(dir, rows), vectors.bytes) };
 }
 
 /** Link the text store's file into the snapshot; false when it cannot be. */
 function linkTexts(dir: string, items: StartingItems): boolean {
-  try {
-    linkSync(items.texts.path, join(dir, TEXTS_FILE));
-    return true;
-  } catch {
-    return false;
-  }
+  return tryLink(items.texts.path, join(dir, TEXTS_FILE));
 }
 
 /**
