@@ -49,6 +49,19 @@ function serverEnv(dataDir: string, env: Record<string, string> = {}): Record<st
   };
 }
 
+/** Directories tempDir() made and nothing removed yet (removeTempDirs). */
+const madeDirs = new Set<string>();
+
+/**
+ * Remove every directory tempDir() made so far: test/setup.ts does after each test file, whose
+ * servers are stopped by then (its own afterAll hooks run first). A directory handed to a process
+ * the test did not clean up after (an admin command, a server expected to refuse to start) goes too.
+ */
+export function removeTempDirs(): void {
+  for (const dir of madeDirs) rmSync(dir, { recursive: true, force: true });
+  madeDirs.clear();
+}
+
 /** What a test does with a running server, however it runs. */
 export abstract class RunningServer {
   protected constructor(
@@ -58,9 +71,11 @@ export abstract class RunningServer {
     readonly output: string[],
   ) {}
 
-  /** A data directory of its own, under the system's temporary folder. */
+  /** A data directory of its own, under the system's temporary folder (removed after the test file: removeTempDirs). */
   static tempDir(): string {
-    return mkdtempSync(join(tmpdir(), 'kb-test-'));
+    const dir = mkdtempSync(join(tmpdir(), 'kb-test-'));
+    madeDirs.add(dir);
+    return dir;
   }
 
   /** Resolves with the milliseconds waited once /ready answers 200. */

@@ -6,7 +6,7 @@
 // and context (neighbouring chunks shown under a hit). A screenshot is saved under the test output
 // folder (its path is printed).
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -35,6 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await server?.stop();
+  rmSync(files, { recursive: true, force: true });
 });
 
 const column = (mode: string) => page.locator(`.column[data-mode="${mode}"]`);

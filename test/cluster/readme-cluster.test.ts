@@ -101,7 +101,8 @@ test('the "Running a cluster" example runs as pasted', async () => {
   expect(answers.length, context).toBe(4);
   const [created, viaNode2, viaNode3, ready] = answers;
   expect(created).toMatchObject({ success: true, data: { status: 'ready' } });
-  for (const search of [viaNode2, viaNode3]) expect(search.data[0].contentChunk).toBe('Refunds are issued within 14 days.');
+  for (const search of [viaNode2, viaNode3])
+    expect(search?.data?.[0]?.contentChunk, `${JSON.stringify(search)}\n${context}`).toBe('Refunds are issued within 14 days.');
   expect(ready.status).toBe('ready');
   expect(ready.cluster).toMatchObject({ nodeId: 'node-3', shards: { count: 4, held: [0, 1] } });
   expect(live!.cluster.liveNodeCount).toBe(3);
