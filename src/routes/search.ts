@@ -95,7 +95,7 @@ function searchBodies(limits: Pick<Config['limits'], 'maxQueryChars' | 'maxSearc
     typoTolerance: t.Optional(
       t.Boolean({
         description:
-          'Full-text and hybrid (default true): a word of 5+ characters as typed also matches words 1 typo away, of 9+ characters 2 typos, compared by their stems (a missing, extra, wrong or swapped character; one on the first character counts as two; each typo needs 4 characters of the stem; no typos in numbers, phrases or exclusions): `hoyses` finds "houses". The last word, when the query ends inside it, also matches every word it begins. Chunks holding a query word exactly rank above chunks matched only through typos or completions. Semantic search reads the query as written either way.',
+          'Full-text and hybrid (default true): a word of 5+ characters as typed also matches words 1 typo away, of 9+ characters 2 typos, compared by their stems (a missing, extra, wrong or swapped character; one on the first character counts as two; each typo needs 4 characters of the stem; no typos in numbers, phrases or exclusions), when at least as many items hold them as hold the word as typed: `hoyses` finds "houses". The last word, when the query ends inside it, also matches every word it begins. Chunks holding a query word exactly rank above chunks matched only through typos or completions. Semantic search reads the query as written either way.',
       }),
     ),
   };

@@ -171,6 +171,7 @@ test('tiers: exact matches first, then typo-only matches with scores below them,
     'late payment fees apply to every payment', // 2: exact
     'the paymet portal', // 3: a typo
     'nothing relevant here', // 4
+    'paymnet or paymet on the invoice portal page', // 5: typos, so that each is as common as the word (a rarer one is no match)
   ]);
   const query = expandQuery(index, parseQuery('payment '));
   const ranked = fullTextCandidates(index, query, 20);
@@ -185,7 +186,7 @@ test('tiers: exact matches first, then typo-only matches with scores below them,
       .map((h) => h.doc)
       .slice(2)
       .sort(),
-  ).toEqual([1, 3]);
+  ).toEqual([1, 3, 5]);
   for (let i = 1; i < ranked.length; i++) expect(ranked[i]!.score).toBeLessThan(ranked[i - 1]!.score);
   // Without tolerance, the exact ones alone, with the same scores.
   const exact = fullTextCandidates(index, analyze('payment'), 20);
@@ -193,11 +194,25 @@ test('tiers: exact matches first, then typo-only matches with scores below them,
   // A misspelled query finds the word and the same misspelling (exact) first.
   const typo = fullTextCandidates(index, expandQuery(index, parseQuery('paymnet ')), 20);
   expect(typo[0]!.doc).toBe(1);
-  expect(new Set(typo.map((h) => h.doc))).toEqual(new Set([0, 1, 2, 3]));
+  expect(new Set(typo.map((h) => h.doc))).toEqual(new Set([0, 1, 2, 3, 5]));
+});
+
+test('a typo match is kept only when at least as many items hold it as hold the word as typed', () => {
+  const index = indexOf(['the houses stand', 'houses for sale', 'old houses', 'the hoyses stand', 'a late train', 'later that day', 'later again']);
+  const terms = (q: string) => matchedTerms(expandQuery(index, parseQuery(q)));
+  // A word three items hold is not diluted by its rarer neighbour, nor "later" (2) by "late" (1).
+  expect(terms('houses ')).toEqual(['hous']);
+  expect(terms('later ')).toEqual(['later']);
+  // The misspelling one item holds still finds the commoner word; a word no item holds keeps every match.
+  expect(terms('hoyses ')).toEqual(['hoys', 'hous']);
+  expect(terms('hoises ')).toEqual(['hois', 'hous', 'hoys']);
+  // Equally common: both spellings stay matches of each other.
+  const even = indexOf(['payment due', 'paymnet due']);
+  expect(matchedTerms(expandQuery(even, parseQuery('payment ')))).toEqual(['payment', 'paymnet']);
 });
 
 test('the leg scores any chunk by the same tiers (hybrid scores the semantic leg candidates so)', () => {
-  const index = indexOf(['payment terms', 'paymnet paymnet paymnet', 'late payment fees', 'the paymet portal', 'nothing here']);
+  const index = indexOf(['payment terms', 'paymnet paymnet paymnet', 'late payment fees', 'the paymet portal', 'nothing here', 'paymnet or paymet']);
   const query = expandQuery(index, parseQuery('payment '));
   // Depth 1: the first tier fills the candidates; the others are scored below its lowest.
   const leg = new FullTextLeg(index, query, 1);
