@@ -240,6 +240,7 @@ describe('cluster of three nodes on JetStream', () => {
       await Promise.all(writers);
       await startNode(victim);
     }
+    console.log(`[crash rounds] ${acknowledged.size} writes acknowledged`);
     expect(searchesDuringKill).toBe(20);
     expect(acknowledged.size).toBeGreaterThan(50);
 
@@ -316,31 +317,47 @@ describe('cluster of three nodes on JetStream', () => {
 
   test('kill -9 of a node holding indexing jobs: the items still become ready through the others, each indexed once', async () => {
     const kbId = await newKb(nodes[1]!, 'jobs');
-    // Items are written in rounds of 40, doubling up to 640, until some node holds indexing work:
-    // on an idle machine a round can be indexed before the metrics are read (graphs are built off
-    // the request thread now, so indexing keeps up sooner), and killing a node with nothing in
-    // hand would test nothing.
+    // Items are written in rounds of 40, doubling, until some node is seen holding indexing work:
+    // on an idle machine a round can be indexed before the metrics are read, and killing a node
+    // with nothing in hand would test nothing. The next round is written only once the last one is
+    // all indexed: on a loaded machine jobs can sit pulled but not yet counted (waiting for their
+    // record to be applied), and rounds written after a glance at the metrics could reach 1,240
+    // heavy items, more than a loaded CI machine indexed in 200 s, leaving a backlog the tests after
+    // this one waited behind.
     const ids: string[] = [];
     let depths: number[] = [];
-    for (let round = 0; round < 10; round++) {
+    const depthsNow = () => Promise.all(nodes.map(async (n) => Number(/kb_ingestion_queue_depth (\d+)/.exec((await n.api('GET', '/metrics')).body)?.[1] ?? 0)));
+    const allIndexed = async () => {
+      const kb = await nodes[0]!.api('GET', `/api/v1/knowledge-bases/${kbId}`);
+      const byStatus = kb.body.data.ingestion.contents as Record<string, number>;
+      return (byStatus.ready ?? 0) === ids.length;
+    };
+    rounds: for (let round = 0; round < 5; round++) {
       const texts = Array.from(
-        { length: 40 << Math.min(round, 4) },
+        { length: 40 << round },
         (_, i) => `job item ${ids.length + i}: ${'the quick brown fox jumps over the lazy dog. '.repeat(40)} unique${ids.length + i}`,
       );
       const written = await Promise.all(
         texts.map(async (text, i) => (await nodes[i % 3]!.api('POST', `/api/v1/knowledge-bases/${kbId}/contents`, { text })).body.data.id as string),
       );
       ids.push(...written);
-      depths = await Promise.all(nodes.map(async (n) => Number(/kb_ingestion_queue_depth (\d+)/.exec((await n.api('GET', '/metrics')).body)?.[1] ?? 0)));
-      if (Math.max(...depths) > 0) break;
+      const deadline = Date.now() + 120_000;
+      for (;;) {
+        depths = await depthsNow();
+        if (Math.max(...depths) > 0) break rounds;
+        if (await allIndexed()) break;
+        if (Date.now() > deadline) throw new Error(`${ids.length} items neither indexed nor held by a node after 120 s`);
+        await Bun.sleep(20);
+      }
     }
+    console.log(`[jobs] ${ids.length} items written; indexing jobs held by the nodes: ${depths.join(', ')}`);
     // Kill the node with the most indexing work in hand.
     const victim = depths.indexOf(Math.max(...depths));
     expect(depths[victim]).toBeGreaterThan(0);
     await nodes[victim]!.kill9();
     const survivors = nodes.filter((_, i) => i !== victim);
     try {
-      // Its jobs come back to the others after the job ack wait (30 s), then up to 640 items are
+      // Its jobs come back to the others after the job ack wait (3 s here), then the items are
       // embedded by the real model: on a loaded machine (test files run two at a time) 90 s was short.
       for (const node of survivors) await allReady(node, kbId, ids.length, 200_000);
     } finally {
