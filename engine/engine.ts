@@ -118,7 +118,8 @@ export class Engine {
       throw err;
     }
     const fromSnapshotMs = Math.round(performance.now() - started);
-    const room = () => compute.documents.size * (options.batchItems ?? 16) * 2 - ingestion.depth;
+    const capacity = compute.documents.size * (options.batchItems ?? 16) * 2;
+    const room = { capacity, free: () => capacity - ingestion.depth };
     const node = await openNode(
       options,
       room,

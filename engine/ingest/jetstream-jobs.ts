@@ -6,6 +6,13 @@
 // While a job runs, its node tells JetStream it is still working, so long jobs are not handed out
 // twice. With shards (engine/shards.ts), jobs go to one subject per shard, each with its own
 // durable consumer, and a node pulls only from the shards it holds (the others lack the content).
+//
+// A work queue is first in, first out, and a node pulls only a few batches ahead, so its own fair
+// queue (fair-queue.ts) sees no further: another tenant's single write would wait behind a whole
+// backlog. Each shard has two lanes: a knowledge base with few items waiting publishes to the
+// prompt lane, one with a backlog (or a re-embedding build) to the backlog lane, and a node pulls
+// prompt jobs first, keeping room for them while it pulls backlog jobs. The backlog lane keeps the
+// subjects and consumer of the single queue before lanes: jobs queued before an upgrade are taken.
 import {
   AckPolicy,
   jetstream,
@@ -36,7 +43,7 @@ export interface JetStreamJobsOptions {
   servers: string[];
   /** Credentials and TLS for the NATS connection (absent: none). */
   auth?: NatsAuth;
-  /** Stream name; job subjects are `<stream>.s<shard>.<kbId>.<contentId>`. */
+  /** Stream name; job subjects are `<stream>.s<shard>.<kbId>.<contentId>` (backlog lane) and `<stream>.prompt.s<shard>.…`. */
   stream: string;
   /** The shards this node indexes (default: all of one). */
   shards?: ShardSet;
@@ -45,8 +52,28 @@ export interface JetStreamJobsOptions {
   ackWaitMs?: number;
 }
 
-/** The durable consumer every node holding the shard pulls from. */
-const consumerOf = (shard: number) => `indexers-s${shard}`;
+/** Which lane a job waits in: prompt (its knowledge base has few items waiting) or backlog. */
+export type JobLane = 'prompt' | 'backlog';
+const LANES: readonly JobLane[] = ['prompt', 'backlog'];
+
+/** A knowledge base with at most this many items waiting (one batch) queues its jobs in the prompt lane. */
+export const PROMPT_LANE_ITEMS = 16;
+
+/** The lane of a job: builds (re-embedding) are background work; a write is prompt unless its knowledge base has a backlog. */
+export function laneOf(waitingItems: number, building: boolean): JobLane {
+  return !building && waitingItems <= PROMPT_LANE_ITEMS ? 'prompt' : 'backlog';
+}
+
+/** How many jobs a node can take: what it holds at most, and how many more now. */
+export interface JobRoom {
+  capacity: number;
+  free(): number;
+}
+
+/** The durable consumer every node holding the shard pulls the lane from. */
+const consumerOf = (shard: number, lane: JobLane) => (lane === 'backlog' ? `indexers-s${shard}` : `indexers-prompt-s${shard}`);
+/** The lane's subjects in the shard, below the stream's name. */
+const laneSubject = (shard: number, lane: JobLane) => (lane === 'backlog' ? `s${shard}` : `prompt.s${shard}`);
 
 export class JetStreamJobs {
   private closed = false;
@@ -74,20 +101,22 @@ export class JetStreamJobs {
         duplicate_window: nanos(120_000),
       });
       for (const shard of shards.held) {
-        await whenJetStreamAnswers(`consumer ${consumerOf(shard)}`, async () => {
-          try {
-            await jsm.consumers.info(options.stream, consumerOf(shard));
-          } catch (err) {
-            if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound)) throw err;
-            await jsm.consumers.add(options.stream, {
-              durable_name: consumerOf(shard),
-              filter_subject: `${options.stream}.s${shard}.>`,
-              ack_policy: AckPolicy.Explicit,
-              ack_wait: nanos(options.ackWaitMs ?? 30_000),
-              max_deliver: -1,
-            });
-          }
-        });
+        for (const lane of LANES) {
+          await whenJetStreamAnswers(`consumer ${consumerOf(shard, lane)}`, async () => {
+            try {
+              await jsm.consumers.info(options.stream, consumerOf(shard, lane));
+            } catch (err) {
+              if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound)) throw err;
+              await jsm.consumers.add(options.stream, {
+                durable_name: consumerOf(shard, lane),
+                filter_subject: `${options.stream}.${laneSubject(shard, lane)}.>`,
+                ack_policy: AckPolicy.Explicit,
+                ack_wait: nanos(options.ackWaitMs ?? 30_000),
+                max_deliver: -1,
+              });
+            }
+          });
+        }
       }
     } catch (err) {
       await nc.close();
@@ -96,13 +125,16 @@ export class JetStreamJobs {
     return new JetStreamJobs(options, nc, jetstream(nc), shards);
   }
 
-  private subjectOf(kbId: string, id: string): string {
-    return `${this.options.stream}.s${this.shards.shardOf(kbId)}.${kbId}.${id}`;
+  private subjectOf(kbId: string, id: string, lane: JobLane): string {
+    return `${this.options.stream}.${laneSubject(this.shards.shardOf(kbId), lane)}.${kbId}.${id}`;
   }
 
-  /** Publish a job (stored once per content version within two minutes). */
-  async publish(job: IndexingJob): Promise<void> {
-    const subject = this.subjectOf(job.kbId, job.id);
+  /**
+   * Publish a job to a lane (stored once per content version within two minutes, whichever lane:
+   * the message id is the same).
+   */
+  async publish(job: IndexingJob, lane: JobLane): Promise<void> {
+    const subject = this.subjectOf(job.kbId, job.id, lane);
     await publishRetried(this.js, subject, JSON.stringify(job), `${job.kbId}.${job.id}.${job.version}${job.configId ? `.${job.configId}` : ''}`);
   }
 
@@ -110,22 +142,31 @@ export class JetStreamJobs {
   async has(kbId: string, id: string): Promise<boolean> {
     const jsm = await jetstreamManager(this.nc, { checkAPI: false });
     // null when the subject holds no message (acknowledged jobs are removed from a work queue).
-    return (await jsm.streams.getMessage(this.options.stream, { last_by_subj: this.subjectOf(kbId, id) })) !== null;
+    for (const lane of LANES) if ((await jsm.streams.getMessage(this.options.stream, { last_by_subj: this.subjectOf(kbId, id, lane) })) !== null) return true;
+    return false;
   }
 
   /** Jobs waiting in the cluster for the shards this node holds (not yet pulled by any node). */
   async depth(): Promise<number> {
     const jsm = await jetstreamManager(this.nc, { checkAPI: false });
-    const pending = await Promise.all(this.shards.held.map(async (shard) => (await jsm.consumers.info(this.options.stream, consumerOf(shard))).num_pending));
+    const consumers = this.shards.held.flatMap((shard) => LANES.map((lane) => consumerOf(shard, lane)));
+    const pending = await Promise.all(consumers.map(async (name) => (await jsm.consumers.info(this.options.stream, name)).num_pending));
     return pending.reduce((a, b) => a + b, 0);
   }
 
   /**
-   * Pull jobs while `room()` says this node can take more; each goes to `take` with `settle`, to
-   * be called once it is over: 'done' acknowledges it, 'failed' hands it back for another try.
+   * Pull jobs while the room has some free; each goes to `take` with `settle`, to be called once
+   * it is over: 'done' acknowledges it, 'failed' hands it back for another try. Backlog jobs leave
+   * a quarter of the room free for prompt ones, so a prompt job is pulled the moment it is queued.
    */
-  start(room: () => number, take: (job: IndexingJob, settle: (outcome: 'done' | 'failed') => void) => void): void {
-    this.pulling = this.shards.held.map((shard) => this.pull(consumerOf(shard), room, take));
+  start(room: JobRoom, take: (job: IndexingJob, settle: (outcome: 'done' | 'failed') => void) => void): void {
+    const reserve = Math.ceil(room.capacity / 4);
+    const prompt = () => room.free();
+    const backlog = () => room.free() - reserve;
+    this.pulling = this.shards.held.flatMap((shard) => [
+      this.pull(consumerOf(shard, 'prompt'), prompt, take),
+      this.pull(consumerOf(shard, 'backlog'), backlog, take),
+    ]);
   }
 
   private async pull(name: string, room: () => number, take: (job: IndexingJob, settle: (outcome: 'done' | 'failed') => void) => void): Promise<void> {

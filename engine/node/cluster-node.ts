@@ -3,7 +3,7 @@
 // work queue for whichever node has room, and the live nodes say which node holds which shards.
 import type { ClusterOptions, ReplicationStatus } from '../options';
 import { LiveNodes } from '../cluster/live-nodes';
-import { JetStreamJobs, type IndexingJob } from '../ingest/jetstream-jobs';
+import { JetStreamJobs, laneOf, type IndexingJob, type JobRoom } from '../ingest/jetstream-jobs';
 import { unbuiltItems, unfinishedItems } from '../ingest/queue';
 import { decodePayload } from '../log/codec';
 import { JetStreamLog } from '../log/jetstream-log';
@@ -12,8 +12,8 @@ import type { LogRecord } from '../records';
 import { LogConflict, type Entry, type JobKey, type Node, type NodeContext, type Route } from './node';
 
 export interface ClusterNodeOptions extends ClusterOptions {
-  /** How many more jobs this node can take now (its workers' batches, less what it holds). */
-  room: () => number;
+  /** How many jobs this node can take (its workers' batches, less what it holds). */
+  room: JobRoom;
 }
 
 export class ClusterNode implements Node {
@@ -105,12 +105,17 @@ export class ClusterNode implements Node {
     await this.log.whenFollowed(seq);
   }
 
-  /** Queue the item's newest version for whichever node has room. */
+  /** Queue the item's newest version for whichever node has room, in its lane (prompt unless its knowledge base has a backlog). */
   async queueJob({ kbId, id, configId }: JobKey): Promise<void> {
-    const item = this.ctx.state.kbs.get(kbId)?.contents.get(id);
-    if (!item) return;
+    const kb = this.ctx.state.kbs.get(kbId);
+    const item = kb?.contents.get(id);
+    if (!kb || !item) return;
+    const { pending, processing } = kb.tally.counts;
     // Everything applied so far includes the record that made this version.
-    await this.jobs.publish({ kbId, id, version: item.current.version, seq: this.log.lastSequence, ...(configId ? { configId } : {}) });
+    await this.jobs.publish(
+      { kbId, id, version: item.current.version, seq: this.log.lastSequence, ...(configId ? { configId } : {}) },
+      laneOf(pending + processing, configId !== undefined),
+    );
   }
 
   /** Jobs again for every unfinished item and build (a job stored within two minutes is not stored twice). */
@@ -129,9 +134,8 @@ export class ClusterNode implements Node {
   start(): void {
     if (this.sweepTimer) return;
     this.liveNodes.announce();
-    this.jobs.start(
-      () => this.options.room() - this.awaitingLog,
-      (job, settle) => this.takeJob(job, settle),
+    this.jobs.start({ capacity: this.options.room.capacity, free: () => this.options.room.free() - this.awaitingLog }, (job, settle) =>
+      this.takeJob(job, settle),
     );
     let sweeping = false;
     this.sweepTimer = setInterval(() => {

@@ -54,7 +54,7 @@ test('jobs waiting for unapplied records are bounded by the room, handed back, a
     const ahead = (await jsm.streams.info(STREAM)).state.last_seq + 10;
     const jobs = await JetStreamJobs.open({ servers: nats.urls, stream: `${STREAM}_JOBS`, replicas: 1 });
     try {
-      for (let i = 0; i < 40; i++) await jobs.publish({ kbId: kb.id, id: `ct_stalled${i}`, version: 1, seq: ahead });
+      for (let i = 0; i < 40; i++) await jobs.publish({ kbId: kb.id, id: `ct_stalled${i}`, version: 1, seq: ahead }, 'backlog');
     } finally {
       await jobs.close();
     }
