@@ -11,7 +11,7 @@
 // queue (fair-queue.ts) sees no further: another tenant's single write would wait behind a whole
 // backlog. Each shard has two lanes: a knowledge base with few items waiting publishes to the
 // prompt lane, one with a backlog (or a re-embedding build) to the backlog lane, and a node pulls
-// prompt jobs first, keeping room for them while it pulls backlog jobs. The backlog lane keeps the
+// both, keeping room for prompt jobs while it pulls backlog ones. The backlog lane keeps the
 // subjects and consumer of the single queue before lanes: jobs queued before an upgrade are taken.
 import {
   AckPolicy,
