@@ -9,10 +9,10 @@
 //
 // A work queue is first in, first out, and a node pulls only a few batches ahead, so its own fair
 // queue (fair-queue.ts) sees no further: another tenant's single write would wait behind a whole
-// backlog. Each shard has two lanes: a knowledge base with few items waiting publishes to the
-// prompt lane, one with a backlog (or a re-embedding build) to the backlog lane, and a node pulls
-// both, keeping room for prompt jobs while it pulls backlog ones. The backlog lane keeps the
-// subjects and consumer of the single queue before lanes: jobs queued before an upgrade are taken.
+// backlog. Each shard has two lanes: a write whose knowledge base and organization have few items
+// waiting goes to the prompt lane, the others (and re-embedding builds) to the backlog lane, and a
+// node pulls both, keeping room for prompt jobs while it pulls backlog ones. The backlog lane keeps
+// the subjects and consumer of the single queue before lanes: jobs queued before an upgrade are taken.
 import {
   AckPolicy,
   jetstream,
@@ -52,14 +52,14 @@ export interface JetStreamJobsOptions {
   ackWaitMs?: number;
 }
 
-/** Which lane a job waits in: prompt (its knowledge base has few items waiting) or backlog. */
+/** Which lane a job waits in: prompt (its knowledge base and organization have few items waiting) or backlog. */
 export type JobLane = 'prompt' | 'backlog';
 const LANES: readonly JobLane[] = ['prompt', 'backlog'];
 
-/** A knowledge base with at most this many items waiting (one batch) queues its jobs in the prompt lane. */
+/** With at most this many items waiting (one batch) in its knowledge base and its organization, a job goes to the prompt lane. */
 export const PROMPT_LANE_ITEMS = 16;
 
-/** The lane of a job: builds (re-embedding) are background work; a write is prompt unless its knowledge base has a backlog. */
+/** The lane of a job: builds (re-embedding) are background work; a write is prompt unless its knowledge base or organization has a backlog. */
 export function laneOf(waitingItems: number, building: boolean): JobLane {
   return !building && waitingItems <= PROMPT_LANE_ITEMS ? 'prompt' : 'backlog';
 }

@@ -8,8 +8,17 @@ import { unbuiltItems, unfinishedItems } from '../ingest/queue';
 import { decodePayload } from '../log/codec';
 import { JetStreamLog } from '../log/jetstream-log';
 import { within } from '../log/nats';
+import type { KnowledgeBase } from '../kb/knowledge-base';
 import type { LogRecord } from '../records';
 import { LogConflict, type Entry, type JobKey, type Node, type NodeContext, type Route } from './node';
+
+/** How old the count of an organization's waiting items may be when a job's lane is chosen. */
+const ORG_WAITING_MS = 100;
+
+/** Items of the knowledge base waiting to be indexed or being indexed. */
+function waitingIn(kb: KnowledgeBase): number {
+  return kb.tally.counts.pending + kb.tally.counts.processing;
+}
 
 export interface ClusterNodeOptions extends ClusterOptions {
   /** How many jobs this node can take (its workers' batches, less what it holds). */
@@ -22,6 +31,8 @@ export class ClusterNode implements Node {
   private pendingAtLastSweep = new Map<string, number>();
   /** Jobs pulled that wait for this node to apply the record of their version. */
   private awaitingLog = 0;
+  /** Items waiting per organization, as last counted (waitingOfOrg). */
+  private orgWaiting = { at: -Infinity, counts: new Map<string, number>() };
 
   private constructor(
     readonly log: JetStreamLog,
@@ -105,17 +116,42 @@ export class ClusterNode implements Node {
     await this.log.whenFollowed(seq);
   }
 
-  /** Queue the item's newest version for whichever node has room, in its lane (prompt unless its knowledge base has a backlog). */
+  /**
+   * Queue the item's newest version for whichever node has room, in its lane: prompt unless its
+   * knowledge base, or its organization, has a backlog.
+   */
   async queueJob({ kbId, id, configId }: JobKey): Promise<void> {
     const kb = this.ctx.state.kbs.get(kbId);
     const item = kb?.contents.get(id);
     if (!kb || !item) return;
-    const { pending, processing } = kb.tally.counts;
+    const waiting = Math.max(waitingIn(kb), this.waitingOfOrg(kb.record.orgId));
     // Everything applied so far includes the record that made this version.
     await this.jobs.publish(
       { kbId, id, version: item.current.version, seq: this.log.lastSequence, ...(configId ? { configId } : {}) },
-      laneOf(pending + processing, configId !== undefined),
+      laneOf(waiting, configId !== undefined),
     );
+  }
+
+  /**
+   * Items waiting in the organization's knowledge bases (of the shards held here), counted over
+   * every knowledge base at most every ORG_WAITING_MS (a bulk load queues a job per item), and in
+   * the meantime each job queued here counts one more: an organization writing fast to many small
+   * knowledge bases has a backlog at once. Items done meanwhile count until the next count: a lane
+   * needs no exact number, and erring towards the backlog lane costs a newcomer at most that long.
+   */
+  private waitingOfOrg(orgId: string): number {
+    const now = performance.now();
+    if (now - this.orgWaiting.at >= ORG_WAITING_MS) {
+      const counts = new Map<string, number>();
+      for (const kb of this.ctx.state.kbs.values()) {
+        const n = waitingIn(kb);
+        if (n > 0) counts.set(kb.record.orgId, (counts.get(kb.record.orgId) ?? 0) + n);
+      }
+      this.orgWaiting = { at: now, counts };
+    }
+    const waiting = (this.orgWaiting.counts.get(orgId) ?? 0) + 1;
+    this.orgWaiting.counts.set(orgId, waiting);
+    return waiting;
   }
 
   /** Jobs again for every unfinished item and build (a job stored within two minutes is not stored twice). */
