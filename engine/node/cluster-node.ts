@@ -124,11 +124,13 @@ export class ClusterNode implements Node {
     const kb = this.ctx.state.kbs.get(kbId);
     const item = kb?.contents.get(id);
     if (!kb || !item) return;
-    const waiting = Math.max(waitingIn(kb), this.waitingOfOrg(kb.record.orgId));
+    const building = configId !== undefined;
+    // A build's jobs are not the organization's writes (and its items are not counted as waiting).
+    const waiting = building ? 0 : Math.max(waitingIn(kb), this.waitingOfOrg(kb.record.orgId));
     // Everything applied so far includes the record that made this version.
     await this.jobs.publish(
       { kbId, id, version: item.current.version, seq: this.log.lastSequence, ...(configId ? { configId } : {}) },
-      laneOf(waiting, configId !== undefined),
+      laneOf(waiting, building),
     );
   }
 
