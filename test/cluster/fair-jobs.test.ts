@@ -2,8 +2,8 @@
 // Indexing jobs wait in a JetStream work queue, first in first out, and a node pulls only about
 // two batches per document worker ahead, and its own fair queue (engine/ingest/fair-queue.ts)
 // sees no further. While a knowledge base and its organization have few items waiting, their jobs
-// go to a lane of their own (engine/ingest/jetstream-jobs.ts), pulled before the backlogs. One node on one NATS server: the
-// order of the work queue is what is tested, not replication.
+// go to a lane of their own (engine/ingest/jetstream-jobs.ts), pulled before the backlogs. One node
+// on one NATS server: the order of the work queue is what is tested, not replication.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
 import { NATS_SERVER, NatsCluster } from '../helpers/nats';
