@@ -33,6 +33,11 @@ export class StatusTally {
 
   constructor(private chunking: { size: number; overlap: number }) {}
 
+  /** Items pending or processing. */
+  get waitingItems(): number {
+    return this.counts.pending + this.counts.processing;
+  }
+
   /** The chunks `item`'s newest version will make, as counted while it waits. */
   estimate(item: ContentItem): number {
     return estimatedChunks(textLengthOf(item.current), this.chunking);

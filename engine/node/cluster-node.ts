@@ -8,17 +8,11 @@ import { unbuiltItems, unfinishedItems } from '../ingest/queue';
 import { decodePayload } from '../log/codec';
 import { JetStreamLog } from '../log/jetstream-log';
 import { within } from '../log/nats';
-import type { KnowledgeBase } from '../kb/knowledge-base';
 import type { LogRecord } from '../records';
 import { LogConflict, type Entry, type JobKey, type Node, type NodeContext, type Route } from './node';
 
 /** How old the count of an organization's waiting items may be when a job's lane is chosen. */
 const ORG_WAITING_MS = 100;
-
-/** Items of the knowledge base waiting to be indexed or being indexed. */
-function waitingIn(kb: KnowledgeBase): number {
-  return kb.tally.counts.pending + kb.tally.counts.processing;
-}
 
 export interface ClusterNodeOptions extends ClusterOptions {
   /** How many jobs this node can take (its workers' batches, less what it holds). */
@@ -126,7 +120,7 @@ export class ClusterNode implements Node {
     if (!kb || !item) return;
     const building = configId !== undefined;
     // A build's jobs are not the organization's writes (and its items are not counted as waiting).
-    const waiting = building ? 0 : Math.max(waitingIn(kb), this.waitingOfOrg(kb.record.orgId));
+    const waiting = building ? 0 : Math.max(kb.tally.waitingItems, this.waitingOfOrg(kb.record.orgId));
     // Everything applied so far includes the record that made this version.
     await this.jobs.publish(
       { kbId, id, version: item.current.version, seq: this.log.lastSequence, ...(configId ? { configId } : {}) },
@@ -146,7 +140,7 @@ export class ClusterNode implements Node {
     if (now - this.orgWaiting.at >= ORG_WAITING_MS) {
       const counts = new Map<string, number>();
       for (const kb of this.ctx.state.kbs.values()) {
-        const n = waitingIn(kb);
+        const n = kb.tally.waitingItems;
         if (n > 0) counts.set(kb.record.orgId, (counts.get(kb.record.orgId) ?? 0) + n);
       }
       this.orgWaiting = { at: now, counts };
